@@ -1,0 +1,326 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// NewRequest freezes a request: it picks the id (a fresh UUID, or the one pinned with
+// WithRequestID), serializes method and params once and fingerprints the bytes. Nothing is sent.
+//
+// Freezing first and sending with Do lets a caller record the id durably before any byte leaves,
+// which is what a restart needs to find out later what became of the request.
+//
+// params may be nil, a json.RawMessage, or anything encoding/json marshals to an object.
+func (c *Client) NewRequest(method string, params any, opts ...CallOption) (*Request, error) {
+	var cc callConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(&cc)
+		}
+	}
+	raw, err := marshalParams(params)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", method, err)}
+	}
+	id := cc.id
+	pinned := !id.IsZero()
+	if !pinned {
+		if id, err = newID(c.cfg.idVersion); err != nil {
+			return nil, &Error{Code: CodeInvalidArgument, Err: err}
+		}
+	}
+	req := freeze(c, id, method, raw)
+	req.idempotent = cc.idempotent
+	if method == "tools/call" {
+		req.toolName = toolNameOf(params, raw)
+	}
+	if pinned {
+		if err := c.ledger.check(req); err != nil {
+			return nil, &Error{Code: CodeRequestIDReused, ID: id, Request: req, Err: err}
+		}
+	}
+	return req, nil
+}
+
+func marshalParams(params any) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("must be a JSON object, not %s", truncate(raw, 40))
+	}
+	return raw, nil
+}
+
+func toolNameOf(params any, raw json.RawMessage) string {
+	switch p := params.(type) {
+	case CallToolParams:
+		return p.Name
+	case *CallToolParams:
+		return p.Name
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(raw, &p) // a missing or odd name just means no hints apply
+	return p.Name
+}
+
+// Do sends a frozen request and returns the server's answer.
+//
+// The request's id denotes its bytes for as long as the client lives (see [Ledger]). Do retries
+// under the client's RetryPolicy: a request that was not delivered is resent as it is; after an
+// uncertain attempt, the same bytes are resent under the same id when the server keeps receipts,
+// a request that is safe to repeat is otherwise re-issued under a new id, and any other request
+// ends with ErrOutcomeUnknown. Calling Do again with the same request is a resend; if the request
+// is still in flight, the second caller waits for the first attempt loop and gets its result.
+//
+// After ErrOutcomeUnknown, inspect the server's state before anything else (did the reservation
+// happen?), then either Resend the same request to re-read its outcome, or Supersede it.
+func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
+	if req == nil || req.owner != c {
+		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request was not made by this client")}
+	}
+	f, leader, err := c.ledger.begin(req)
+	if err != nil {
+		return nil, err
+	}
+	if !leader {
+		return awaitFlight(ctx, req, f)
+	}
+	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req)}
+	settled := false
+	defer func() {
+		if !settled { // a panic in a hook: release the waiters, then let it go on
+			r.settle(nil, &Error{Code: CodeOutcomeUnknown, ID: r.cur.id, Request: r.cur, Attempts: r.attempts,
+				Err: errors.New("panic during the attempt loop")}, StateUncertain, f)
+		}
+	}()
+	resp, err, state := r.run(ctx)
+	r.settle(resp, err, state, f)
+	settled = true
+	return resp, err
+}
+
+// awaitFlight waits for another caller's attempt loop for the same request.
+func awaitFlight(ctx context.Context, req *Request, f *flight) (*Response, error) {
+	select {
+	case <-f.done:
+		if f.resp == nil {
+			return nil, f.err
+		}
+		resp := *f.resp
+		resp.Result = bytes.Clone(resp.Result)
+		return &resp, nil
+	case <-ctx.Done():
+		return nil, &Error{Code: CodeOutcomeUnknown, ID: req.id, Request: req, Err: fmt.Errorf("waiting for the attempt already in flight: %w", ctx.Err())}
+	}
+}
+
+// attemptLoop is the state of one Do call across its attempts.
+type attemptLoop struct {
+	c    *Client
+	orig *Request
+	// cur is the request now being sent: orig, or its re-issue under a new id.
+	cur       *Request
+	curFlight *flight // the ledger flight of cur when cur is a re-issue
+	safe      bool
+
+	attempts int
+	// resent: an attempt of cur's bytes may have reached the server, so a refusal of the id may
+	// be the server recognizing it.
+	resent bool
+	// uncertainIn is the session of cur's last uncertain attempt; the receipt that could settle
+	// it lives there.
+	uncertainIn   *session
+	everUncertain bool
+	lastErr       error
+	hint          *hintedBackOff
+}
+
+func (r *attemptLoop) run(ctx context.Context) (*Response, error, State) {
+	p := r.c.cfg.retry
+	r.hint = &hintedBackOff{BackOff: backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), max: p.MaxServerDelay}
+	b := backoff.WithContext(r.hint, ctx)
+	var final *Error
+	var finalState State
+	resp, err := backoff.RetryNotifyWithData(func() (*Response, error) {
+		resp, fail, state, retryErr := r.attempt(ctx)
+		if fail != nil {
+			final, finalState = fail, state
+			return nil, backoff.Permanent(fail)
+		}
+		return resp, retryErr
+	}, b, func(err error, d time.Duration) {
+		r.c.log.Debug("mcpclient: retrying", "id", r.cur.key, "method", r.cur.method, "attempt", r.attempts, "delay", d, "err", err)
+		if p.OnRetry != nil {
+			p.OnRetry(r.attempts, err, d)
+		}
+	})
+	switch {
+	case err == nil:
+		return resp, nil, StateAnswered
+	case final != nil:
+		return nil, final, finalState
+	}
+	// Out of attempts, or the context ended between attempts.
+	cause := r.lastErr
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(cause, ctxErr) {
+		cause = fmt.Errorf("%w (last attempt: %w)", ctxErr, cause)
+	}
+	if r.everUncertain {
+		return nil, r.fail(CodeOutcomeUnknown, cause), StateUncertain
+	}
+	return nil, r.fail(CodeNotDelivered, cause), StateFailed
+}
+
+func (r *attemptLoop) fail(code Code, cause error) *Error {
+	return &Error{Code: code, ID: r.cur.id, Request: r.cur, Attempts: r.attempts, Err: cause}
+}
+
+// attempt sends cur once. It returns a response, or a final error and the ledger state it
+// leaves, or an error to retry after.
+func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error, state State, retry error) {
+	c, p := r.c, r.c.cfg.retry
+	s, err := c.session(ctx)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) { // the client is closed, or the server refused the session
+			return nil, &Error{Code: e.Code, ID: r.cur.id, Request: r.cur, Attempts: r.attempts, Err: err}, StateFailed, nil
+		}
+		r.lastErr = err
+		return nil, r.giveUpUnlessRetrying(), StateFailed, err
+	}
+	if r.uncertainIn != nil && r.uncertainIn != s {
+		// Rule 7: the session that could answer for the uncertain attempt is gone, and with it
+		// any receipt. A resend could run the request a second time.
+		if !r.safe {
+			return nil, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: a resend could run the request twice (last attempt: %w)", ErrSessionLost, r.lastErr)), StateUncertain, nil
+		}
+		r.uncertainIn, r.resent = nil, false
+	}
+
+	r.attempts++
+	c.ledger.attempted(r.cur.key)
+	result, err := s.exchange(ctx, r.cur)
+	var malformed *errMalformedAnswer
+	if errors.As(err, &malformed) {
+		return nil, r.fail(CodeProtocol, err), StateFailed, nil
+	}
+	switch p.Classify(err, r.resent) {
+	case OutcomeAnswered:
+		if err != nil {
+			return nil, r.fail(CodeServerError, err), StateFailed, nil
+		}
+		return &Response{Request: r.cur, Result: result, Attempts: r.attempts}, nil, StateAnswered, nil
+	case OutcomeConflict:
+		code := CodeRequestInFlight
+		var rpc *RPCError
+		if errors.As(err, &rpc) && rpc.IDReused() {
+			code = CodeRequestIDReused
+		}
+		return nil, r.fail(code, err), StateConflict, nil
+	case OutcomeNotDelivered:
+		r.lastErr = err
+		r.hint.hint = serverDelay(err)
+		return nil, r.giveUpUnlessRetrying(), StateFailed, err
+	}
+
+	// Uncertain.
+	r.lastErr = err
+	r.everUncertain, r.resent, r.uncertainIn = true, true, s
+	switch {
+	case p.Mode == RetryNever:
+		return nil, r.fail(CodeOutcomeUnknown, err), StateUncertain, nil
+	case s.receipts != "" || p.Mode == RetryAlways:
+		r.hint.hint = serverDelay(err)
+		return nil, nil, 0, err
+	case r.safe:
+		if fail := r.reissue(); fail != nil {
+			return nil, fail, StateUncertain, nil
+		}
+		return nil, nil, 0, err
+	}
+	return nil, r.fail(CodeOutcomeUnknown, fmt.Errorf("no receipts known and the request is not safe to repeat: %w", err)), StateUncertain, nil
+}
+
+// giveUpUnlessRetrying returns the final error of a failed delivery under RetryNever, or nil.
+func (r *attemptLoop) giveUpUnlessRetrying() *Error {
+	if r.c.cfg.retry.Mode != RetryNever {
+		return nil
+	}
+	if r.everUncertain {
+		return r.fail(CodeOutcomeUnknown, r.lastErr)
+	}
+	return r.fail(CodeNotDelivered, r.lastErr)
+}
+
+// reissue replaces cur by the same method and params under a new id, as the protocol asks of a
+// safe request whose stream broke. The old entry stays in the ledger, marked superseded.
+func (r *attemptLoop) reissue() *Error {
+	id, err := newID(r.c.cfg.idVersion)
+	if err != nil {
+		return r.fail(CodeOutcomeUnknown, err)
+	}
+	next := freeze(r.c, id, r.cur.method, r.cur.params)
+	next.toolName, next.idempotent = r.cur.toolName, r.cur.idempotent
+	next.supersedes = r.cur.id
+	next.reason = "re-issued under a new id after an uncertain attempt; the request is safe to repeat"
+	f, _, err := r.c.ledger.begin(next)
+	if err != nil {
+		return r.fail(CodeOf(err), err)
+	}
+	if r.curFlight != nil {
+		r.c.ledger.settle(r.cur.key, r.curFlight, StateUncertain, nil,
+			r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issued as %s after: %w", next.key, r.lastErr)))
+	}
+	r.cur, r.curFlight = next, f
+	r.resent, r.uncertainIn = false, nil
+	return nil
+}
+
+// settle records the end of the loop in the ledger: for the request last sent, and for the
+// original when a re-issue took its place.
+func (r *attemptLoop) settle(resp *Response, err error, state State, f *flight) {
+	if r.curFlight != nil {
+		r.c.ledger.settle(r.cur.key, r.curFlight, state, resp, err)
+		state = StateUncertain // the original may or may not have run; its re-issue answered
+	}
+	r.c.ledger.settle(r.orig.key, f, state, resp, err)
+}
+
+// safeMethods are the client requests that change nothing on the server, so that running one
+// twice does no harm.
+var safeMethods = map[string]bool{
+	"initialize":               true,
+	"ping":                     true,
+	"tools/list":               true,
+	"resources/list":           true,
+	"resources/templates/list": true,
+	"resources/read":           true,
+	"prompts/list":             true,
+	"prompts/get":              true,
+	"completion/complete":      true,
+	"server/discover":          true,
+}
+
+func (c *Client) safeToRepeat(req *Request) bool {
+	if req.idempotent || safeMethods[req.method] {
+		return true
+	}
+	return req.method == "tools/call" && c.hints.repeatable(req.toolName)
+}

@@ -1,0 +1,307 @@
+// Package mcpclient is a Model Context Protocol client that does not leave to luck what happened
+// to a request whose answer never came.
+//
+// Every request is frozen once: a UUID id, the exact bytes, and their SHA-256 fingerprint. A
+// resend writes the same bytes under the same id, which a server that keeps receipts answers with
+// the reply it already has instead of running the request again. Conflicts (HTTP 409,
+// MCP_REQUEST_ID_REUSED) stop the client; an outcome it cannot learn safely is returned as
+// ErrOutcomeUnknown with the frozen request, for the caller to inspect and then Resend or
+// Supersede.
+//
+// Create a Client with [Connect], reuse it, and Close it when done. A Client is safe for
+// concurrent use.
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// A Client is a connection to one MCP server, with the ledger of the requests it sent.
+//
+// Create one per server with Connect and reuse it; it is safe for concurrent use. It reconnects
+// by itself when the connection or the server session is lost, re-initializing the session, and
+// it applies DESIGN.md's rules to the requests that were in flight then.
+type Client struct {
+	transport transport.Transport
+	cfg       config
+	log       *slog.Logger
+	ledger    *Ledger
+	hints     toolHints
+
+	mu      sync.Mutex
+	sess    *session              // the current session; nil before the first and after loss
+	dialing chan struct{}         // closed when the dial under way ends; nil when none is
+	live    map[*session]struct{} // sessions whose goroutines run
+	closed  bool
+
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the reader and dispatcher of every live session
+}
+
+// Connect opens a connection through t, negotiates the protocol revision with initialize and
+// sends notifications/initialized. Dialing and initialize are retried under the client's retry
+// policy; a server answering with a revision this client does not speak is refused with
+// ErrUnsupportedVersion.
+func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
+	if t == nil {
+		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("nil transport")}
+	}
+	cfg := newConfig(opts)
+	c := &Client{
+		transport: t,
+		cfg:       cfg,
+		log:       cfg.logger,
+		ledger:    newLedger(cfg.ledgerCap),
+		live:      make(map[*session]struct{}),
+	}
+	if err := c.connect(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// connect establishes the first session, retrying failed dials with the call policy's backoff.
+func (c *Client) connect(ctx context.Context) error {
+	p := c.cfg.retry
+	attempts := 0
+	b := backoff.WithContext(backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), ctx)
+	_, err := backoff.RetryNotifyWithData(func() (*session, error) {
+		attempts++
+		s, err := c.session(ctx)
+		if err != nil && isDefinite(err) {
+			return nil, backoff.Permanent(err)
+		}
+		return s, err
+	}, b, func(err error, d time.Duration) {
+		c.log.Debug("mcpclient: connect failed, retrying", "attempt", attempts, "delay", d, "err", err)
+	})
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeNotDelivered, Attempts: attempts, Err: err}
+}
+
+// isDefinite reports whether a dial error settles the matter: retrying cannot help.
+func isDefinite(err error) bool {
+	var e *Error
+	return errors.As(err, &e)
+}
+
+// session returns the live session, dialing a new one if there is none. One dial runs at a
+// time; concurrent callers wait for it. Errors that are *Error are definite; others are
+// transport failures, after which nothing of the caller's request was sent.
+func (c *Client) session(ctx context.Context) (*session, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, &Error{Code: CodeClosed, Err: ErrClosed}
+		}
+		if s := c.sess; s != nil && !s.isDead() {
+			c.mu.Unlock()
+			return s, nil
+		}
+		if wait := c.dialing; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, &transport.Error{Outcome: transport.NotDelivered, Err: ctx.Err()}
+			}
+		}
+		done := make(chan struct{})
+		c.dialing = done
+		c.mu.Unlock()
+
+		s, err := c.dial(ctx)
+
+		c.mu.Lock()
+		c.dialing = nil
+		if err == nil {
+			if c.closed {
+				err = &Error{Code: CodeClosed, Err: ErrClosed}
+			} else {
+				c.sess = s
+			}
+		}
+		c.mu.Unlock()
+		close(done)
+		if err != nil {
+			if s != nil {
+				s.kill(err)
+			}
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// dial connects and initializes a new session.
+func (c *Client) dial(ctx context.Context) (*session, error) {
+	conn, err := c.transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(c, conn)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		conn.Close()
+		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
+	}
+	c.live[s] = struct{}{}
+	c.wg.Add(2)
+	c.mu.Unlock()
+	go s.readLoop()
+	go s.dispatchLoop()
+
+	if err := c.initialize(ctx, s); err != nil {
+		s.kill(err)
+		return nil, err
+	}
+	return s, nil
+}
+
+// initialize runs the initialize handshake on s. It sends one initialize request: a failed one
+// is retried by the caller on a fresh connection under a fresh id, which is safe because
+// initialize only opens a session.
+func (c *Client) initialize(ctx context.Context, s *session) error {
+	req, err := c.NewRequest("initialize", InitializeParams{
+		ProtocolVersion: LatestProtocolVersion,
+		Capabilities:    ClientCapabilities{},
+		ClientInfo:      c.cfg.info,
+	})
+	if err != nil {
+		return err
+	}
+	f, _, err := c.ledger.begin(req)
+	if err != nil {
+		return err
+	}
+	c.ledger.attempted(req.key)
+	raw, err := s.exchange(ctx, req)
+	outcome := c.cfg.retry.Classify(err, false)
+	switch {
+	case outcome == OutcomeAnswered && err != nil:
+		err = &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err}
+		c.ledger.settle(req.key, f, StateFailed, nil, err)
+		return err
+	case err != nil:
+		c.ledger.settle(req.key, f, stateOf(outcome), nil, err)
+		return err
+	}
+	var res InitializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		err = &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
+		c.ledger.settle(req.key, f, StateFailed, nil, err)
+		return err
+	}
+	c.ledger.settle(req.key, f, StateAnswered, &Response{Request: req, Result: raw, Attempts: 1}, nil)
+	if !isSupportedVersion(res.ProtocolVersion) {
+		return &Error{Code: CodeUnsupportedVersion, ID: req.id, Request: req, Attempts: 1,
+			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
+	}
+	s.init = res
+	if r, ok := res.Capabilities.RequestReceipts(); ok {
+		s.receipts = r.Scope
+	} else {
+		s.receipts = c.cfg.receipts
+	}
+	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
+	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
+		return err
+	}
+	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
+	return nil
+}
+
+func stateOf(o Outcome) State {
+	switch o {
+	case OutcomeNotDelivered:
+		return StateFailed
+	case OutcomeConflict:
+		return StateConflict
+	}
+	return StateUncertain
+}
+
+// sessionEnded is run by a session's reader as it exits.
+func (c *Client) sessionEnded(s *session) {
+	c.mu.Lock()
+	delete(c.live, s)
+	c.mu.Unlock()
+	c.wg.Done()
+}
+
+// Close ends the client: it closes the connection and waits for the client's goroutines to
+// finish. Calls still awaiting an answer end with ErrOutcomeUnknown. Close is idempotent and
+// safe to call concurrently; every call returns after the goroutines ended.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		live := make([]*session, 0, len(c.live))
+		for s := range c.live {
+			live = append(live, s)
+		}
+		c.mu.Unlock()
+		for _, s := range live {
+			s.kill(ErrClosed)
+		}
+	})
+	c.wg.Wait()
+	return nil
+}
+
+// current returns the live session, or nil.
+func (c *Client) current() *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess
+}
+
+// InitializeResult returns what the server answered to the current session's initialize.
+func (c *Client) InitializeResult() InitializeResult {
+	if s := c.current(); s != nil {
+		return s.init
+	}
+	return InitializeResult{}
+}
+
+// ServerInfo returns the server's name and version.
+func (c *Client) ServerInfo() Implementation { return c.InitializeResult().ServerInfo }
+
+// ServerCapabilities returns the capabilities the server declared.
+func (c *Client) ServerCapabilities() ServerCapabilities { return c.InitializeResult().Capabilities }
+
+// ProtocolVersion returns the negotiated protocol revision.
+func (c *Client) ProtocolVersion() string { return c.InitializeResult().ProtocolVersion }
+
+// Receipts returns the receipt scope the client relies on: the server's declaration, or else the
+// one asserted with WithReceipts. ok is false when neither exists.
+func (c *Client) Receipts() (scope ReceiptScope, ok bool) {
+	if s := c.current(); s != nil && s.receipts != "" {
+		return s.receipts, true
+	}
+	return c.cfg.receipts, c.cfg.receipts != ""
+}
+
+// Ledger returns the client's ledger of request ids.
+func (c *Client) Ledger() *Ledger { return c.ledger }

@@ -1,0 +1,106 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Resend sends req again: the same bytes under the same id. Use it to re-read the outcome of a
+// request that ended with ErrOutcomeUnknown or a conflict, after inspecting the server's state.
+// A server that keeps receipts answers with the reply it holds, without running the request
+// again; one that keeps none may run it again, which is why Resend is the caller's decision and
+// never the client's.
+//
+// Resend is Do by another name, so that code that re-reads says so; it retries under the same
+// policy.
+func (c *Client) Resend(ctx context.Context, req *Request) (*Response, error) {
+	return c.Do(ctx, req)
+}
+
+// An Inspection records what a caller looked at, after an uncertain or refused request, before
+// deciding to send different content: the evidence that replacing the request is deliberate.
+type Inspection struct {
+	// Checked says what was looked at: a query, a resource read, a person asked.
+	Checked string
+	// Found says what it showed about the earlier request's effect.
+	Found string
+}
+
+func (i Inspection) String() string { return "checked " + i.Checked + "; found " + i.Found }
+
+// Supersede replaces prev by a new request under a new id, and sends it.
+//
+// Use Supersede, not Resend, when the content must change, or when the inspection showed that
+// prev did not run and must run again under a new id. It refuses to work without an inspection
+// (ErrInspectionRequired) and while prev is still in flight (ErrRequestInFlight): moving to a new
+// id merely to get past an error is what it is there to prevent.
+//
+// The new request has prev's method and params (nil keeps prev's), and carries
+// _meta.supersedes = prev's id on the wire. The ledger keeps prev's entry and records which id
+// replaced it and why. Note that the server will run the new request: it is a new request.
+func (c *Client) Supersede(ctx context.Context, prev *Request, inspection Inspection, params any, opts ...CallOption) (*Response, error) {
+	next, err := c.newSupersedingRequest(prev, inspection, params, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.Do(ctx, next)
+}
+
+func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, params any, opts []CallOption) (*Request, error) {
+	if prev == nil || prev.owner != c {
+		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request to supersede was not made by this client")}
+	}
+	if inspection.Checked == "" || inspection.Found == "" {
+		return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: ErrInspectionRequired}
+	}
+	if e, ok := c.ledger.Lookup(prev.id); ok && e.State == StatePending {
+		return nil, &Error{Code: CodeRequestInFlight, ID: prev.id, Request: prev,
+			Err: errors.New("the request is still in flight; wait for its outcome before superseding it")}
+	}
+	raw := prev.params
+	if params != nil {
+		var err error
+		if raw, err = marshalParams(params); err != nil {
+			return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("params: %w", err)}
+		}
+	}
+	raw, err := withSupersedesMeta(raw, prev.id)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: err}
+	}
+	next, err := c.NewRequest(prev.method, raw, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if next.method == "tools/call" {
+		next.toolName = toolNameOf(nil, raw)
+	}
+	next.supersedes = prev.id
+	next.reason = inspection.String()
+	return next, nil
+}
+
+// withSupersedesMeta sets params._meta.supersedes, keeping any other _meta keys.
+func withSupersedesMeta(params json.RawMessage, prev ID) (json.RawMessage, error) {
+	fields := map[string]json.RawMessage{}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &fields); err != nil {
+			return nil, fmt.Errorf("params must be a JSON object: %w", err)
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := fields["_meta"]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, fmt.Errorf("params._meta must be a JSON object: %w", err)
+		}
+	}
+	meta["supersedes"] = json.RawMessage(prev.JSON())
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	fields["_meta"] = m
+	return json.Marshal(fields)
+}

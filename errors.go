@@ -1,0 +1,201 @@
+package mcpclient
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Code classifies every error the Client returns. Match with [CodeOf] or, for the codes that
+// have one, with errors.Is and the sentinel.
+type Code int
+
+const (
+	// CodeOutcomeUnknown: the request may or may not have run, and the client will not find out
+	// by itself (see ErrOutcomeUnknown).
+	CodeOutcomeUnknown Code = iota + 1
+	// CodeNotDelivered: no attempt reached the server; nothing ran.
+	CodeNotDelivered
+	// CodeRequestInFlight: the server refused the id because a request under it is still running.
+	CodeRequestInFlight
+	// CodeRequestIDReused: other content under an id already used, refused by the server
+	// (MCP_REQUEST_ID_REUSED) or locally by the ledger before sending.
+	CodeRequestIDReused
+	// CodeLedgerFull: every ledger entry is unresolved, so no new request can be tracked.
+	CodeLedgerFull
+	// CodeServerError: the server answered with a JSON-RPC error; errors.As gives the *RPCError.
+	CodeServerError
+	// CodeUnsupportedVersion: the server chose a protocol revision this client does not speak.
+	CodeUnsupportedVersion
+	// CodeProtocol: the server's answer was not valid MCP.
+	CodeProtocol
+	// CodeInvalidArgument: the caller's mistake, such as params that do not marshal, a request
+	// made by another client, or a Supersede without an inspection.
+	CodeInvalidArgument
+	// CodeClosed: the client was closed.
+	CodeClosed
+)
+
+var codeNames = [...]string{
+	CodeOutcomeUnknown:     "outcome unknown",
+	CodeNotDelivered:       "not delivered",
+	CodeRequestInFlight:    "request in flight",
+	CodeRequestIDReused:    "request id reused",
+	CodeLedgerFull:         "ledger full",
+	CodeServerError:        "server error",
+	CodeUnsupportedVersion: "unsupported protocol version",
+	CodeProtocol:           "protocol error",
+	CodeInvalidArgument:    "invalid argument",
+	CodeClosed:             "client closed",
+}
+
+func (c Code) String() string {
+	if c > 0 && int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("Code(%d)", int(c))
+}
+
+// The sentinels, one per Code that callers branch on. Every error the Client returns is an
+// *Error; errors.Is(err, ErrOutcomeUnknown) holds when its Code is CodeOutcomeUnknown, and so on.
+var (
+	// ErrOutcomeUnknown: the request's bytes may have reached the server and no answer came, and
+	// resending could run it twice (no receipts known, or the receipt scope was lost). The
+	// *Error holds the frozen Request: inspect the server's state, then Resend it to re-read the
+	// outcome, or Supersede it with an inspection record.
+	ErrOutcomeUnknown = errors.New("mcpclient: outcome unknown")
+	// ErrNotDelivered: every attempt failed before any byte could reach the server.
+	ErrNotDelivered = errors.New("mcpclient: not delivered")
+	// ErrRequestInFlight: the server refuses the id while a request under it is running (HTTP
+	// 409, or JSON-RPC -32600 for a resend). A hard signal: the client stops.
+	ErrRequestInFlight = errors.New("mcpclient: request in flight")
+	// ErrRequestIDReused: content other than the original under a used id. A hard signal: the
+	// client stops and never moves to a new id by itself.
+	ErrRequestIDReused = errors.New("mcpclient: request id reused")
+	// ErrLedgerFull: the ledger holds only unresolved entries and refuses new ones.
+	ErrLedgerFull = errors.New("mcpclient: ledger full")
+	// ErrSessionLost: the server session, and with it the receipt scope, ended (HTTP 404, a
+	// restarted server, a dead connection). It appears in the chain of the error of a request
+	// whose outcome it made unknowable.
+	ErrSessionLost = errors.New("mcpclient: session lost")
+	// ErrUnsupportedVersion: the server answered initialize with a revision this client does not
+	// speak.
+	ErrUnsupportedVersion = errors.New("mcpclient: unsupported protocol version")
+	// ErrInspectionRequired: Supersede was called without an inspection record.
+	ErrInspectionRequired = errors.New("mcpclient: supersede needs an inspection of the server's state")
+	// ErrClosed: the client is closed.
+	ErrClosed = errors.New("mcpclient: client closed")
+)
+
+var sentinels = map[Code]error{
+	CodeOutcomeUnknown:     ErrOutcomeUnknown,
+	CodeNotDelivered:       ErrNotDelivered,
+	CodeRequestInFlight:    ErrRequestInFlight,
+	CodeRequestIDReused:    ErrRequestIDReused,
+	CodeLedgerFull:         ErrLedgerFull,
+	CodeUnsupportedVersion: ErrUnsupportedVersion,
+	CodeClosed:             ErrClosed,
+}
+
+// Error is the one error type the Client returns.
+type Error struct {
+	// Code classifies the failure.
+	Code Code
+	// ID is the id of the request the error is about; zero when no request was made.
+	ID ID
+	// Request is the frozen request, for every error about a request. After an uncertain or
+	// conflicting outcome it is the handle to pass to Client.Resend or Client.Supersede.
+	Request *Request
+	// Attempts is how many times the request's bytes were sent.
+	Attempts int
+	// Err is the last cause: a transport error, an *RPCError, a context error.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("mcpclient: ")
+	b.WriteString(e.Code.String())
+	if !e.ID.IsZero() {
+		b.WriteString(" for request ")
+		b.WriteString(e.ID.JSON())
+	}
+	if e.Attempts > 0 {
+		fmt.Fprintf(&b, " after %d attempt", e.Attempts)
+		if e.Attempts > 1 {
+			b.WriteByte('s')
+		}
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is the sentinel of e's Code.
+func (e *Error) Is(target error) bool {
+	s, ok := sentinels[e.Code]
+	return ok && s == target
+}
+
+// CodeOf returns the Code of the *Error in err's chain, or 0 if there is none.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+// IsWireError reports whether err carries a JSON-RPC error the server sent, as opposed to one
+// the client made (a local refusal, a transport failure, a context error).
+func IsWireError(err error) bool {
+	var r *RPCError
+	return errors.As(err, &r)
+}
+
+// Standard JSON-RPC error codes.
+const (
+	RPCParseError     = -32700
+	RPCInvalidRequest = -32600
+	RPCMethodNotFound = -32601
+	RPCInvalidParams  = -32602
+	RPCInternalError  = -32603
+)
+
+// ReusedIDMarker is how servers that keep receipts flag other content under a known id: in
+// error.data.code, error.data.reason, or the message.
+const ReusedIDMarker = "MCP_REQUEST_ID_REUSED"
+
+// RPCError is a JSON-RPC error object sent by the server. Like any answer it is the definite
+// outcome of its request and is never retried.
+type RPCError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+}
+
+// IDReused reports whether the server refused the request as other content under an id it
+// already holds a receipt for.
+func (e *RPCError) IDReused() bool {
+	if strings.Contains(e.Message, ReusedIDMarker) {
+		return true
+	}
+	var data struct {
+		Code   any `json:"code"`
+		Reason any `json:"reason"`
+	}
+	if len(e.Data) == 0 || json.Unmarshal(e.Data, &data) != nil {
+		return false
+	}
+	return data.Code == ReusedIDMarker || data.Reason == ReusedIDMarker
+}

@@ -1,0 +1,162 @@
+// Quickstart shows what mcpclient does when the answer to a side-effecting tool call is lost.
+//
+// It starts an in-memory mcptest server whose "reserve" tool books a room, and makes the server
+// drop the reply after the first execution. The client resends the same bytes under the same id;
+// the server's receipt answers without booking twice. Then it shows a hard signal (other content
+// under a used id) and a deliberate correction with Supersede.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+func main() {
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(1)
+	}
+}
+
+// hotel is the side effect: the bookings the tool made.
+type hotel struct {
+	mu       sync.Mutex
+	bookings []string
+}
+
+func (h *hotel) reserve(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	var args struct {
+		Room  string `json:"room"`
+		Night string `json:"night"`
+	}
+	if err := json.Unmarshal(call.Arguments, &args); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.bookings = append(h.bookings, args.Room+" on "+args.Night)
+	ref := fmt.Sprintf("R-%03d", len(h.bookings))
+	return &mcpclient.CallToolResult{Content: []mcpclient.Content{
+		mcpclient.TextContent(fmt.Sprintf("booked room %s for %s, ref %s", args.Room, args.Night, ref)),
+	}}, nil
+}
+
+func (h *hotel) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.bookings)
+}
+
+func run(ctx context.Context) error {
+	h := &hotel{}
+	srv := mcptest.NewServer(
+		mcptest.WithTool(mcpclient.Tool{Name: "reserve", Description: "Book a room for a night."}, h.reserve),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}),
+	)
+	defer srv.Close()
+
+	c, err := mcpclient.Connect(ctx, srv.Transport())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	scope, _ := c.Receipts()
+	fmt.Printf("connected to %s, protocol %s, receipts scope %q\n\n", c.ServerInfo().Name, c.ProtocolVersion(), scope)
+
+	// 1. A reply lost after the tool ran: the client resends the frozen request.
+	fmt.Println("1. reserve room 12; the server drops the reply after booking")
+	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{
+		Name:      "reserve",
+		Arguments: map[string]string{"room": "12", "night": "2026-12-24"},
+	})
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		return err
+	}
+	var res mcpclient.CallToolResult
+	if err := resp.Decode(&res); err != nil {
+		return err
+	}
+	frames := srv.Received(req.ID())
+	entry, _ := c.Ledger().Lookup(req.ID())
+	fmt.Printf("   request id   %s\n", req.ID())
+	fmt.Printf("   attempts     %d (ledger: %s after %d)\n", resp.Attempts, entry.State, entry.Attempts)
+	fmt.Printf("   same bytes   %v (%d frames received, fingerprint %.16s…)\n", allEqual(frames), len(frames), req.Fingerprint())
+	fmt.Printf("   executions   %d\n", srv.ExecutionsOf("reserve", req.ID()))
+	fmt.Printf("   result       %s\n\n", res.Text())
+	if srv.ExecutionsOf("reserve", req.ID()) != 1 || !allEqual(frames) || len(frames) < 2 {
+		return errors.New("expected one execution under a byte-identical resend")
+	}
+
+	// 2. A hard signal: another client puts other content under the same id.
+	fmt.Println("2. a second client sends room 14 under the same id")
+	other, err := mcpclient.Connect(ctx, srv.Transport())
+	if err != nil {
+		return err
+	}
+	defer other.Close()
+	_, err = other.CallTool(ctx, "reserve", map[string]string{"room": "14", "night": "2026-12-24"},
+		mcpclient.WithRequestID(req.ID()))
+	var e *mcpclient.Error
+	if !errors.Is(err, mcpclient.ErrRequestIDReused) || !errors.As(err, &e) {
+		return fmt.Errorf("expected ErrRequestIDReused, got %v", err)
+	}
+	fmt.Printf("   error        %v\n", err)
+	fmt.Printf("   from server  %v, attempts %d, bookings still %d\n\n", mcpclient.IsWireError(err), e.Attempts, h.count())
+
+	// 3. An outcome the client cannot learn: every attempt is lost before an answer, so after
+	// its attempts the client stops with ErrOutcomeUnknown and hands back the frozen request.
+	fmt.Println("3. reserve room 15; every attempt is lost on the way")
+	srv.Inject(mcptest.Fault{Kind: mcptest.DropBeforeExecution, Tool: "reserve", Times: -1})
+	_, err = c.CallTool(ctx, "reserve", map[string]string{"room": "15", "night": "2026-12-25"})
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.As(err, &e) {
+		return fmt.Errorf("expected ErrOutcomeUnknown, got %v", err)
+	}
+	srv.ClearFaults()
+	lost := e.Request
+	fmt.Printf("   error        %v\n", err)
+
+	// Changing the request without looking first is refused.
+	_, err = c.Supersede(ctx, lost, mcpclient.Inspection{}, nil)
+	fmt.Printf("   supersede without inspection: %v\n", err)
+
+	// The caller inspects the hotel, finds no booking, and books room 16 instead, deliberately.
+	found := fmt.Sprintf("%d bookings, none for room 15", h.count())
+	fmt.Printf("   inspection   %s\n", found)
+	resp, err = c.Supersede(ctx, lost, mcpclient.Inspection{Checked: "the hotel's bookings for 2026-12-25", Found: found},
+		mcpclient.CallToolParams{Name: "reserve", Arguments: map[string]string{"room": "16", "night": "2026-12-25"}})
+	if err != nil {
+		return err
+	}
+	if err := resp.Decode(&res); err != nil {
+		return err
+	}
+	old, _ := c.Ledger().Lookup(lost.ID())
+	replacement, _ := c.Ledger().Lookup(resp.Request.ID())
+	fmt.Printf("   new id       %s, supersedes %s\n", resp.Request.ID(), replacement.Supersedes)
+	fmt.Printf("   old entry    %s, superseded by %s\n", old.State, old.SupersededBy)
+	fmt.Printf("   wire params  %s\n", resp.Request.Params())
+	fmt.Printf("   result       %s\n", res.Text())
+	fmt.Printf("\nbookings: %d (one per request that ran)\n", h.count())
+	return nil
+}
+
+func allEqual(frames [][]byte) bool {
+	for _, f := range frames[1:] {
+		if !bytes.Equal(f, frames[0]) {
+			return false
+		}
+	}
+	return len(frames) > 0
+}

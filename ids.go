@@ -1,0 +1,151 @@
+package mcpclient
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/google/uuid"
+)
+
+// An ID is a JSON-RPC request id: a string or an integer. The zero ID is no id.
+//
+// The client makes its own ids from UUIDs, so that no two processes, and no process before and
+// after a restart, ever put two requests under one id: a server that keeps receipts for ids would
+// otherwise answer a new request with an old result. A caller may pin an id of its own with
+// [WithRequestID]; the client then checks it against its ledger.
+type ID struct {
+	str  string
+	num  int64
+	kind idKind
+}
+
+type idKind uint8
+
+const (
+	idNone idKind = iota
+	idString
+	idNumber
+)
+
+// StringID returns the id s. An empty s is still a valid string id.
+func StringID(s string) ID { return ID{str: s, kind: idString} }
+
+// IntID returns the integer id n.
+func IntID(n int64) ID { return ID{num: n, kind: idNumber} }
+
+// IsZero reports whether id is the zero ID, which is no id at all.
+func (id ID) IsZero() bool { return id.kind == idNone }
+
+// String returns the id as text: the string itself, or the integer in decimal. Use JSON for the
+// form that tells "7" from 7.
+func (id ID) String() string {
+	switch id.kind {
+	case idString:
+		return id.str
+	case idNumber:
+		return strconv.FormatInt(id.num, 10)
+	}
+	return ""
+}
+
+// JSON returns the id's JSON encoding, which is also its key in the ledger: "7" and 7 are two
+// different ids.
+func (id ID) JSON() string { return string(id.appendJSON(nil)) }
+
+func (id ID) appendJSON(b []byte) []byte {
+	switch id.kind {
+	case idString:
+		if plainJSONString(id.str) {
+			b = append(b, '"')
+			b = append(b, id.str...)
+			return append(b, '"')
+		}
+		enc, _ := json.Marshal(id.str) // a Go string always marshals
+		return append(b, enc...)
+	case idNumber:
+		return strconv.AppendInt(b, id.num, 10)
+	}
+	return append(b, "null"...)
+}
+
+// plainJSONString reports whether s needs no escaping as a JSON string, which is true of every
+// UUID and lets the common case skip the encoder.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// MarshalJSON encodes the id as a JSON string or number; the zero ID encodes as null.
+func (id ID) MarshalJSON() ([]byte, error) { return id.appendJSON(nil), nil }
+
+// ErrInvalidID reports a JSON value that is not a usable request id.
+var ErrInvalidID = errors.New("mcpclient: request id must be a string or an integer")
+
+// UnmarshalJSON accepts a JSON string or an integer that fits in 64 bits. null, fractions,
+// exponents and other values are refused with ErrInvalidID: such ids cannot be matched reliably.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return ErrInvalidID
+	}
+	if b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidID, err)
+		}
+		*id = StringID(s)
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalidID, truncate(b, 40))
+	}
+	*id = IntID(n)
+	return nil
+}
+
+// IDVersion selects the UUID version of generated ids.
+type IDVersion int
+
+const (
+	// UUIDv4 ids are 122 random bits (the default).
+	UUIDv4 IDVersion = 4
+	// UUIDv7 ids start with a millisecond timestamp, so they sort by creation time in logs and
+	// databases, followed by 74 random bits.
+	UUIDv7 IDVersion = 7
+)
+
+// newID makes a fresh id. It reads crypto/rand directly rather than through uuid's optional
+// random pool, which a program may switch on globally and which would make ids predictable from
+// one another. A failing random source is an error, never a panic.
+func newID(v IDVersion) (ID, error) {
+	var (
+		u   uuid.UUID
+		err error
+	)
+	if v == UUIDv7 {
+		u, err = uuid.NewV7FromReader(rand.Reader)
+	} else {
+		u, err = uuid.NewRandomFromReader(rand.Reader)
+	}
+	if err != nil {
+		return ID{}, fmt.Errorf("mcpclient: generating request id: %w", err)
+	}
+	return StringID(u.String()), nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}

@@ -1,0 +1,125 @@
+// Package jsonrpc reads and writes JSON-RPC 2.0 envelopes for the client and for mcptest.
+//
+// It knows the envelope only: ids, params, results and errors stay raw JSON for the caller to
+// interpret.
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Version is the only JSON-RPC version MCP speaks.
+const Version = "2.0"
+
+// A Message is any JSON-RPC message: request, notification or response. Which one it is follows
+// from the fields present (see Kind).
+type Message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// Kind tells the three message shapes apart.
+type Kind int
+
+const (
+	KindInvalid Kind = iota
+	KindRequest
+	KindNotification
+	KindResponse
+)
+
+// Kind classifies m. A message that fits no shape (a response with both result and error, a
+// request without a method) is KindInvalid.
+func (m *Message) Kind() Kind {
+	if m.JSONRPC != Version {
+		return KindInvalid
+	}
+	switch {
+	case m.Method != "" && m.Result == nil && m.Error == nil:
+		if m.ID == nil {
+			return KindNotification
+		}
+		return KindRequest
+	case m.Method == "" && m.ID != nil && (m.Result == nil) != (m.Error == nil):
+		return KindResponse
+	}
+	return KindInvalid
+}
+
+// ErrMalformed reports bytes that are not a JSON-RPC message.
+var ErrMalformed = errors.New("jsonrpc: malformed message")
+
+// Decode parses one frame, which may hold a single message or a batch (a JSON array, as the
+// 2025-03-26 revision allowed). Messages are returned in order; their raw fields alias frame.
+func Decode(frame []byte) ([]Message, error) {
+	trimmed := bytes.TrimLeft(frame, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
+	}
+	if trimmed[0] == '[' {
+		var batch []Message
+		if err := json.Unmarshal(trimmed, &batch); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		if len(batch) == 0 {
+			return nil, fmt.Errorf("%w: empty batch", ErrMalformed)
+		}
+		return batch, nil
+	}
+	var m Message
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return []Message{m}, nil
+}
+
+// AppendRequest appends a request envelope. id is the id's JSON text; an empty id makes a
+// notification. params, if not empty, must be valid JSON.
+func AppendRequest(b []byte, id, method string, params []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0"`...)
+	if id != "" {
+		b = append(b, `,"id":`...)
+		b = append(b, id...)
+	}
+	b = append(b, `,"method":`...)
+	b = appendString(b, method)
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// AppendResult appends a successful response envelope.
+func AppendResult(b []byte, id, result []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+// AppendError appends an error response envelope. errObj must be a JSON object with code and
+// message.
+func AppendError(b []byte, id, errObj []byte) []byte {
+	if len(id) == 0 {
+		id = []byte("null")
+	}
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":`...)
+	b = append(b, errObj...)
+	return append(b, '}')
+}
+
+func appendString(b []byte, s string) []byte {
+	enc, _ := json.Marshal(s) // a Go string always marshals
+	return append(b, enc...)
+}

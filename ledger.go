@@ -1,0 +1,220 @@
+package mcpclient
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// DefaultLedgerCapacity is the number of requests a Client remembers unless
+// [WithLedgerCapacity] says otherwise.
+const DefaultLedgerCapacity = 10_000
+
+// State is where a request stands in the ledger.
+type State int
+
+const (
+	// StatePending: an attempt is under way.
+	StatePending State = iota + 1
+	// StateUncertain: bytes may have reached the server and no answer came.
+	StateUncertain
+	// StateAnswered: the server answered with a result (a tool's isError result included).
+	StateAnswered
+	// StateFailed: definitely failed: the server answered with a JSON-RPC error, or no attempt
+	// was delivered.
+	StateFailed
+	// StateConflict: the server refused the id (in flight, or reused with other content).
+	StateConflict
+)
+
+var stateNames = [...]string{
+	StatePending:   "pending",
+	StateUncertain: "uncertain",
+	StateAnswered:  "answered",
+	StateFailed:    "failed",
+	StateConflict:  "conflict",
+}
+
+func (s State) String() string {
+	if s > 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Entry is the ledger's record of one request id, as returned by [Ledger.Lookup].
+type Entry struct {
+	ID          ID
+	Method      string
+	Fingerprint Fingerprint
+	State       State
+	// Attempts counts the sends under this id.
+	Attempts int
+	Created  time.Time
+	Updated  time.Time
+	// Supersedes is the id this request replaces, and Reason why (an inspection record, or the
+	// automatic re-issue of a safe request).
+	Supersedes ID
+	Reason     string
+	// SupersededBy is the id of the request that replaced this one.
+	SupersededBy ID
+}
+
+// A Ledger is a Client's memory of the request ids it has used: for each id, the fingerprint of
+// the bytes sent under it and how the request stands. It is what lets the client refuse, before
+// sending, other content under a used id.
+//
+// The ledger is bounded. When full it forgets the oldest resolved entries (answered, failed, or
+// superseded) and never an unresolved one; when every entry is unresolved it refuses new
+// requests with ErrLedgerFull. Its memory lasts as long as the Client: a process restart forgets
+// it, which is why ids are UUIDs rather than counters.
+//
+// A Ledger is safe for concurrent use. Its one mutex is never held across I/O.
+type Ledger struct {
+	mu       sync.Mutex
+	capacity int
+	entries  map[string]*ledgerEntry
+	// evictable holds the resolved entries, oldest resolution first.
+	evictable list.List
+}
+
+type ledgerEntry struct {
+	Entry
+	// flight is set while an attempt loop runs for the id, so that a second caller of the same
+	// request waits for it instead of sending again.
+	flight *flight
+	elem   *list.Element // in evictable, or nil
+}
+
+// A flight is one run of the attempt loop for an id. resp and err are written once, before done
+// is closed, and read only after.
+type flight struct {
+	done chan struct{}
+	resp *Response
+	err  error
+}
+
+func newLedger(capacity int) *Ledger {
+	if capacity <= 0 {
+		capacity = DefaultLedgerCapacity
+	}
+	return &Ledger{capacity: capacity, entries: make(map[string]*ledgerEntry)}
+}
+
+// Lookup returns the entry for id.
+func (l *Ledger) Lookup(id ID) (Entry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[id.JSON()]
+	if !ok {
+		return Entry{}, false
+	}
+	return e.Entry, true
+}
+
+// Len returns the number of entries.
+func (l *Ledger) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
+}
+
+// Cap returns the most entries the ledger holds.
+func (l *Ledger) Cap() int { return l.capacity }
+
+// errLocalReuse is the cause of a reuse refused before sending.
+var errLocalReuse = errors.New("the ledger holds other content under this id; refused before sending")
+
+// check refuses req if its id is known with other content.
+func (l *Ledger) check(req *Request) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.entries[req.key]; ok && e.Fingerprint != req.fp {
+		return errLocalReuse
+	}
+	return nil
+}
+
+// begin starts a flight for req. If one is already under way for the same id and bytes, it
+// returns that flight with leader false, and the caller waits on it.
+func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	e, ok := l.entries[req.key]
+	if ok {
+		if e.Fingerprint != req.fp {
+			return nil, false, &Error{Code: CodeRequestIDReused, ID: req.id, Request: req, Err: errLocalReuse}
+		}
+		if e.flight != nil {
+			return e.flight, false, nil
+		}
+		if e.elem != nil {
+			l.evictable.Remove(e.elem)
+			e.elem = nil
+		}
+	} else {
+		if len(l.entries) >= l.capacity && !l.evictOldest() {
+			return nil, false, &Error{Code: CodeLedgerFull, ID: req.id, Request: req,
+				Err: fmt.Errorf("all %d entries are unresolved", l.capacity)}
+		}
+		e = &ledgerEntry{Entry: Entry{ID: req.id, Method: req.method, Fingerprint: req.fp, Created: now,
+			Supersedes: req.supersedes, Reason: req.reason}}
+		l.entries[req.key] = e
+		if older, ok := l.entries[req.supersedes.JSON()]; ok && !req.supersedes.IsZero() {
+			older.SupersededBy = req.id
+			l.markEvictableLocked(older)
+		}
+	}
+	e.State = StatePending
+	e.Updated = now
+	e.flight = &flight{done: make(chan struct{})}
+	return e.flight, true, nil
+}
+
+func (l *Ledger) evictOldest() bool {
+	front := l.evictable.Front()
+	if front == nil {
+		return false
+	}
+	e := l.evictable.Remove(front).(*ledgerEntry)
+	delete(l.entries, e.ID.JSON())
+	return true
+}
+
+// attempted counts one more send under key.
+func (l *Ledger) attempted(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.entries[key]; ok {
+		e.Attempts++
+		e.Updated = time.Now()
+	}
+}
+
+// settle records how a flight ended and releases its waiters.
+func (l *Ledger) settle(key string, f *flight, state State, resp *Response, err error) {
+	l.mu.Lock()
+	if e, ok := l.entries[key]; ok && e.flight == f {
+		e.State = state
+		e.Updated = time.Now()
+		e.flight = nil
+		l.markEvictableLocked(e)
+	}
+	f.resp, f.err = resp, err
+	l.mu.Unlock()
+	close(f.done)
+}
+
+// markEvictableLocked queues e for eviction once nothing can still depend on remembering it:
+// its outcome is definite, or a deliberate replacement took its place.
+func (l *Ledger) markEvictableLocked(e *ledgerEntry) {
+	if e.elem != nil || e.flight != nil {
+		return
+	}
+	if e.State == StateAnswered || e.State == StateFailed || !e.SupersededBy.IsZero() {
+		e.elem = l.evictable.PushBack(e)
+	}
+}

@@ -1,0 +1,121 @@
+package mcptest
+
+import (
+	"errors"
+	"time"
+)
+
+// FaultKind is what a fault does to a request it matches.
+type FaultKind int
+
+const (
+	// DropBeforeExecution loses the request before it runs: the client sees the exchange break
+	// (uncertain) and nothing ran.
+	DropBeforeExecution FaultKind = iota + 1
+	// DropAfterExecution runs the request, keeps its receipt, and loses the reply: the client
+	// sees the exchange break (uncertain) although the request ran.
+	DropAfterExecution
+	// Delay holds the request for Fault.Delay before it is handled.
+	Delay
+	// Fail refuses the request before it is read, as an overloaded server answers 503: the
+	// client sees it not delivered, with Fault.RetryAfter as the server's delay hint.
+	Fail
+)
+
+// A Fault disturbs the requests it matches. Inject it with Server.Inject or WithFault.
+type Fault struct {
+	Kind FaultKind
+	// Method selects requests by method; "" matches every method but initialize. A Tool implies
+	// tools/call.
+	Method string
+	// Tool selects tools/call requests by tool name; "" matches every tool.
+	Tool string
+	// Times is how many matching requests the fault hits: 0 means once, a negative number every
+	// matching request.
+	Times int
+	// Delay is how long a Delay fault holds a request.
+	Delay time.Duration
+	// RetryAfter is the delay hint a Fail fault gives the client.
+	RetryAfter time.Duration
+}
+
+type activeFault struct {
+	Fault
+	left int // hits left; negative for unlimited
+}
+
+// ErrUnavailable is the cause a Fail fault reports to the client.
+var ErrUnavailable = errors.New("mcptest: server unavailable (injected fault)")
+
+// Inject adds a fault. Faults apply in the order injected; a request may match several (a Delay
+// and a DropAfterExecution, say).
+func (s *Server) Inject(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.injectLocked(f)
+}
+
+func (s *Server) injectLocked(f Fault) {
+	left := f.Times
+	if left == 0 {
+		left = 1
+	}
+	s.faults = append(s.faults, &activeFault{Fault: f, left: left})
+}
+
+// ClearFaults removes every fault not yet used up.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// faultPlan is what the faults matching one request ask for.
+type faultPlan struct {
+	fail       bool
+	retryAfter time.Duration
+	delay      time.Duration
+	dropBefore bool
+	dropAfter  bool
+}
+
+// takeFaults uses up one hit of every fault matching the request.
+func (s *Server) takeFaults(method, tool string) faultPlan {
+	var p faultPlan
+	if method == "initialize" {
+		return p
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.faults[:0]
+	for _, f := range s.faults {
+		if f.matches(method, tool) {
+			switch f.Kind {
+			case Fail:
+				p.fail, p.retryAfter = true, f.RetryAfter
+			case Delay:
+				p.delay += f.Delay
+			case DropBeforeExecution:
+				p.dropBefore = true
+			case DropAfterExecution:
+				p.dropAfter = true
+			}
+			if f.left > 0 {
+				f.left--
+			}
+		}
+		if f.left != 0 {
+			kept = append(kept, f)
+		}
+	}
+	clear(s.faults[len(kept):])
+	s.faults = kept
+	return p
+}
+
+func (f *activeFault) matches(method, tool string) bool {
+	if f.Tool != "" {
+		return method == "tools/call" && tool == f.Tool
+	}
+	return f.Method == "" || f.Method == method
+}

@@ -1,0 +1,79 @@
+package mcptest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+)
+
+// A receipt is the server's memory of one request id: the fingerprint of the validated request,
+// and its reply once there is one. reply is written once, before done is closed, and read only
+// after.
+type receipt struct {
+	fp    [sha256.Size]byte
+	done  chan struct{}
+	reply answer
+}
+
+// An answer is a reply body without its envelope: a result, or an error object. Keeping it apart
+// from the id lets a resend get the reply under its own id bytes.
+type answer struct {
+	body    []byte
+	isError bool
+}
+
+// fingerprint hashes the validated request in canonical form, method and params, so that the
+// same content fingerprints the same however its JSON was spaced or its keys ordered. Numbers
+// keep their text: two different large integers must not collide by rounding.
+func fingerprint(method string, params []byte) ([sha256.Size]byte, error) {
+	var v any
+	if len(params) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(params))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return [sha256.Size]byte{}, fmt.Errorf("params: %w", err)
+		}
+	}
+	canon, err := json.Marshal(struct {
+		Method string `json:"method"`
+		Params any    `json:"params"`
+	}{method, v})
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(canon), nil
+}
+
+// claimReceipt returns the receipt for key. fresh is true when the caller created it and must
+// execute the request and fill it in; full is true when the store refuses a new id.
+func (s *Server) claimReceipt(ep *epoch, key string, fp [sha256.Size]byte) (r *receipt, fresh, full bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := ep.receipts[key]; r != nil {
+		return r, false, false
+	}
+	if len(ep.receipts) >= s.maxReceipts {
+		return nil, false, true
+	}
+	r = &receipt{fp: fp, done: make(chan struct{})}
+	ep.receipts[key] = r
+	return r, true, false
+}
+
+// claimInFlight marks key as in flight; false means it already is.
+func (s *Server) claimInFlight(ep *epoch, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ep.inFlight[key] {
+		return false
+	}
+	ep.inFlight[key] = true
+	return true
+}
+
+func (s *Server) releaseInFlight(ep *epoch, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(ep.inFlight, key)
+}

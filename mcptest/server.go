@@ -1,0 +1,328 @@
+// Package mcptest is an in-memory MCP server for tests and demos: tools are Go funcs, request
+// receipts follow the "Northstar" receipt design, and faults can be injected at will.
+//
+// A Server works outside tests too (the quickstart uses one). In tests, NewTestServer and
+// NewClient wire cleanup and logging to testing.TB.
+package mcptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// Mode is how a Server treats a request id it has seen before.
+type Mode int
+
+const (
+	// ModeReceipts (the default) keeps a receipt per tools/call id: the fingerprint of the
+	// validated request and its pending or final reply. The same id with the same content gets
+	// that reply, even while it is still running, and runs once; the same id with other content
+	// is refused with MCP_REQUEST_ID_REUSED; a full store refuses new ids and evicts nothing. The
+	// server declares capabilities.experimental.requestReceipts.
+	ModeReceipts Mode = iota
+	// ModeInFlightRefusal keeps no receipts but refuses, with JSON-RPC -32600, a request whose id
+	// is still in flight, as the Ruby SDK does; a finished id is free again.
+	ModeInFlightRefusal
+	// ModeNone remembers nothing: a repeated id simply runs again.
+	ModeNone
+)
+
+// DefaultMaxReceipts is the receipt store's capacity unless WithMaxReceipts says otherwise.
+const DefaultMaxReceipts = 1024
+
+// A ToolFunc runs one tools/call. An error becomes a result with isError set, which the receipt
+// store retains like any other reply. ctx ends when the server closes or restarts, or the client
+// cancels the request.
+type ToolFunc func(ctx context.Context, call *ToolCall) (*mcpclient.CallToolResult, error)
+
+// ToolCall is what a ToolFunc is called with.
+type ToolCall struct {
+	ID        mcpclient.ID
+	Name      string
+	Arguments []byte // raw JSON, nil when absent
+}
+
+// Server is an in-memory MCP server. Create it with NewServer; it is ready at once, and each
+// Transport it hands out connects to it. A Server is safe for concurrent use.
+type Server struct {
+	mode        Mode
+	maxReceipts int
+	pageSize    int
+	versions    []string
+	info        mcpclient.Implementation
+	log         *slog.Logger
+
+	// ctx ends at Close; handler contexts derive from the epoch context below.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // connection loops and request handlers
+
+	mu          sync.Mutex
+	closed      bool
+	tools       map[string]*toolEntry
+	toolOrder   []string
+	conns       map[*conn]struct{}
+	epoch       *epoch              // replaced by Restart
+	faults      []*activeFault      // in injection order
+	running     map[string]int      // request id -> handlers running, for Close's report
+	executions  map[string]int      // tool -> executions
+	executedBy  map[execKey]int     // tool and id -> executions
+	received    map[string][][]byte // request id -> frames received
+	framesTotal int
+}
+
+// An epoch is the life of the server between restarts: its sessions, receipts and in-flight
+// ids. Restart drops the whole epoch at once.
+type epoch struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	sessions map[string]bool
+	receipts map[string]*receipt
+	inFlight map[string]bool
+}
+
+type execKey struct{ tool, id string }
+
+type toolEntry struct {
+	tool mcpclient.Tool
+	fn   ToolFunc
+}
+
+// An Option configures a Server.
+type Option interface{ apply(*Server) }
+
+type optionFunc func(*Server)
+
+func (f optionFunc) apply(s *Server) { f(s) }
+
+// WithMode sets how repeated ids are treated. Default ModeReceipts.
+func WithMode(m Mode) Option { return optionFunc(func(s *Server) { s.mode = m }) }
+
+// WithMaxReceipts bounds the receipt store. Default DefaultMaxReceipts.
+func WithMaxReceipts(n int) Option {
+	return optionFunc(func(s *Server) {
+		if n > 0 {
+			s.maxReceipts = n
+		}
+	})
+}
+
+// WithTool registers a tool. A later registration under the same name replaces the earlier.
+func WithTool(tool mcpclient.Tool, fn ToolFunc) Option {
+	return optionFunc(func(s *Server) { s.addToolLocked(tool, fn) })
+}
+
+// WithPageSize makes tools/list answer n tools a page. Default: all tools in one page.
+func WithPageSize(n int) Option { return optionFunc(func(s *Server) { s.pageSize = n }) }
+
+// WithProtocolVersions sets the revisions the server speaks, preferred first; it answers
+// initialize with the client's revision if listed, else with the first. Default: the four this
+// module's client speaks.
+func WithProtocolVersions(versions ...string) Option {
+	return optionFunc(func(s *Server) { s.versions = slices.Clone(versions) })
+}
+
+// WithServerInfo sets the serverInfo of the initialize result.
+func WithServerInfo(info mcpclient.Implementation) Option {
+	return optionFunc(func(s *Server) { s.info = info })
+}
+
+// WithLogger sets where the server logs. Default: discard.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(s *Server) {
+		if l != nil {
+			s.log = l
+		}
+	})
+}
+
+// WithFault injects f before the first connection; see Inject.
+func WithFault(f Fault) Option { return optionFunc(func(s *Server) { s.injectLocked(f) }) }
+
+// NewServer returns a running server.
+func NewServer(opts ...Option) *Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		maxReceipts: DefaultMaxReceipts,
+		versions: []string{
+			mcpclient.ProtocolVersion20251125, mcpclient.ProtocolVersion20250618,
+			mcpclient.ProtocolVersion20250326, mcpclient.ProtocolVersion20241105,
+		},
+		info:       mcpclient.Implementation{Name: "mcptest", Version: mcpclient.Version},
+		log:        slog.New(slog.DiscardHandler),
+		ctx:        ctx,
+		cancel:     cancel,
+		tools:      make(map[string]*toolEntry),
+		conns:      make(map[*conn]struct{}),
+		running:    make(map[string]int),
+		executions: make(map[string]int),
+		executedBy: make(map[execKey]int),
+		received:   make(map[string][][]byte),
+	}
+	s.epoch = s.newEpoch()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(s)
+		}
+	}
+	return s
+}
+
+func (s *Server) newEpoch() *epoch {
+	ctx, cancel := context.WithCancel(s.ctx)
+	return &epoch{
+		ctx:      ctx,
+		cancel:   cancel,
+		sessions: make(map[string]bool),
+		receipts: make(map[string]*receipt),
+		inFlight: make(map[string]bool),
+	}
+}
+
+// AddTool registers a tool on a running server.
+func (s *Server) AddTool(tool mcpclient.Tool, fn ToolFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addToolLocked(tool, fn)
+}
+
+func (s *Server) addToolLocked(tool mcpclient.Tool, fn ToolFunc) {
+	if _, ok := s.tools[tool.Name]; !ok {
+		s.toolOrder = append(s.toolOrder, tool.Name)
+	}
+	if len(tool.InputSchema) == 0 {
+		tool.InputSchema = []byte(`{"type":"object"}`)
+	}
+	s.tools[tool.Name] = &toolEntry{tool: tool, fn: fn}
+}
+
+// Transport returns a transport whose connections reach this server.
+func (s *Server) Transport() transport.Transport {
+	return &transport.Memory{Accept: s.Accept}
+}
+
+// errServerClosed refuses connections to a closed server.
+var errServerClosed = errors.New("mcptest: server closed")
+
+// Accept serves the server end of a new in-memory connection, for callers who build their own
+// transport.Memory (to install a SendHook, say).
+func (s *Server) Accept(server *transport.MemoryConn) error {
+	c := &conn{srv: s, mc: server}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errServerClosed
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go c.serve()
+	return nil
+}
+
+// Restart simulates a server restart: receipts, sessions and in-flight ids are forgotten, running
+// requests are cancelled and their replies never sent. Connections stay open, but their sessions
+// are unknown from now on, as an HTTP server answers 404 to a session id from before its restart.
+func (s *Server) Restart() {
+	s.mu.Lock()
+	old := s.epoch
+	s.epoch = s.newEpoch()
+	s.mu.Unlock()
+	old.cancel()
+	s.log.Info("mcptest: restarted")
+}
+
+// Close stops the server: it refuses new connections, closes open ones, cancels running requests
+// and waits for them to finish. Every few seconds of waiting it logs the request ids it still
+// waits on. Close is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		for c := range s.conns {
+			c.mc.Close()
+		}
+	}
+	s.mu.Unlock()
+	s.cancel()
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	tick := time.NewTicker(closeReportInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return nil
+		case <-tick.C:
+			s.log.Warn("mcptest: Close is waiting for requests", "ids", s.runningIDs())
+		}
+	}
+}
+
+const closeReportInterval = 5 * time.Second
+
+func (s *Server) runningIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.running))
+	for id := range s.running {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Executions returns how many times the tool's func ran.
+func (s *Server) Executions(tool string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.executions[tool]
+}
+
+// ExecutionsOf returns how many times the tool's func ran for requests under id.
+func (s *Server) ExecutionsOf(tool string, id mcpclient.ID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.executedBy[execKey{tool, id.JSON()}]
+}
+
+// Received returns copies of the frames received that carried a request under id, in arrival
+// order.
+func (s *Server) Received(id mcpclient.ID) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	frames := s.received[id.JSON()]
+	out := make([][]byte, len(frames))
+	for i, f := range frames {
+		out[i] = slices.Clone(f)
+	}
+	return out
+}
+
+// FramesReceived returns the number of frames received from all clients.
+func (s *Server) FramesReceived() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.framesTotal
+}
+
+// Receipts returns the number of receipts held.
+func (s *Server) Receipts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.epoch.receipts)
+}
+
+func (s *Server) String() string { return fmt.Sprintf("mcptest.Server(%s)", s.info.Name) }

@@ -1,0 +1,44 @@
+package mcptest
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient"
+)
+
+// NewTestServer returns a running server that logs to tb and is closed by tb's cleanup.
+func NewTestServer(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s := NewServer(append([]Option{WithLogger(TestLogger(tb))}, opts...)...)
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// NewClient connects a client to s, logging to tb, and closes it in tb's cleanup (before a
+// server made by NewTestServer earlier is closed). A failed connect fails the test.
+func NewClient(tb testing.TB, s *Server, opts ...mcpclient.Option) *mcpclient.Client {
+	tb.Helper()
+	opts = append([]mcpclient.Option{mcpclient.WithLogger(TestLogger(tb))}, opts...)
+	c, err := mcpclient.Connect(context.Background(), s.Transport(), opts...)
+	if err != nil {
+		tb.Fatalf("mcptest: connect: %v", err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestLogger returns a debug-level logger that writes through tb.Log, so that the records of a
+// failing test are shown with it and the others are not.
+func TestLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tbWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

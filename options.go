@@ -1,0 +1,146 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+)
+
+// An Option configures a Client at Connect.
+type Option interface{ applyOption(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) applyOption(c *config) { f(c) }
+
+type config struct {
+	retry         RetryPolicy
+	ledgerCap     int
+	receipts      ReceiptScope
+	idVersion     IDVersion
+	logger        *slog.Logger
+	info          Implementation
+	notifications map[string]NotificationHandler
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		retry:     DefaultRetryPolicy(),
+		ledgerCap: DefaultLedgerCapacity,
+		idVersion: UUIDv4,
+		logger:    slog.New(slog.DiscardHandler),
+		info:      Implementation{Name: "mcpclient", Version: Version},
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.applyOption(&c)
+		}
+	}
+	c.retry = c.retry.withDefaults()
+	return c
+}
+
+// Version is this module's version, sent as clientInfo.version unless WithClientInfo says
+// otherwise.
+const Version = "0.1.0"
+
+// WithRetryPolicy sets the retry policy. Default: DefaultRetryPolicy(); zero fields of p take
+// their defaults.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return optionFunc(func(c *config) { c.retry = p })
+}
+
+// WithLedgerCapacity bounds the ledger to n entries. Default DefaultLedgerCapacity; n <= 0 keeps
+// the default.
+func WithLedgerCapacity(n int) Option {
+	return optionFunc(func(c *config) {
+		if n > 0 {
+			c.ledgerCap = n
+		}
+	})
+}
+
+// WithReceipts asserts that the server keeps request receipts in scope, for a server known to
+// keep them that does not declare it. A declaration by the server takes precedence. Default:
+// none asserted.
+func WithReceipts(scope ReceiptScope) Option {
+	return optionFunc(func(c *config) { c.receipts = scope })
+}
+
+// WithIDVersion selects the UUID version of generated ids. Default UUIDv4.
+func WithIDVersion(v IDVersion) Option {
+	return optionFunc(func(c *config) {
+		if v == UUIDv4 || v == UUIDv7 {
+			c.idVersion = v
+		}
+	})
+}
+
+// WithLogger sets the logger for debug and warning records (retries, dropped frames). Default:
+// discard.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	})
+}
+
+// WithClientInfo sets the clientInfo sent in initialize. Default {"mcpclient", Version}.
+func WithClientInfo(info Implementation) Option {
+	return optionFunc(func(c *config) { c.info = info })
+}
+
+// A NotificationHandler receives one server notification. Handlers run one at a time, in arrival
+// order, on a goroutine the client owns; ctx ends when the session does. A handler may call the
+// Client, but a handler that blocks holds up the notifications behind it.
+type NotificationHandler func(ctx context.Context, method string, params json.RawMessage)
+
+// WithNotificationHandler registers h for notifications named method; "*" receives those with no
+// handler of their own. Default: notifications are logged at debug level and dropped.
+func WithNotificationHandler(method string, h NotificationHandler) Option {
+	return optionFunc(func(c *config) {
+		if c.notifications == nil {
+			c.notifications = make(map[string]NotificationHandler)
+		}
+		c.notifications[method] = h
+	})
+}
+
+// WithOptions bundles options into one, for plugin authors who hand out a configuration.
+func WithOptions(opts ...Option) Option {
+	return optionFunc(func(c *config) {
+		for _, o := range opts {
+			if o != nil {
+				o.applyOption(c)
+			}
+		}
+	})
+}
+
+// A CallOption configures one request.
+type CallOption interface{ applyCall(*callConfig) }
+
+type callOptionFunc func(*callConfig)
+
+func (f callOptionFunc) applyCall(c *callConfig) { f(c) }
+
+type callConfig struct {
+	id         ID
+	idempotent bool
+}
+
+// WithRequestID pins the request's id instead of generating a UUID. The client refuses it with
+// ErrRequestIDReused if its ledger holds other content under that id. Pinning is for ids the
+// caller persisted before sending, to Resend after a restart; never use a counter.
+func WithRequestID(id ID) CallOption {
+	return callOptionFunc(func(c *callConfig) { c.id = id })
+}
+
+// Idempotent vouches that running the request twice does no harm, so that after an uncertain
+// attempt to a server without receipts it is re-issued under a new id rather than given up with
+// ErrOutcomeUnknown. Default: only read-only methods and tools annotated readOnlyHint or
+// idempotentHint are.
+func Idempotent() CallOption {
+	return callOptionFunc(func(c *callConfig) { c.idempotent = true })
+}

@@ -1,0 +1,170 @@
+package mcpclient
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// Outcome is what the client can know about one attempt; see DESIGN.md and [transport.Outcome].
+type Outcome = transport.Outcome
+
+// The four outcomes of an attempt.
+const (
+	// OutcomeAnswered: a response for the id arrived, result or JSON-RPC error. Definite.
+	OutcomeAnswered = transport.Answered
+	// OutcomeNotDelivered: no byte can have reached the server. Definite: nothing ran.
+	OutcomeNotDelivered = transport.NotDelivered
+	// OutcomeUncertain: bytes may have reached the server and no answer came.
+	OutcomeUncertain = transport.Uncertain
+	// OutcomeConflict: the server refused the id itself. Never retried.
+	OutcomeConflict = transport.Conflict
+)
+
+// RetryMode decides what happens after an uncertain attempt.
+type RetryMode int
+
+const (
+	// RetryAuto (the default): when the server keeps receipts (declared, or asserted with
+	// WithReceipts), resend the same bytes under the same id. Otherwise re-issue a request that
+	// is safe to run twice under a new id, and give up on any other with ErrOutcomeUnknown.
+	RetryAuto RetryMode = iota
+	// RetryAlways resends the same bytes under the same id whether or not the server declares
+	// receipts: for servers known to keep receipts that do not say so.
+	RetryAlways
+	// RetryNever sends every request once.
+	RetryNever
+)
+
+// RetryPolicy is how a Client retries. Its zero fields take the defaults of
+// [DefaultRetryPolicy]; wrap the exported defaults rather than rewriting them.
+//
+// Whatever the policy, the client never retries a conflict or an answer (a JSON-RPC error or a
+// tool's isError result is the definite outcome of its id), never puts other bytes under an id,
+// and never resends a request that is not safe to repeat once its receipt scope is lost.
+type RetryPolicy struct {
+	// Mode decides what follows an uncertain attempt. Default RetryAuto.
+	Mode RetryMode
+
+	// MaxAttempts bounds the sends of one call, re-issues included. Default 4.
+	MaxAttempts int
+
+	// Classify tells the outcome of one attempt from its error: nil for a response, an
+	// *RPCError for a JSON-RPC error answer, a transport or context error otherwise. resent
+	// reports that an earlier attempt of the same bytes may have reached the server. Default
+	// DefaultClassify.
+	Classify func(err error, resent bool) Outcome
+
+	// NewBackOff returns a fresh BackOff for each call; the client bounds it by MaxAttempts and
+	// wraps it with the call's context, outermost. Default DefaultBackOff.
+	NewBackOff func() backoff.BackOff
+
+	// MaxServerDelay caps the server's delay hints (Retry-After, SSE retry:), which replace the
+	// computed wait when present. Default 30s.
+	MaxServerDelay time.Duration
+
+	// OnRetry, if set, is called before each wait with the number of the attempt that failed,
+	// its cause and the wait that follows. It runs on the caller's goroutine, for logs and
+	// metrics; it must not block.
+	OnRetry func(attempt int, cause error, delay time.Duration)
+}
+
+// Defaults of a RetryPolicy.
+const (
+	DefaultMaxAttempts    = 4
+	DefaultMaxServerDelay = 30 * time.Second
+)
+
+// DefaultRetryPolicy returns the policy a Client uses unless WithRetryPolicy says otherwise.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{
+		Mode:           RetryAuto,
+		MaxAttempts:    DefaultMaxAttempts,
+		Classify:       DefaultClassify,
+		NewBackOff:     DefaultBackOff,
+		MaxServerDelay: DefaultMaxServerDelay,
+	}
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	d := DefaultRetryPolicy()
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = d.MaxAttempts
+	}
+	if p.Classify == nil {
+		p.Classify = d.Classify
+	}
+	if p.NewBackOff == nil {
+		p.NewBackOff = d.NewBackOff
+	}
+	if p.MaxServerDelay <= 0 {
+		p.MaxServerDelay = d.MaxServerDelay
+	}
+	return p
+}
+
+// DefaultBackOff returns an exponential backoff with jitter: waits of about 100ms, 200ms,
+// 400ms… (each randomized by ±50%) capped at 5s. It sets no elapsed-time limit: attempts and the
+// caller's context bound a call.
+func DefaultBackOff() backoff.BackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithRandomizationFactor(0.5),
+		backoff.WithMultiplier(2),
+		backoff.WithMaxInterval(5*time.Second),
+		backoff.WithMaxElapsedTime(0),
+	)
+}
+
+// DefaultClassify is the outcome classification of record:
+//
+//   - nil: answered.
+//   - an *RPCError flagged MCP_REQUEST_ID_REUSED: conflict.
+//   - an *RPCError -32600 (invalid request) for a resend that may follow a delivered attempt:
+//     conflict, the in-flight refusal of servers that keep no receipts (Ruby SDK, Go SDK).
+//   - any other *RPCError: answered; an error is an outcome.
+//   - a transport.Error: its own outcome (HTTP 409 is a conflict there).
+//   - anything else, context errors included: uncertain, since the bytes may be out.
+func DefaultClassify(err error, resent bool) Outcome {
+	if err == nil {
+		return OutcomeAnswered
+	}
+	var rpc *RPCError
+	if errors.As(err, &rpc) {
+		if rpc.IDReused() || (resent && rpc.Code == RPCInvalidRequest) {
+			return OutcomeConflict
+		}
+		return OutcomeAnswered
+	}
+	return transport.OutcomeOf(err)
+}
+
+// serverDelay returns the delay hint a transport error carries, or zero.
+func serverDelay(err error) time.Duration {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return te.RetryAfter
+	}
+	return 0
+}
+
+// hintedBackOff lets a server's delay hint replace the computed wait while still counting the
+// attempt, so that hints never extend the attempt budget.
+type hintedBackOff struct {
+	backoff.BackOff
+	hint time.Duration
+	max  time.Duration
+}
+
+func (b *hintedBackOff) NextBackOff() time.Duration {
+	next := b.BackOff.NextBackOff()
+	if next == backoff.Stop || b.hint <= 0 {
+		return next
+	}
+	next = min(b.hint, b.max)
+	b.hint = 0
+	return next
+}

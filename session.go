@@ -1,0 +1,279 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// A session is one connection and the server session it carries. A new connection is always a
+// new session: the client cannot tell whether a server process survived, so it assumes that
+// whatever the old session remembered is gone (DESIGN.md rule 7).
+type session struct {
+	c    *Client
+	conn transport.Conn
+	// ctx ends when the session dies; the reader and handlers run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	pending map[string]*pendingCall // guarded by mu
+	dead    bool                    // guarded by mu
+	cause   error                   // why it died; guarded by mu
+
+	// Written once by dial before the session is published, read only after.
+	init     InitializeResult
+	receipts ReceiptScope
+
+	// inbound carries notifications and server requests from the reader to the dispatcher, so
+	// that handlers never stall the routing of responses. The reader closes it when it exits.
+	inbound chan jsonrpc.Message
+}
+
+// inboundBuffer bounds the notifications waiting for their handlers; a full buffer makes the
+// reader wait, the backpressure a slow handler deserves.
+const inboundBuffer = 64
+
+// A pendingCall waits for the answer to one request sent on the session. ch is buffered and
+// receives exactly one reply; whoever removes the call from the pending map sends it.
+type pendingCall struct {
+	ch chan reply
+}
+
+type reply struct {
+	result json.RawMessage
+	err    error // *RPCError, a transport error, or errMalformedAnswer
+}
+
+func newSession(c *Client, conn transport.Conn) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &session{
+		c:       c,
+		conn:    conn,
+		ctx:     ctx,
+		cancel:  cancel,
+		pending: make(map[string]*pendingCall),
+		inbound: make(chan jsonrpc.Message, inboundBuffer),
+	}
+}
+
+func (s *session) isDead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
+}
+
+// kill ends the session: every request awaiting an answer on it gets an uncertain outcome, since
+// its bytes were sent and no answer will come.
+func (s *session) kill(cause error) {
+	s.mu.Lock()
+	if s.dead {
+		s.mu.Unlock()
+		return
+	}
+	s.dead, s.cause = true, cause
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+
+	s.cancel()
+	s.conn.Close()
+	lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
+	for _, p := range pending {
+		p.ch <- reply{err: lost}
+	}
+}
+
+// exchange sends req once on the session and waits for its answer.
+func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
+	}
+	p := &pendingCall{ch: make(chan reply, 1)}
+	s.mu.Lock()
+	if s.dead {
+		cause := s.cause
+		s.mu.Unlock()
+		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
+	}
+	if _, dup := s.pending[req.key]; dup {
+		s.mu.Unlock()
+		// The ledger lets one flight run per id, so this is a bug, and sending would make two
+		// answers indistinguishable.
+		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("request %s is already awaiting an answer", req.key)}
+	}
+	s.pending[req.key] = p
+	s.mu.Unlock()
+
+	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method})
+	if err != nil {
+		s.forget(req.key, p)
+		if errors.Is(err, transport.ErrSessionNotFound) {
+			s.kill(err)
+		}
+		return nil, err
+	}
+	select {
+	case r := <-p.ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		s.forget(req.key, p)
+		select {
+		case r := <-p.ch: // the answer won the race; it is still the answer
+			return r.result, r.err
+		default:
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// forget removes p from the pending map if it is still there under key.
+func (s *session) forget(key string, p *pendingCall) {
+	s.mu.Lock()
+	if s.pending[key] == p {
+		delete(s.pending, key)
+	}
+	s.mu.Unlock()
+}
+
+// resolve hands r to the call awaiting key. It reports false when no call awaits it: an unknown
+// id, or a second answer to one id.
+func (s *session) resolve(key string, r reply) bool {
+	s.mu.Lock()
+	p, ok := s.pending[key]
+	if ok {
+		delete(s.pending, key)
+	}
+	s.mu.Unlock()
+	if ok {
+		p.ch <- r
+	}
+	return ok
+}
+
+// readLoop routes everything the server sends until the connection ends.
+func (s *session) readLoop() {
+	defer s.c.sessionEnded(s)
+	defer close(s.inbound)
+	for {
+		frame, err := s.conn.Receive(s.ctx)
+		if err != nil {
+			var te *transport.Error
+			if errors.As(err, &te) && te.ID != "" {
+				if !s.resolve(te.ID, reply{err: err}) {
+					s.c.log.Debug("mcpclient: exchange failure for a request nobody awaits", "id", te.ID, "err", err)
+				}
+				if errors.Is(err, transport.ErrSessionNotFound) {
+					s.kill(err)
+					return
+				}
+				continue
+			}
+			s.kill(err)
+			return
+		}
+		s.route(frame)
+	}
+}
+
+func (s *session) route(frame []byte) {
+	msgs, err := jsonrpc.Decode(frame)
+	if err != nil {
+		s.c.log.Warn("mcpclient: dropped a malformed frame", "err", err, "frame", truncate(frame, 200))
+		return
+	}
+	for _, m := range msgs {
+		switch m.Kind() {
+		case jsonrpc.KindResponse:
+			s.routeResponse(m)
+		case jsonrpc.KindNotification, jsonrpc.KindRequest:
+			select {
+			case s.inbound <- m:
+			case <-s.ctx.Done():
+				return
+			}
+		default:
+			s.c.log.Warn("mcpclient: dropped a message that is no JSON-RPC request, notification or response", "frame", truncate(frame, 200))
+		}
+	}
+}
+
+// errMalformedAnswer marks a response whose id matched but whose error object is not one. It is
+// an answer all the same: resending would only fetch the same garbage.
+type errMalformedAnswer struct{ err error }
+
+func (e *errMalformedAnswer) Error() string {
+	return "malformed error object in response: " + e.err.Error()
+}
+func (e *errMalformedAnswer) Unwrap() error { return e.err }
+
+func (s *session) routeResponse(m jsonrpc.Message) {
+	var id ID
+	if err := json.Unmarshal(m.ID, &id); err != nil {
+		s.c.log.Warn("mcpclient: dropped a response with an unusable id", "id", truncate(m.ID, 80), "err", err)
+		return
+	}
+	var r reply
+	if m.Error != nil {
+		rpcErr := new(RPCError)
+		if err := json.Unmarshal(m.Error, rpcErr); err != nil {
+			r.err = &errMalformedAnswer{err}
+		} else {
+			r.err = rpcErr
+		}
+	} else {
+		r.result = m.Result
+	}
+	if !s.resolve(id.JSON(), r) {
+		s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", id.JSON())
+	}
+}
+
+// dispatchLoop runs notification handlers and answers server requests, one at a time, until the
+// reader closes inbound.
+func (s *session) dispatchLoop() {
+	defer s.c.wg.Done()
+	for m := range s.inbound {
+		if m.Kind() == jsonrpc.KindRequest {
+			s.answerServerRequest(m)
+			continue
+		}
+		h := s.c.cfg.notifications[m.Method]
+		if h == nil {
+			h = s.c.cfg.notifications["*"]
+		}
+		if h == nil {
+			s.c.log.Debug("mcpclient: notification without handler", "method", m.Method)
+			continue
+		}
+		s.runHandler(h, m)
+	}
+}
+
+func (s *session) runHandler(h NotificationHandler, m jsonrpc.Message) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.c.log.Error("mcpclient: notification handler panicked", "method", m.Method, "panic", p)
+		}
+	}()
+	h(s.ctx, m.Method, m.Params)
+}
+
+// answerServerRequest answers a request the server sent. ping is answered; the server-initiated
+// features (sampling, elicitation, roots) are not declared, so anything else is method not found.
+func (s *session) answerServerRequest(m jsonrpc.Message) {
+	var frame []byte
+	if m.Method == "ping" {
+		frame = jsonrpc.AppendResult(nil, m.ID, []byte("{}"))
+	} else {
+		frame = jsonrpc.AppendError(nil, m.ID, []byte(`{"code":-32601,"message":"method not found"}`))
+	}
+	if err := s.conn.Send(s.ctx, &transport.Message{Frame: frame}); err != nil {
+		s.c.log.Debug("mcpclient: could not answer a server request", "method", m.Method, "err", err)
+	}
+}

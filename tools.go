@@ -1,0 +1,146 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+)
+
+// toolHints remembers, from the last tools/list, which tools the server says are safe to run
+// twice.
+type toolHints struct {
+	mu   sync.Mutex
+	safe map[string]bool // guarded by mu
+}
+
+func (h *toolHints) repeatable(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.safe[name]
+}
+
+// learn records the hints of one page of tools.
+func (h *toolHints) learn(tools []*Tool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.safe == nil {
+		h.safe = make(map[string]bool)
+	}
+	for _, t := range tools {
+		if t != nil {
+			h.safe[t.Name] = t.Annotations.safeToRepeat()
+		}
+	}
+}
+
+// replace installs the hints of a complete listing, forgetting tools no longer listed.
+func (h *toolHints) replace(safe map[string]bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.safe = safe
+}
+
+// call sends method with params and decodes the result into out.
+func (c *Client) call(ctx context.Context, method string, params, out any, opts ...CallOption) error {
+	req, err := c.NewRequest(method, params, opts...)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	if err := resp.Decode(out); err != nil {
+		return &Error{Code: CodeProtocol, ID: req.id, Request: resp.Request, Attempts: resp.Attempts,
+			Err: fmt.Errorf("decoding the %s result: %w", method, err)}
+	}
+	return nil
+}
+
+// Ping checks that the server answers. Its id is fresh and nothing depends on it: a ping is safe
+// to repeat and is re-issued after an uncertain attempt.
+func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
+	return c.call(ctx, "ping", nil, nil, opts...)
+}
+
+// ListToolsPage returns one page of tools/list, starting at cursor ("" for the first page).
+func (c *Client) ListToolsPage(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
+	var res ListToolsResult
+	if err := c.call(ctx, "tools/list", ListToolsParams{Cursor: cursor}, &res, opts...); err != nil {
+		return nil, err
+	}
+	c.hints.learn(res.Tools)
+	return &res, nil
+}
+
+// errCursorLoop reports a server that hands out a cursor it handed out before.
+var errCursorLoop = errors.New("the server repeated a pagination cursor")
+
+// Tools iterates over every tool the server lists, fetching pages as needed. It yields the first
+// error and stops. A complete listing replaces the tool hints (readOnlyHint, idempotentHint) that
+// decide whether a tools/call is safe to repeat.
+func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
+	return func(yield func(*Tool, error) bool) {
+		seen := map[string]bool{}
+		safe := map[string]bool{}
+		cursor := ""
+		for {
+			page, err := c.ListToolsPage(ctx, cursor)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, t := range page.Tools {
+				if t == nil {
+					continue
+				}
+				safe[t.Name] = t.Annotations.safeToRepeat()
+				if !yield(t, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" {
+				c.hints.replace(safe)
+				return
+			}
+			if seen[page.NextCursor] {
+				yield(nil, &Error{Code: CodeProtocol, Err: fmt.Errorf("%w: %q", errCursorLoop, page.NextCursor)})
+				return
+			}
+			seen[page.NextCursor] = true
+			cursor = page.NextCursor
+		}
+	}
+}
+
+// ListTools returns every tool the server lists, all pages.
+func (c *Client) ListTools(ctx context.Context) ([]*Tool, error) {
+	var tools []*Tool
+	for t, err := range c.Tools(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// CallTool calls the tool name with args (anything that marshals to a JSON object, or nil).
+//
+// Its id is a fresh UUID unless pinned with WithRequestID, and the ledger remembers it (see
+// [Ledger]). A result with IsError set is the tool's definite answer and is returned, not
+// retried. After ErrOutcomeUnknown the *Error holds the frozen request: inspect what the tool
+// does (did the reservation happen?) before calling Resend or Supersede with it. To keep the id
+// before anything is sent, build the request with NewRequest and send it with Do.
+func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
+	var res CallToolResult
+	if err := c.call(ctx, "tools/call", CallToolParams{Name: name, Arguments: args}, &res, opts...); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}

@@ -1,0 +1,81 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Outcome is what a client can know about one attempt to deliver a request.
+type Outcome int
+
+const (
+	// Answered: a JSON-RPC response for the request's id arrived, result or error. Definite.
+	Answered Outcome = iota + 1
+	// NotDelivered: no byte can have reached the server (dial refused, DNS, TLS handshake, the
+	// frame refused before it was read). Definite: nothing ran, resending is safe.
+	NotDelivered
+	// Uncertain: bytes may have reached the server and no answer came (reset, EOF mid-stream,
+	// timeout, a proxy's 5xx, a stream closed before the response).
+	Uncertain
+	// Conflict: the server refused the id itself (HTTP 409, an in-flight refusal, or
+	// MCP_REQUEST_ID_REUSED). A hard signal: never retried.
+	Conflict
+)
+
+var outcomeNames = [...]string{
+	Answered:     "answered",
+	NotDelivered: "not delivered",
+	Uncertain:    "uncertain",
+	Conflict:     "conflict",
+}
+
+func (o Outcome) String() string {
+	if o > 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Error is how a transport reports a failed delivery.
+type Error struct {
+	// Outcome says how far the bytes can have got: NotDelivered, Uncertain or Conflict.
+	Outcome Outcome
+
+	// ID is the JSON text of the request id the failure belongs to. Empty when the failure is
+	// not tied to one request (the whole connection ended).
+	ID string
+
+	// RetryAfter is the server's own delay hint (Retry-After, SSE retry:), or zero.
+	RetryAfter time.Duration
+
+	// Err is the underlying cause.
+	Err error
+}
+
+func (e *Error) Error() string {
+	var id string
+	if e.ID != "" {
+		id = " for request " + e.ID
+	}
+	if e.Err == nil {
+		return fmt.Sprintf("transport: %s%s", e.Outcome, id)
+	}
+	return fmt.Sprintf("transport: %s%s: %v", e.Outcome, id, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// OutcomeOf reports the delivery outcome an error from Send or Receive stands for. An error that
+// is not an *Error is Uncertain: a transport that cannot say how far the bytes got must not let
+// a client assume they did not arrive. A nil error is Answered.
+func OutcomeOf(err error) Outcome {
+	if err == nil {
+		return Answered
+	}
+	var te *Error
+	if errors.As(err, &te) && te.Outcome != 0 {
+		return te.Outcome
+	}
+	return Uncertain
+}

@@ -1,0 +1,83 @@
+// Package transport moves MCP frames between a client and a server and reports how far each
+// frame got.
+//
+// A transport is deliberately dumb, in the way net/http's RoundTripper is: it never parses
+// results, never retries and never rewrites ids. It hands a frame's bytes to the peer and, when
+// an exchange breaks, says whether the bytes can have reached the server (see [Outcome]). The
+// mcpclient.Client owns negotiation, the request ledger and every retry decision.
+package transport
+
+import (
+	"context"
+	"errors"
+)
+
+// A Transport opens connections to one MCP server.
+//
+// Connect may be called again after a connection ends; whether the new connection continues the
+// old server session is the transport's business, and a client treats every new connection as a
+// new session. Implementations must be safe for concurrent use.
+type Transport interface {
+	Connect(ctx context.Context) (Conn, error)
+}
+
+// DialFunc adapts a function to the [Transport] interface.
+type DialFunc func(ctx context.Context) (Conn, error)
+
+// Connect calls f(ctx).
+func (f DialFunc) Connect(ctx context.Context) (Conn, error) { return f(ctx) }
+
+// A Conn is one logical connection to a server session.
+//
+// Send and Receive may be called concurrently with each other and with Close; Send may be
+// called from several goroutines at once. Close unblocks Receive and Send and is idempotent.
+type Conn interface {
+	// Send hands one frame to the server. The transport must not modify or retain msg.Frame
+	// beyond the call, and must write it byte for byte.
+	//
+	// A nil error means the frame was handed over; the answer to a request arrives through
+	// Receive, or Receive reports the exchange broken with an *Error carrying msg.ID. A non-nil
+	// error should be an *Error whose Outcome says whether the bytes can have reached the server;
+	// any other error is treated as Uncertain.
+	Send(ctx context.Context, msg *Message) error
+
+	// Receive returns the next frame from the server: a response, a notification or a
+	// server-initiated request.
+	//
+	// An *Error whose ID is set reports that the exchange of that one request broke; the
+	// connection lives on and Receive may be called again. Any other error means the connection
+	// has ended: every request sent on it and not yet answered will get no answer from it.
+	Receive(ctx context.Context) ([]byte, error)
+
+	// Close ends the connection. It is idempotent and safe to call concurrently.
+	Close() error
+}
+
+// A Message is one outgoing frame and what the client knows about it.
+//
+// ID and Method are metadata the client already has, passed along so that transports that need
+// them (an HTTP transport routing a response stream, a header naming the method) never parse the
+// frame.
+type Message struct {
+	// Frame is the exact serialized JSON-RPC message. It is shared with the caller's ledger
+	// entry: transports must neither modify nor keep it.
+	Frame []byte
+
+	// ID is the JSON text of the request id (`"b3c1…"` or `42`), or empty for notifications and
+	// responses.
+	ID string
+
+	// Method is the JSON-RPC method, or empty for responses.
+	Method string
+}
+
+// IsRequest reports whether m carries a request, which expects an answer.
+func (m *Message) IsRequest() bool { return m.ID != "" }
+
+// ErrClosed is returned by Send and Receive once the connection was closed.
+var ErrClosed = errors.New("transport: connection closed")
+
+// ErrSessionNotFound reports that the server no longer knows the connection's session (HTTP 404
+// on a known session id, or a restarted in-memory server). Nothing was executed for the frame
+// that met it, but whatever the session remembered, such as request receipts, is gone.
+var ErrSessionNotFound = errors.New("transport: session not found")

@@ -19,6 +19,11 @@ import (
 //
 // params may be nil, a json.RawMessage, or anything encoding/json marshals to an object.
 func (c *Client) NewRequest(method string, params any, opts ...CallOption) (*Request, error) {
+	req, err := c.newRequest(method, params, opts)
+	return req, returned(err)
+}
+
+func (c *Client) newRequest(method string, params any, opts []CallOption) (*Request, error) {
 	var cc callConfig
 	for _, o := range opts {
 		if o != nil {
@@ -92,6 +97,11 @@ func toolNameOf(params any, raw json.RawMessage) string {
 // After ErrOutcomeUnknown, inspect the server's state before anything else (did the reservation
 // happen?), then either Resend the same request to re-read its outcome, or Supersede it.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
+	resp, err := c.do(ctx, req)
+	return resp, returned(err)
+}
+
+func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil || req.owner != c {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request was not made by this client")}
 	}

@@ -54,6 +54,11 @@ type Client struct {
 // policy; a server answering with a revision this client does not speak is refused with
 // ErrUnsupportedVersion.
 func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
+	c, err := connect(ctx, t, opts)
+	return c, returned(err)
+}
+
+func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client, error) {
 	if t == nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("nil transport")}
 	}
@@ -65,15 +70,15 @@ func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Clien
 		ledger:    newLedger(cfg.ledgerCap),
 		live:      make(map[*session]struct{}),
 	}
-	if err := c.connect(ctx); err != nil {
+	if err := c.firstSession(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// connect establishes the first session, retrying failed dials with the call policy's backoff.
-func (c *Client) connect(ctx context.Context) error {
+// firstSession establishes the first session, retrying failed dials with the policy's backoff.
+func (c *Client) firstSession(ctx context.Context) error {
 	p := c.cfg.retry
 	attempts := 0
 	b := backoff.WithContext(backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), ctx)
@@ -183,11 +188,11 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 // is retried by the caller on a fresh connection under a fresh id, which is safe because
 // initialize only opens a session.
 func (c *Client) initialize(ctx context.Context, s *session) error {
-	req, err := c.NewRequest("initialize", InitializeParams{
+	req, err := c.newRequest("initialize", InitializeParams{
 		ProtocolVersion: LatestProtocolVersion,
 		Capabilities:    ClientCapabilities{},
 		ClientInfo:      c.cfg.info,
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}

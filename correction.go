@@ -43,7 +43,7 @@ func (i Inspection) String() string { return "checked " + i.Checked + "; found "
 func (c *Client) Supersede(ctx context.Context, prev *Request, inspection Inspection, params any, opts ...CallOption) (*Response, error) {
 	next, err := c.newSupersedingRequest(prev, inspection, params, opts)
 	if err != nil {
-		return nil, err
+		return nil, returned(err)
 	}
 	return c.Do(ctx, next)
 }
@@ -70,7 +70,7 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: err}
 	}
-	next, err := c.NewRequest(prev.method, raw, opts...)
+	next, err := c.newRequest(prev.method, raw, opts)
 	if err != nil {
 		return nil, err
 	}

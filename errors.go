@@ -143,6 +143,17 @@ func (e *Error) Is(target error) bool {
 	return ok && s == target
 }
 
+// testHookReturned, set only by tests, sees every error an exported method returns, so that
+// the promise "every error is an *Error" is checked by every test.
+var testHookReturned func(error)
+
+func returned(err error) error {
+	if err != nil && testHookReturned != nil {
+		testHookReturned(err)
+	}
+	return err
+}
+
 // CodeOf returns the Code of the *Error in err's chain, or 0 if there is none.
 func CodeOf(err error) Code {
 	var e *Error

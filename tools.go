@@ -44,20 +44,20 @@ func (h *toolHints) replace(safe map[string]bool) {
 
 // call sends method with params and decodes the result into out.
 func (c *Client) call(ctx context.Context, method string, params, out any, opts ...CallOption) error {
-	req, err := c.NewRequest(method, params, opts...)
+	req, err := c.newRequest(method, params, opts)
 	if err != nil {
-		return err
+		return returned(err)
 	}
-	resp, err := c.Do(ctx, req)
+	resp, err := c.do(ctx, req)
 	if err != nil {
-		return err
+		return returned(err)
 	}
 	if out == nil {
 		return nil
 	}
 	if err := resp.Decode(out); err != nil {
-		return &Error{Code: CodeProtocol, ID: req.id, Request: resp.Request, Attempts: resp.Attempts,
-			Err: fmt.Errorf("decoding the %s result: %w", method, err)}
+		return returned(&Error{Code: CodeProtocol, ID: req.id, Request: resp.Request, Attempts: resp.Attempts,
+			Err: fmt.Errorf("decoding the %s result: %w", method, err)})
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 				return
 			}
 			if seen[page.NextCursor] {
-				yield(nil, &Error{Code: CodeProtocol, Err: fmt.Errorf("%w: %q", errCursorLoop, page.NextCursor)})
+				yield(nil, returned(&Error{Code: CodeProtocol, Err: fmt.Errorf("%w: %q", errCursorLoop, page.NextCursor)}))
 				return
 			}
 			seen[page.NextCursor] = true

@@ -7,6 +7,7 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -326,3 +328,31 @@ func (s *Server) Receipts() int {
 }
 
 func (s *Server) String() string { return fmt.Sprintf("mcptest.Server(%s)", s.info.Name) }
+
+// Notify sends a notification to every connection with a live session, as a server announces
+// list changes or log messages. params may be nil.
+func (s *Server) Notify(method string, params any) error {
+	var raw []byte
+	if params != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return err
+		}
+	}
+	frame := jsonrpc.AppendRequest(nil, "", method, raw)
+	s.mu.Lock()
+	ep := s.epoch
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		if c.sessionLive(ep) {
+			if err := c.mc.Send(s.ctx, &transport.Message{Frame: frame, Method: method}); err != nil {
+				s.log.Debug("mcptest: notification not sent", "err", err)
+			}
+		}
+	}
+	return nil
+}

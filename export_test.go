@@ -1,0 +1,32 @@
+package mcpclient
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Every test checks net/http's kind of promise: each error an exported method returns is, or
+// wraps, an *Error. Violations are collected here and reported by TestMain.
+var (
+	untypedMu sync.Mutex
+	untyped   []string
+)
+
+func init() {
+	testHookReturned = func(err error) {
+		var e *Error
+		if !errors.As(err, &e) {
+			untypedMu.Lock()
+			untyped = append(untyped, fmt.Sprintf("%T: %v", err, err))
+			untypedMu.Unlock()
+		}
+	}
+}
+
+// UntypedErrors returns the errors returned so far that were not *Error.
+func UntypedErrors() []string {
+	untypedMu.Lock()
+	defer untypedMu.Unlock()
+	return append([]string(nil), untyped...)
+}

@@ -1,0 +1,28 @@
+package mcpclient_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/northstar-mcp/mcpclient"
+)
+
+// TestMain fails the run when a test leaks a goroutine or the Client returned an error that is
+// not an *mcpclient.Error.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if bad := mcpclient.UntypedErrors(); len(bad) > 0 {
+			fmt.Fprintf(os.Stderr, "errors returned that are not *mcpclient.Error:\n%v\n", bad)
+			code = 1
+		}
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutine leak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -210,7 +210,10 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) { // the client is closed, or the server refused the session
-			return nil, &Error{Code: e.Code, ID: r.cur.id, Request: r.cur, Attempts: r.attempts, Err: err}, StateFailed, nil
+			if r.everUncertain {
+				return nil, r.fail(CodeOutcomeUnknown, err), StateUncertain, nil
+			}
+			return nil, r.fail(e.Code, err), StateFailed, nil
 		}
 		r.lastErr = err
 		return nil, r.giveUpUnlessRetrying(), StateFailed, err

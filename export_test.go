@@ -30,3 +30,13 @@ func UntypedErrors() []string {
 	defer untypedMu.Unlock()
 	return append([]string(nil), untyped...)
 }
+
+// JoinedForTest returns how many callers wait on the attempt loop running for id.
+func (l *Ledger) JoinedForTest(id ID) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.entries[id.JSON()]; ok && e.flight != nil {
+		return e.flight.waiters
+	}
+	return 0
+}

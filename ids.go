@@ -105,12 +105,32 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 		*id = StringID(s)
 		return nil
 	}
+	if !jsonInteger(b) {
+		return fmt.Errorf("%w: %s", ErrInvalidID, truncate(b, 40))
+	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
 		return fmt.Errorf("%w: %s", ErrInvalidID, truncate(b, 40))
 	}
 	*id = IntID(n)
 	return nil
+}
+
+// jsonInteger reports whether b is an integer in JSON's grammar: strconv also takes "+7" and
+// "007", which are no JSON, and two spellings of one id must not both be accepted.
+func jsonInteger(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // IDVersion selects the UUID version of generated ids.

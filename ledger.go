@@ -91,9 +91,10 @@ type ledgerEntry struct {
 // A flight is one run of the attempt loop for an id. resp and err are written once, before done
 // is closed, and read only after.
 type flight struct {
-	done chan struct{}
-	resp *Response
-	err  error
+	done    chan struct{}
+	resp    *Response
+	err     error
+	waiters int // callers that joined; guarded by the ledger's mutex
 }
 
 func newLedger(capacity int) *Ledger {
@@ -149,6 +150,7 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			return nil, false, &Error{Code: CodeRequestIDReused, ID: req.id, Request: req, Err: errLocalReuse}
 		}
 		if e.flight != nil {
+			e.flight.waiters++
 			return e.flight, false, nil
 		}
 		if e.elem != nil {

@@ -138,8 +138,12 @@ func (c *Client) ListTools(ctx context.Context) ([]*Tool, error) {
 // does (did the reservation happen?) before calling Resend or Supersede with it. To keep the id
 // before anything is sent, build the request with NewRequest and send it with Do.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
+	rawArgs, err := marshalParams(args)
+	if err != nil {
+		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("arguments of tool %s: %w", name, err)})
+	}
 	var res CallToolResult
-	if err := c.call(ctx, "tools/call", CallToolParams{Name: name, Arguments: args}, &res, opts...); err != nil {
+	if err := c.call(ctx, "tools/call", CallToolParams{Name: name, Arguments: rawArgs}, &res, opts...); err != nil {
 		return nil, err
 	}
 	return &res, nil

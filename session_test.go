@@ -1,0 +1,347 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// restartOnRetry makes the server restart between a call's first attempt and its resend.
+func restartOnRetry(srv *mcptest.Server) mcpclient.Option {
+	var once sync.Once
+	return mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
+		NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} },
+		OnRetry:    func(int, error, time.Duration) { once.Do(srv.Restart) },
+	})
+}
+
+func TestLostReceiptScopeEndsRetriesOfUnsafeRequest(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
+	c := mcptest.NewClient(t, srv, restartOnRetry(srv))
+
+	req := callReq(t, c, "reserve", nil)
+	_, err := c.Do(context.Background(), req)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrSessionLost) {
+		t.Fatalf("error %v, want ErrOutcomeUnknown caused by ErrSessionLost", err)
+	}
+	if e := asError(t, err); e.Request != req {
+		t.Errorf("error names request %v, want %v", e.ID, req.ID())
+	}
+	if k.runs != 1 {
+		t.Errorf("runs %d, want 1: the resend must not run it again after the receipts were lost", k.runs)
+	}
+	// The client re-initialized and works.
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatalf("ping after the restart: %v", err)
+	}
+}
+
+func TestLostReceiptScopeReissuesSafeRequest(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t,
+		mcptest.WithTool(readOnlyTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "lookup"}))
+	c := mcptest.NewClient(t, srv, restartOnRetry(srv))
+	if _, err := c.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.CallTool(context.Background(), "lookup", nil)
+	if err != nil {
+		t.Fatalf("safe request after a restart: %v", err)
+	}
+	if k.runs != 2 || res.Text() == "" {
+		t.Errorf("runs %d, want 2 (a safe request may run again)", k.runs)
+	}
+}
+
+func TestSessionLostBeforeSendingReconnects(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(unsafeTool, k.tool))
+	c := mcptest.NewClient(t, srv, noWait)
+	srv.Restart()
+	req := callReq(t, c, "reserve", nil)
+	resp, err := c.Do(context.Background(), req)
+	if err != nil {
+		t.Fatalf("call after restart: %v", err)
+	}
+	// The first attempt met the lost session and did not run; the second ran on a new one.
+	if resp.Attempts != 2 || k.runs != 1 || resp.Request != req {
+		t.Errorf("attempts %d runs %d, want 2 and 1 under the same id", resp.Attempts, k.runs)
+	}
+}
+
+func TestCloseEndsPendingCallsWithOutcomeUnknown(t *testing.T) {
+	started := make(chan struct{})
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(unsafeTool, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := callReq(t, c, "reserve", nil)
+	done := make(chan error, 1)
+	go func() { _, err := c.Do(context.Background(), req); done <- err }()
+	<-started
+	var wg sync.WaitGroup
+	for range 3 { // Close is idempotent and safe to call concurrently
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Close() }()
+	}
+	wg.Wait()
+	err = <-done
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrClosed) {
+		t.Fatalf("pending call ended with %v, want ErrOutcomeUnknown and ErrClosed", err)
+	}
+	if asError(t, err).Request != req {
+		t.Error("the error does not hold the request")
+	}
+	if err := c.Ping(context.Background()); !errors.Is(err, mcpclient.ErrClosed) {
+		t.Errorf("call after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestConnectToClosedServerIsNotDelivered(t *testing.T) {
+	srv := mcptest.NewServer()
+	srv.Close()
+	_, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait)
+	if !errors.Is(err, mcpclient.ErrNotDelivered) {
+		t.Fatalf("error %v, want ErrNotDelivered", err)
+	}
+	if asError(t, err).Attempts != mcpclient.DefaultMaxAttempts {
+		t.Errorf("connect attempts %d, want %d", asError(t, err).Attempts, mcpclient.DefaultMaxAttempts)
+	}
+}
+
+func TestRetryNeverSendsOnce(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
+	c := mcptest.NewClient(t, srv, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryNever}))
+	req := callReq(t, c, "reserve", nil)
+	_, err := c.Do(context.Background(), req)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || len(srv.Received(req.ID())) != 1 {
+		t.Fatalf("error %v after %d sends, want ErrOutcomeUnknown after 1", err, len(srv.Received(req.ID())))
+	}
+}
+
+func TestAssertedReceiptsResendSameID(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t,
+		mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropBeforeExecution, Tool: "reserve"}))
+	for name, opt := range map[string]mcpclient.Option{
+		"WithReceipts": mcpclient.WithReceipts(mcpclient.ReceiptScopeSession),
+		"RetryAlways":  mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryAlways, NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv.Inject(mcptest.Fault{Kind: mcptest.DropBeforeExecution, Tool: "reserve"})
+			c := mcptest.NewClient(t, srv, noWait, opt)
+			req := callReq(t, c, "reserve", nil)
+			if _, err := c.Do(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			assertFramesIdentical(t, srv.Received(req.ID()), 2)
+		})
+	}
+}
+
+// fakeServer serves a raw pipe: it answers initialize, then lets the test script the rest.
+type fakeServer struct {
+	t    *testing.T
+	conn *transport.MemoryConn
+}
+
+type wireMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (f *fakeServer) send(frame string) {
+	f.conn.Send(context.Background(), &transport.Message{Frame: []byte(frame)})
+}
+
+// newFake returns a transport to a scripted server. onRequest sees every request after
+// initialize, and every answer the client sends to a server request.
+func newFake(t *testing.T, onRequest func(f *fakeServer, m wireMsg)) transport.Transport {
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	return transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
+		client, server := transport.Pipe()
+		f := &fakeServer{t: t, conn: server}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				frame, err := server.Receive(context.Background())
+				if err != nil {
+					return
+				}
+				var m wireMsg
+				if err := json.Unmarshal(frame, &m); err != nil {
+					t.Errorf("client sent invalid JSON: %s", frame)
+					continue
+				}
+				switch m.Method {
+				case "initialize":
+					f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`)
+				case "notifications/initialized":
+				default:
+					onRequest(f, m)
+				}
+			}
+		}()
+		return client, nil
+	})
+}
+
+func TestResponsesForUnknownIDsAndDuplicatesAreDropped(t *testing.T) {
+	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+		if m.Method != "ping" {
+			return
+		}
+		f.send(`{"jsonrpc":"2.0","id":"not-a-request-of-ours","result":{}}`)
+		f.send(`{not json`)
+		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"first":true}}`)
+		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"second":true}}`)
+	})
+	c, err := mcpclient.Connect(context.Background(), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req, err := c.NewRequest("ping", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(resp.Result) != `{"first":true}` {
+		t.Errorf("result %s, want the first answer", resp.Result)
+	}
+	// The second answer was dropped, not kept for a later request.
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServerRequestsAreAnswered(t *testing.T) {
+	answers := make(chan wireMsg, 2)
+	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+		switch {
+		case m.Method == "ping" && m.Result == nil:
+			f.send(`{"jsonrpc":"2.0","id":"s1","method":"ping"}`)
+			f.send(`{"jsonrpc":"2.0","id":"s2","method":"sampling/createMessage","params":{}}`)
+			f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+		case m.Method == "":
+			answers <- m
+		}
+	})
+	c, err := mcpclient.Connect(context.Background(), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		a := <-answers
+		switch string(a.ID) {
+		case `"s1"`:
+			if string(a.Result) != "{}" {
+				t.Errorf("ping answered %s", a.Result)
+			}
+		case `"s2"`:
+			var e mcpclient.RPCError
+			if json.Unmarshal(a.Error, &e) != nil || e.Code != mcpclient.RPCMethodNotFound {
+				t.Errorf("sampling answered %s, want method not found", a.Error)
+			}
+		default:
+			t.Errorf("answer for unknown id %s", a.ID)
+		}
+	}
+}
+
+func TestMalformedErrorObjectIsProtocolError(t *testing.T) {
+	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":"boom"}`)
+	})
+	c, err := mcpclient.Connect(context.Background(), tr, noWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req, _ := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "x"})
+	_, err = c.Do(context.Background(), req)
+	if mcpclient.CodeOf(err) != mcpclient.CodeProtocol || asError(t, err).Attempts != 1 {
+		t.Fatalf("error %v, want a protocol error after one attempt", err)
+	}
+}
+
+func TestServerLyingAboutIDsLeavesOutcomeUnknown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newFake(t, func(f *fakeServer, m wireMsg) {
+			f.send(`{"jsonrpc":"2.0","id":"someone-else","result":{"content":[]}}`)
+		})
+		c, err := mcpclient.Connect(context.Background(), tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err = c.CallTool(ctx, "reserve", nil)
+		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("error %v, want ErrOutcomeUnknown with the deadline", err)
+		}
+	})
+}
+
+func TestNotificationHandlers(t *testing.T) {
+	srv := mcptest.NewTestServer(t)
+	got := make(chan string, 4)
+	c := mcptest.NewClient(t, srv,
+		mcpclient.WithNotificationHandler("notifications/tools/list_changed", func(_ context.Context, method string, _ json.RawMessage) {
+			got <- method
+		}),
+		mcpclient.WithNotificationHandler("notifications/panics", func(context.Context, string, json.RawMessage) {
+			panic("handler bug")
+		}),
+		mcpclient.WithNotificationHandler("*", func(_ context.Context, method string, params json.RawMessage) {
+			got <- "*" + method + string(params)
+		}))
+	srv.Notify("notifications/panics", nil)
+	srv.Notify("notifications/tools/list_changed", nil)
+	srv.Notify("notifications/message", map[string]string{"level": "info"})
+	if m := <-got; m != "notifications/tools/list_changed" {
+		t.Errorf("first notification %q", m)
+	}
+	if m := <-got; m != `*notifications/message{"level":"info"}` {
+		t.Errorf("second notification %q", m)
+	}
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatalf("client broken after a handler panic: %v", err)
+	}
+}

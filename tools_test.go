@@ -1,0 +1,156 @@
+package mcpclient_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+func manyTools(n int, k *counter) []mcptest.Option {
+	var opts []mcptest.Option
+	for i := range n {
+		opts = append(opts, mcptest.WithTool(mcpclient.Tool{Name: fmt.Sprintf("t%d", i)}, k.tool))
+	}
+	return opts
+}
+
+// framesAfterSync returns the server's frame count once every frame the client sent so far was
+// counted: the server reads a connection in order, so the answer to a ping follows them all.
+func framesAfterSync(t *testing.T, c *mcpclient.Client, srv *mcptest.Server) int {
+	t.Helper()
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return srv.FramesReceived()
+}
+
+func TestListToolsFetchesEveryPage(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t, append(manyTools(5, &k), mcptest.WithPageSize(2))...)
+	c := mcptest.NewClient(t, srv)
+	tools, err := c.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 5 {
+		t.Fatalf("%d tools, want 5", len(tools))
+	}
+	for i, tool := range tools {
+		if want := fmt.Sprintf("t%d", i); tool.Name != want {
+			t.Errorf("tool %d is %q, want %q", i, tool.Name, want)
+		}
+	}
+}
+
+func TestToolsIteratorStopsFetchingWhenTheLoopBreaks(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t, append(manyTools(6, &k), mcptest.WithPageSize(2))...)
+	c := mcptest.NewClient(t, srv)
+	before := framesAfterSync(t, c, srv)
+	n := 0
+	for tool, err := range c.Tools(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if tool.Name == "t2" {
+			break
+		}
+	}
+	if n != 3 {
+		t.Errorf("iterated %d tools, want 3", n)
+	}
+	if pages := srv.FramesReceived() - before; pages != 2 {
+		t.Errorf("fetched %d pages, want 2", pages)
+	}
+}
+
+func TestToolsIteratorStopsOnRepeatedCursor(t *testing.T) {
+	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"same"}}`)
+	})
+	c, err := mcpclient.Connect(context.Background(), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.ListTools(context.Background())
+	if mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+		t.Fatalf("error %v, want a protocol error for a cursor loop", err)
+	}
+}
+
+func TestCompleteListingReplacesToolHints(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t,
+		mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(mcpclient.Tool{Name: "lookup", Annotations: &mcpclient.ToolAnnotations{IdempotentHint: boolPtr(true)}}, k.tool))
+	c := mcptest.NewClient(t, srv, noWait)
+	ctx := context.Background()
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The server redefines the tool as unsafe; until the client lists again it trusts the old
+	// hint, afterwards the new one.
+	srv.AddTool(mcpclient.Tool{Name: "lookup"}, k.tool)
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Inject(mcptest.Fault{Kind: mcptest.DropBeforeExecution, Tool: "lookup"})
+	_, err := c.CallTool(ctx, "lookup", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("error %v: the relisted tool is no longer idempotent, want ErrOutcomeUnknown", err)
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(unsafeTool, k.tool))
+	c := mcptest.NewClient(t, srv)
+	const n = 64
+	var wg sync.WaitGroup
+	results := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.CallTool(context.Background(), "reserve", map[string]int{"i": i})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = res.Text()
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if want := fmt.Sprintf(`{"i":%d}`, i); len(r) < len(want) || r[len(r)-len(want):] != want {
+			t.Errorf("call %d got %q: answers were misrouted", i, r)
+		}
+	}
+	if k.runs != n {
+		t.Errorf("runs %d, want %d", k.runs, n)
+	}
+}
+
+func TestCallToolValidatesArguments(t *testing.T) {
+	srv := mcptest.NewTestServer(t)
+	c := mcptest.NewClient(t, srv)
+	frames := framesAfterSync(t, c, srv)
+	for _, bad := range []any{[]int{1}, "text", make(chan int)} {
+		if _, err := c.CallTool(context.Background(), "x", bad); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			t.Errorf("arguments %T: %v, want CodeInvalidArgument", bad, err)
+		}
+	}
+	if srv.FramesReceived() != frames {
+		t.Error("invalid arguments were sent")
+	}
+	if _, err := c.CallTool(context.Background(), "missing", nil); mcpclient.CodeOf(err) != mcpclient.CodeServerError {
+		t.Errorf("unknown tool: %v, want the server's error", err)
+	}
+}

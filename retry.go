@@ -49,7 +49,8 @@ type RetryPolicy struct {
 	// Mode decides what follows an uncertain attempt. Default RetryAuto.
 	Mode RetryMode
 
-	// MaxAttempts bounds the sends of one call, re-issues included. Default 4.
+	// MaxAttempts bounds the tries of one call: every send counts, re-issues included, and so
+	// does a failed reconnect before a send. Default 4.
 	MaxAttempts int
 
 	// Classify tells the outcome of one attempt from its error: nil for a response, an

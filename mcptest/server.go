@@ -301,7 +301,8 @@ func (s *Server) ExecutionsOf(tool string, id mcpclient.ID) int {
 }
 
 // Received returns copies of the frames received that carried a request under id, in arrival
-// order.
+// order. The server keeps them for its lifetime, as a test server may: do not feed it an
+// unbounded stream of requests.
 func (s *Server) Received(id mcpclient.ID) [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -112,7 +112,9 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 	if !leader {
 		return awaitFlight(ctx, req, f)
 	}
-	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req)}
+	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior,
+		// A resend inherits what earlier calls learned about the id.
+		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict}
 	settled := false
 	defer func() {
 		if !settled { // a panic in a hook: release the waiters, then let it go on
@@ -154,10 +156,14 @@ type attemptLoop struct {
 	// resent: an attempt of cur's bytes may have reached the server, so a refusal of the id may
 	// be the server recognizing it.
 	resent bool
+	// reached: an attempt of cur may have reached the server in this loop. Unlike resent it
+	// survives a new session, for the ledger.
+	reached bool
 	// uncertainIn is the session of cur's last uncertain attempt; the receipt that could settle
 	// it lives there.
 	uncertainIn   *session
 	everUncertain bool
+	prior         State // the original's state before this loop
 	lastErr       error
 	hint          *hintedBackOff
 }
@@ -195,7 +201,16 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, error, State) {
 	if r.everUncertain {
 		return nil, r.fail(CodeOutcomeUnknown, cause), StateUncertain
 	}
-	return nil, r.fail(CodeNotDelivered, cause), StateFailed
+	return nil, r.fail(CodeNotDelivered, cause), r.undeliveredState()
+}
+
+// undeliveredState is the ledger state after a loop none of whose attempts was delivered: what
+// was known before, if anything definite was (a re-read that failed does not undo an answer).
+func (r *attemptLoop) undeliveredState() State {
+	if r.cur == r.orig && (r.prior == StateAnswered || r.prior == StateFailed) {
+		return r.prior
+	}
+	return StateFailed
 }
 
 func (r *attemptLoop) fail(code Code, cause error) *Error {
@@ -213,10 +228,10 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 			if r.everUncertain {
 				return nil, r.fail(CodeOutcomeUnknown, err), StateUncertain, nil
 			}
-			return nil, r.fail(e.Code, err), StateFailed, nil
+			return nil, r.fail(e.Code, err), r.undeliveredState(), nil
 		}
 		r.lastErr = err
-		return nil, r.giveUpUnlessRetrying(), StateFailed, err
+		return r.giveUpUnlessRetrying(err)
 	}
 	if r.uncertainIn != nil && r.uncertainIn != s {
 		// Rule 7: the session that could answer for the uncertain attempt is gone, and with it
@@ -232,9 +247,14 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 	result, err := s.exchange(ctx, r.cur)
 	var malformed *errMalformedAnswer
 	if errors.As(err, &malformed) {
+		r.reached = true
 		return nil, r.fail(CodeProtocol, err), StateFailed, nil
 	}
-	switch p.Classify(err, r.resent) {
+	outcome := p.Classify(err, r.resent)
+	if outcome != OutcomeNotDelivered {
+		r.reached = true
+	}
+	switch outcome {
 	case OutcomeAnswered:
 		if err != nil {
 			return nil, r.fail(CodeServerError, err), StateFailed, nil
@@ -250,7 +270,7 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 	case OutcomeNotDelivered:
 		r.lastErr = err
 		r.hint.hint = serverDelay(err)
-		return nil, r.giveUpUnlessRetrying(), StateFailed, err
+		return r.giveUpUnlessRetrying(err)
 	}
 
 	// Uncertain.
@@ -271,15 +291,16 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 	return nil, r.fail(CodeOutcomeUnknown, fmt.Errorf("no receipts known and the request is not safe to repeat: %w", err)), StateUncertain, nil
 }
 
-// giveUpUnlessRetrying returns the final error of a failed delivery under RetryNever, or nil.
-func (r *attemptLoop) giveUpUnlessRetrying() *Error {
-	if r.c.cfg.retry.Mode != RetryNever {
-		return nil
+// giveUpUnlessRetrying ends the loop after an undelivered attempt under RetryNever, and
+// otherwise asks for a retry after err.
+func (r *attemptLoop) giveUpUnlessRetrying(err error) (*Response, *Error, State, error) {
+	switch {
+	case r.c.cfg.retry.Mode != RetryNever:
+		return nil, nil, 0, err
+	case r.everUncertain:
+		return nil, r.fail(CodeOutcomeUnknown, err), StateUncertain, nil
 	}
-	if r.everUncertain {
-		return r.fail(CodeOutcomeUnknown, r.lastErr)
-	}
-	return r.fail(CodeNotDelivered, r.lastErr)
+	return nil, r.fail(CodeNotDelivered, err), r.undeliveredState(), nil
 }
 
 // reissue replaces cur by the same method and params under a new id, as the protocol asks of a
@@ -298,22 +319,24 @@ func (r *attemptLoop) reissue() *Error {
 		return r.fail(CodeOf(err), err)
 	}
 	if r.curFlight != nil {
-		r.c.ledger.settle(r.cur.key, r.curFlight, StateUncertain, nil,
+		r.c.ledger.settle(r.cur.key, r.curFlight, StateUncertain, true, nil,
 			r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issued as %s after: %w", next.key, r.lastErr)))
 	}
 	r.cur, r.curFlight = next, f
-	r.resent, r.uncertainIn = false, nil
+	r.resent, r.reached, r.uncertainIn = false, false, nil
 	return nil
 }
 
 // settle records the end of the loop in the ledger: for the request last sent, and for the
 // original when a re-issue took its place.
 func (r *attemptLoop) settle(resp *Response, err error, state State, f *flight) {
+	reached := r.reached
 	if r.curFlight != nil {
-		r.c.ledger.settle(r.cur.key, r.curFlight, state, resp, err)
-		state = StateUncertain // the original may or may not have run; its re-issue answered
+		r.c.ledger.settle(r.cur.key, r.curFlight, state, reached, resp, err)
+		// The original was re-issued after an uncertain attempt: it may or may not have run.
+		state, reached = StateUncertain, true
 	}
-	r.c.ledger.settle(r.orig.key, f, state, resp, err)
+	r.c.ledger.settle(r.orig.key, f, state, reached, resp, err)
 }
 
 // safeMethods are the client requests that change nothing on the server, so that running one

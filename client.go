@@ -186,7 +186,9 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 
 // initialize runs the initialize handshake on s. It sends one initialize request: a failed one
 // is retried by the caller on a fresh connection under a fresh id, which is safe because
-// initialize only opens a session.
+// initialize only opens a session. The handshake stays out of the ledger: its id is never resent,
+// and a ledger full of the caller's uncertain requests must not keep the client from
+// reconnecting to settle them.
 func (c *Client) initialize(ctx context.Context, s *session) error {
 	req, err := c.newRequest("initialize", InitializeParams{
 		ProtocolVersion: LatestProtocolVersion,
@@ -196,29 +198,18 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 	if err != nil {
 		return err
 	}
-	f, _, err := c.ledger.begin(req)
-	if err != nil {
-		return err
-	}
-	c.ledger.attempted(req.key)
 	raw, err := s.exchange(ctx, req)
-	outcome := c.cfg.retry.Classify(err, false)
-	switch {
-	case outcome == OutcomeAnswered && err != nil:
-		err = &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err}
-		c.ledger.settle(req.key, f, StateFailed, nil, err)
-		return err
-	case err != nil:
-		c.ledger.settle(req.key, f, stateOf(outcome), nil, err)
-		return err
+	if err != nil {
+		var rpc *RPCError
+		if errors.As(err, &rpc) {
+			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err}
+		}
+		return err // a transport failure: the caller dials again
 	}
 	var res InitializeResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		err = &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
-		c.ledger.settle(req.key, f, StateFailed, nil, err)
-		return err
+		return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
 	}
-	c.ledger.settle(req.key, f, StateAnswered, &Response{Request: req, Result: raw, Attempts: 1}, nil)
 	if !isSupportedVersion(res.ProtocolVersion) {
 		return &Error{Code: CodeUnsupportedVersion, ID: req.id, Request: req, Attempts: 1,
 			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
@@ -235,16 +226,6 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 	}
 	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
 	return nil
-}
-
-func stateOf(o Outcome) State {
-	switch o {
-	case OutcomeNotDelivered:
-		return StateFailed
-	case OutcomeConflict:
-		return StateConflict
-	}
-	return StateUncertain
 }
 
 // sessionEnded is run by a session's reader as it exits.

@@ -82,15 +82,22 @@ type Ledger struct {
 
 type ledgerEntry struct {
 	Entry
+	// reached records that some attempt under the id may have reached the server. A later
+	// resend inherits it: a refusal of the id may then be the server recognizing it, and a
+	// resend that is not delivered leaves the request's outcome as it was.
+	reached bool
 	// flight is set while an attempt loop runs for the id, so that a second caller of the same
 	// request waits for it instead of sending again.
 	flight *flight
 	elem   *list.Element // in evictable, or nil
 }
 
-// A flight is one run of the attempt loop for an id. resp and err are written once, before done
-// is closed, and read only after.
+// A flight is one run of the attempt loop for an id. prior and reached are written by begin
+// before the flight is handed out; resp and err are written once, before done is closed, and
+// read only after.
 type flight struct {
+	prior   State // the id's state before this flight; 0 for a new id
+	reached bool  // an earlier flight's attempt may have reached the server
 	done    chan struct{}
 	resp    *Response
 	err     error
@@ -158,6 +165,13 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			e.elem = nil
 		}
 	} else {
+		// The entry a deliberate replacement supersedes is resolved from now on, so it can
+		// make room for its replacement when nothing else can: a ledger full of uncertain
+		// requests must not block the way out of one.
+		if older, ok := l.entries[req.supersedes.JSON()]; ok && !req.supersedes.IsZero() {
+			older.SupersededBy = req.id
+			l.markEvictableLocked(older) // not while it is in flight: an automatic re-issue
+		}
 		if len(l.entries) >= l.capacity && !l.evictOldest() {
 			return nil, false, &Error{Code: CodeLedgerFull, ID: req.id, Request: req,
 				Err: fmt.Errorf("all %d entries are unresolved", l.capacity)}
@@ -165,15 +179,12 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 		e = &ledgerEntry{Entry: Entry{ID: req.id, Method: req.method, Fingerprint: req.fp, Created: now,
 			Supersedes: req.supersedes, Reason: req.reason}}
 		l.entries[req.key] = e
-		if older, ok := l.entries[req.supersedes.JSON()]; ok && !req.supersedes.IsZero() {
-			older.SupersededBy = req.id
-			l.markEvictableLocked(older)
-		}
 	}
+	f = &flight{prior: e.State, reached: e.reached, done: make(chan struct{})}
 	e.State = StatePending
 	e.Updated = now
-	e.flight = &flight{done: make(chan struct{})}
-	return e.flight, true, nil
+	e.flight = f
+	return f, true, nil
 }
 
 func (l *Ledger) evictOldest() bool {
@@ -196,11 +207,13 @@ func (l *Ledger) attempted(key string) {
 	}
 }
 
-// settle records how a flight ended and releases its waiters.
-func (l *Ledger) settle(key string, f *flight, state State, resp *Response, err error) {
+// settle records how a flight ended and releases its waiters. reached says whether one of its
+// attempts may have reached the server.
+func (l *Ledger) settle(key string, f *flight, state State, reached bool, resp *Response, err error) {
 	l.mu.Lock()
 	if e, ok := l.entries[key]; ok && e.flight == f {
 		e.State = state
+		e.reached = e.reached || reached
 		e.Updated = time.Now()
 		e.flight = nil
 		l.markEvictableLocked(e)

@@ -107,9 +107,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
-// DefaultBackOff returns an exponential backoff with jitter: waits of about 100ms, 200ms,
-// 400ms… (each randomized by ±50%) capped at 5s. It sets no elapsed-time limit: attempts and the
-// caller's context bound a call.
+// DefaultBackOff returns an exponential backoff with jitter: base waits of 100ms, 200ms,
+// 400ms… capped at 5s, each randomized by ±50% (so no wait exceeds 7.5s). It sets no
+// elapsed-time limit: attempts and the caller's context bound a call.
 func DefaultBackOff() backoff.BackOff {
 	return backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(100*time.Millisecond),

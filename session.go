@@ -198,6 +198,13 @@ func (s *session) route(frame []byte) {
 				return
 			}
 		default:
+			// A reply-shaped message for an id we await is its answer, if an unusable one:
+			// failing the call now beats leaving it to time out.
+			var id ID
+			if m.Method == "" && m.ID != nil && json.Unmarshal(m.ID, &id) == nil &&
+				s.resolve(id.JSON(), reply{err: &errMalformedAnswer{errors.New("a response must carry exactly one of result and error")}}) {
+				continue
+			}
 			s.c.log.Warn("mcpclient: dropped a message that is no JSON-RPC request, notification or response", "frame", truncate(frame, 200))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -343,5 +344,35 @@ func TestNotificationHandlers(t *testing.T) {
 	}
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatalf("client broken after a handler panic: %v", err)
+	}
+}
+
+func TestResponseShapes(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply string // with ID standing for the request's id
+		want  mcpclient.Code
+	}{
+		{"result beside a null error is the result", `{"jsonrpc":"2.0","id":ID,"result":{"ok":true},"error":null}`, 0},
+		{"a null error alone is malformed", `{"jsonrpc":"2.0","id":ID,"error":null}`, mcpclient.CodeProtocol},
+		{"neither result nor error is malformed", `{"jsonrpc":"2.0","id":ID}`, mcpclient.CodeProtocol},
+		{"result and error is malformed", `{"jsonrpc":"2.0","id":ID,"result":{},"error":{"code":1,"message":"x"}}`, mcpclient.CodeProtocol},
+		{"an error object is a server error", `{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"busy"}}`, mcpclient.CodeServerError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newFake(t, func(f *fakeServer, m wireMsg) {
+				f.send(strings.ReplaceAll(tt.reply, "ID", string(m.ID)))
+			})
+			c, err := mcpclient.Connect(context.Background(), tr, noWait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			err = c.Ping(context.Background())
+			if got := mcpclient.CodeOf(err); got != tt.want {
+				t.Fatalf("error %v (code %v), want code %v", err, got, tt.want)
+			}
+		})
 	}
 }

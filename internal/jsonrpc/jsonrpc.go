@@ -71,13 +71,25 @@ func Decode(frame []byte) ([]Message, error) {
 		if len(batch) == 0 {
 			return nil, fmt.Errorf("%w: empty batch", ErrMalformed)
 		}
+		for i := range batch {
+			batch[i].normalize()
+		}
 		return batch, nil
 	}
 	var m Message
 	if err := json.Unmarshal(trimmed, &m); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
+	m.normalize()
 	return []Message{m}, nil
+}
+
+// normalize forgives one common slip: servers that send "error": null beside a result. An
+// error that is null is no error, so such a response is read as its result.
+func (m *Message) normalize() {
+	if bytes.Equal(m.Error, []byte("null")) {
+		m.Error = nil
+	}
 }
 
 // AppendRequest appends a request envelope. id is the id's JSON text; an empty id makes a

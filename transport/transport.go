@@ -74,8 +74,31 @@ type Message struct {
 // IsRequest reports whether m carries a request, which expects an answer.
 func (m *Message) IsRequest() bool { return m.ID != "" }
 
+// ProtocolVersionSetter is implemented by connections that send the negotiated protocol
+// revision with every message (MCP-Protocol-Version over HTTP). The client calls it as soon as
+// initialize has answered.
+type ProtocolVersionSetter interface {
+	SetProtocolVersion(version string)
+}
+
+// Listener is implemented by connections that must open a channel of their own for messages
+// the server sends unprompted (the Streamable HTTP GET stream). The client calls Listen once it
+// has something to receive there, such as notification handlers.
+type Listener interface {
+	Listen()
+}
+
+// SessionIDer is implemented by connections whose server session has an id (Mcp-Session-Id).
+type SessionIDer interface {
+	SessionID() string
+}
+
 // ErrClosed is returned by Send and Receive once the connection was closed.
 var ErrClosed = errors.New("transport: connection closed")
+
+// ErrMisconfigured marks a connect failure that trying again cannot mend: a malformed URL, a
+// program that does not exist or may not be run. Clients give up on it at once.
+var ErrMisconfigured = errors.New("transport: misconfigured")
 
 // ErrSessionNotFound reports that the server no longer knows the connection's session (HTTP 404
 // on a known session id, or a restarted in-memory server). Nothing was executed for the frame

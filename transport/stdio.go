@@ -1,0 +1,398 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+)
+
+// ErrProcessExited reports that the server process of a [Command] connection exited. Receive
+// returns it, with the exit status, when the connection ends because the process did; Sends
+// that follow are NotDelivered.
+var ErrProcessExited = errors.New("transport: server process exited")
+
+// Default shutdown timeouts of a [Command] connection.
+const (
+	DefaultCloseTimeout = 5 * time.Second
+	DefaultTermTimeout  = 5 * time.Second
+)
+
+// Command is a Transport that spawns an MCP server and speaks newline-delimited JSON-RPC over
+// its stdin and stdout, as described at [NewStreamConn]. Each Connect spawns a new process: a new
+// session, whose receipts (if any) die with it.
+//
+// On Unix the process runs in a process group of its own, so that shutdown signals reach what
+// it started too, and the transport leaves no orphans: when the server process exits, for
+// whatever reason, anything still running in its group is killed (SIGKILL; on Linux before the
+// server is reaped, so that its group id cannot have been reused). A descendant that leaves the
+// group (setsid, setpgid) is out of reach; if it holds the server's stdout or stderr open, it
+// delays neither the end of Receive (after the exit, stdout is read only while data keeps
+// coming) nor Close.
+//
+// The server's exit ends the connection: Receive returns an error wrapping ErrProcessExited and
+// naming the exit status, every request awaiting an answer becomes uncertain (the client does
+// that when Receive ends), and a Send afterwards is NotDelivered. The Conn must still be closed,
+// which the client does when Receive ends.
+//
+// Close shuts the server down as the MCP stdio transport recommends: it closes the server's
+// stdin, waits up to CloseTimeout for the process to exit, then sends SIGTERM to the process
+// group, waits up to TermTimeout, then sends SIGKILL to the group. It always waits for the
+// process (no zombie) and for the goroutine copying stderr. Close returns nil when the process
+// exited by itself (after stdin closed, or earlier), whatever its exit status: the status of an
+// earlier exit was reported by Receive, and a server may well exit non-zero on a closed stdin.
+// It returns an error when the process had to be signaled; the process is gone all the same.
+//
+// On systems without process groups (Windows), SIGTERM and SIGKILL are both replaced by
+// killing the process itself.
+type Command struct {
+	// Path is the program to run; without a path separator it is looked up in PATH.
+	Path string
+	// Args are the arguments, without the program name.
+	Args []string
+	// Env is the environment of the process; nil inherits the current environment.
+	Env []string
+	// Dir is the working directory; empty means the current one.
+	Dir string
+
+	// Stderr is where the server's stderr goes. If nil and Logger is set, each stderr line is
+	// logged at Info level with the attribute "stderr"; if both are nil, stderr is discarded.
+	// A Stderr that is not an *os.File is written by one goroutine of the connection, which
+	// Close waits for: it must not block forever.
+	Stderr io.Writer
+	// Logger, if set, receives the server's stderr (see Stderr) and warnings about skipped
+	// oversized frames.
+	Logger *slog.Logger
+
+	// MaxFrameSize bounds an incoming line in bytes; <= 0 means DefaultMaxFrameSize.
+	MaxFrameSize int
+
+	// CloseTimeout is how long Close waits, after closing stdin, for the process to exit
+	// before it sends SIGTERM; <= 0 means DefaultCloseTimeout (5s).
+	CloseTimeout time.Duration
+	// TermTimeout is how long Close waits after SIGTERM before it sends SIGKILL; <= 0 means
+	// DefaultTermTimeout (5s).
+	TermTimeout time.Duration
+}
+
+// Connect starts the server process and returns a Conn over its stdin and stdout. ctx bounds
+// only the start: it does not stop the process later. If ctx is already done, nothing is
+// started. A failure to start (no such file, permission denied) is a NotDelivered *Error.
+func (c *Command) Connect(ctx context.Context) (Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Outcome: NotDelivered, Err: err}
+	}
+	if c.Path == "" {
+		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: Command.Path is empty", ErrMisconfigured)}
+	}
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Env = c.Env
+	cmd.Dir = c.Dir
+	cmd.SysProcAttr = sysProcAttr()
+
+	// The parent's ends of the pipes, and the child's ends, which the parent closes once the
+	// child has them. os.Pipe files are pollable, so deadlines and Close interrupt them.
+	var parent, child []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	fail := func(err error) (Conn, error) {
+		closeAll(parent)
+		closeAll(child)
+		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("starting %s: %w", c.Path, err)}
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	parent, child = append(parent, stdinW), append(child, stdinR)
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	parent, child = append(parent, stdoutR), append(child, stdoutW)
+	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
+
+	var stderrR *os.File
+	stderr, logger := c.Stderr, c.Logger
+	switch w := stderr.(type) {
+	case *os.File:
+		cmd.Stderr = w
+	case nil:
+		if logger != nil {
+			r, pw, err := os.Pipe()
+			if err != nil {
+				return fail(err)
+			}
+			stderrR, cmd.Stderr = r, pw
+			parent, child = append(parent, r), append(child, pw)
+		}
+	default:
+		r, pw, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		stderrR, cmd.Stderr = r, pw
+		parent, child = append(parent, r), append(child, pw)
+	}
+
+	if err := ctx.Err(); err != nil {
+		closeAll(parent)
+		closeAll(child)
+		return nil, &Error{Outcome: NotDelivered, Err: err}
+	}
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			err = fmt.Errorf("%w: %w", ErrMisconfigured, err)
+		}
+		return fail(err)
+	}
+	closeAll(child)
+
+	p := &stdioConn{
+		cmd:          cmd,
+		pid:          cmd.Process.Pid,
+		stdout:       stdoutR,
+		stderr:       stderrR,
+		exited:       make(chan struct{}),
+		closeTimeout: c.CloseTimeout,
+		termTimeout:  c.TermTimeout,
+	}
+	if p.closeTimeout <= 0 {
+		p.closeTimeout = DefaultCloseTimeout
+	}
+	if p.termTimeout <= 0 {
+		p.termTimeout = DefaultTermTimeout
+	}
+	hooks := streamHooks{ended: p.streamEnded}
+	if logger != nil {
+		hooks.oversized = func(n int) {
+			logger.Warn("transport: skipped an oversized frame from the server; the request it answered sees no answer",
+				"err", ErrFrameTooLarge, "pid", p.pid, "bytes", n, "limit", p.stream.max)
+		}
+	}
+	p.stream = newStreamConn(&stdoutReader{f: stdoutR}, stdinW, stdinW.Close, c.MaxFrameSize, hooks)
+	go p.stream.readLoop()
+	go p.wait()
+	if stderrR != nil {
+		p.stderrDone = make(chan struct{})
+		if stderr != nil {
+			go p.copyStderr(stderr)
+		} else {
+			go p.logStderr(logger)
+		}
+	}
+	return p, nil
+}
+
+// Grace periods of a process connection.
+const (
+	// exitDrainGrace: once the process exited, stdout is read until it stays silent this long,
+	// in case a descendant outside the process group holds it open.
+	exitDrainGrace = 250 * time.Millisecond
+	// exitStatusGrace: when stdout ends, how long the reader waits for the process to exit, to
+	// report its status.
+	exitStatusGrace = 2 * time.Second
+	// stderrDrainGrace: at Close, after the process ended, how long the stderr goroutine may
+	// read on before stderr is closed under it.
+	stderrDrainGrace = 500 * time.Millisecond
+)
+
+// stdioConn is the Conn of a Command: a stream conn over the process's stdin and stdout, and
+// the process.
+type stdioConn struct {
+	stream *streamConn
+	cmd    *exec.Cmd
+	pid    int
+	stdout *os.File
+	stderr *os.File // nil when no stderr goroutine runs
+
+	exited  chan struct{} // closed once the process was waited for
+	waitErr error         // written before exited is closed
+
+	stderrDone chan struct{} // closed when the stderr goroutine ends; nil if none runs
+
+	closeTimeout, termTimeout time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// wait waits for the process (killing what is left of its group when it exits) and lets the
+// stdout reader end even if a stray descendant holds stdout.
+func (p *stdioConn) wait() {
+	p.waitErr = waitAndKillGroup(p.cmd)
+	close(p.exited)
+	p.stdout.SetReadDeadline(time.Now().Add(exitDrainGrace))
+}
+
+// exitError describes the process's exit. Call it only after exited is closed.
+func (p *stdioConn) exitError() error {
+	if p.waitErr != nil {
+		return fmt.Errorf("%w: %w", ErrProcessExited, p.waitErr)
+	}
+	return fmt.Errorf("%w: exit status 0", ErrProcessExited)
+}
+
+func (p *stdioConn) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// streamEnded reports why stdout ended: the process's exit, as it almost always is.
+func (p *stdioConn) streamEnded(readErr error) error {
+	t := time.NewTimer(exitStatusGrace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return p.exitError()
+	case <-p.stream.done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("transport: the server process (pid %d) closed its stdout: %w", p.pid, readErr)
+	}
+}
+
+// Send writes a frame to the server's stdin. Once the process has exited it is NotDelivered.
+func (p *stdioConn) Send(ctx context.Context, msg *Message) error {
+	if p.hasExited() {
+		select {
+		case <-p.stream.done:
+			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: p.stream.cause}
+		default:
+		}
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: p.exitError()}
+	}
+	return p.stream.Send(ctx, msg)
+}
+
+// Receive returns the next frame from the server's stdout.
+func (p *stdioConn) Receive(ctx context.Context) ([]byte, error) {
+	return p.stream.Receive(ctx)
+}
+
+// OversizedFrames reports how many lines from the server were skipped for their size.
+func (p *stdioConn) OversizedFrames() int64 { return p.stream.OversizedFrames() }
+
+// Close shuts the server down; see Command. It is idempotent and safe to call concurrently;
+// every call returns once the process was waited for, with the same result.
+func (p *stdioConn) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.shutdown() })
+	return p.closeErr
+}
+
+func (p *stdioConn) shutdown() error {
+	// Closing stdin asks the server to exit; the reader keeps draining stdout meanwhile, so
+	// that a server flushing its output does not block.
+	p.stream.shutdown(ErrClosed)
+	var err error
+	if !p.waitExit(p.closeTimeout) {
+		signalGroup(p.cmd.Process, sigTerm)
+		if p.waitExit(p.termTimeout) {
+			err = fmt.Errorf("transport: server process %d did not exit within %v of stdin closing; terminated it (%w)",
+				p.pid, p.closeTimeout, p.waitErrOrNil())
+		} else {
+			signalGroup(p.cmd.Process, sigKill)
+			<-p.exited
+			err = fmt.Errorf("transport: server process %d did not exit within %v of stdin closing nor %v after SIGTERM; killed it (%w)",
+				p.pid, p.closeTimeout, p.termTimeout, p.waitErrOrNil())
+		}
+	}
+	p.stdout.Close()
+	<-p.stream.readEnd
+	if p.stderr != nil {
+		p.stderr.SetReadDeadline(time.Now().Add(stderrDrainGrace))
+		<-p.stderrDone
+		p.stderr.Close()
+	}
+	return err
+}
+
+func (p *stdioConn) waitErrOrNil() error {
+	if p.waitErr != nil {
+		return p.waitErr
+	}
+	return errors.New("exit status 0")
+}
+
+// waitExit waits up to d for the process to exit and be waited for.
+func (p *stdioConn) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (p *stdioConn) copyStderr(w io.Writer) {
+	defer close(p.stderrDone)
+	io.Copy(w, p.stderr)
+}
+
+// maxStderrLine bounds one logged stderr record; a longer line is logged in pieces.
+const maxStderrLine = 16 << 10
+
+func (p *stdioConn) logStderr(l *slog.Logger) {
+	defer close(p.stderrDone)
+	br := bufio.NewReaderSize(p.stderr, maxStderrLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			s := string(line)
+			if err == nil {
+				s = s[:len(s)-1]
+				if len(s) > 0 && s[len(s)-1] == '\r' {
+					s = s[:len(s)-1]
+				}
+			}
+			l.Info("mcp server stderr", "pid", p.pid, "stderr", s)
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+	}
+}
+
+// stdoutReader reads the server's stdout. When the process exits, wait sets a read deadline;
+// from then on a read that stays silent for exitDrainGrace ends the stream, even if a
+// descendant the group kill missed keeps the pipe open. Data still comes through: a deadline
+// that passed while the reader was not reading only renews the deadline.
+type stdoutReader struct {
+	f        *os.File
+	timedOut bool
+}
+
+func (r *stdoutReader) Read(b []byte) (int, error) {
+	for {
+		n, err := r.f.Read(b)
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			r.timedOut = false
+			return n, err
+		}
+		if n > 0 {
+			r.timedOut = false
+			return n, nil
+		}
+		if r.timedOut {
+			return 0, fmt.Errorf("stdout stayed open but silent after the process exited: %w", io.EOF)
+		}
+		r.timedOut = true
+		r.f.SetReadDeadline(time.Now().Add(exitDrainGrace))
+	}
+}

@@ -1,0 +1,593 @@
+//go:build unix
+
+package transport_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// fakeServerEnv makes the test binary run as a fake stdio MCP server instead of the tests.
+const fakeServerEnv = "MCPCLIENT_STDIO_TEST_SERVER"
+
+func init() {
+	if os.Getenv(fakeServerEnv) != "" {
+		runFakeServer()
+		os.Exit(0)
+	}
+}
+
+// runFakeServer answers JSON-RPC lines on stdin: initialize, ping, and tools/call, whose tools
+// echo their arguments except for these:
+//
+//   - die: exit(3) without answering
+//   - stderr: write a line to stderr, then answer
+//   - spawn: start a grandchild `sleep 300` sharing stdout and stderr; answer with its pid
+//   - spawn-detached: the same, in a session of its own, out of reach of group signals
+//   - stall: stop reading stdin after the answer
+//   - linger: from now on ignore the end of stdin (but not SIGTERM)
+//   - ignore-stdin-close: from now on ignore the end of stdin and SIGTERM
+//   - big: answer with a text of arguments.size bytes
+//
+// Answers to tools/call carry "server=<pid>".
+func runFakeServer() {
+	out := bufio.NewWriter(os.Stdout)
+	write := func(v any) {
+		b, _ := json.Marshal(v)
+		out.Write(b)
+		out.WriteByte('\n')
+		out.Flush()
+	}
+	reply := func(id json.RawMessage, result any) {
+		write(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	}
+	stay, stall := false, false
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
+			continue // notifications and garbage
+		}
+		switch m.Method {
+		case "initialize":
+			reply(m.ID, json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake-stdio","version":"0"}}`))
+		case "ping":
+			reply(m.ID, struct{}{})
+		case "tools/call":
+			var p struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			}
+			json.Unmarshal(m.Params, &p)
+			text := string(p.Arguments)
+			switch p.Name {
+			case "die":
+				os.Exit(3)
+			case "stderr":
+				fmt.Fprintln(os.Stderr, "fake-stdio: a line on stderr")
+			case "spawn":
+				cmd := exec.Command("sleep", "300")
+				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+				if err := cmd.Start(); err != nil {
+					text = "spawn failed: " + err.Error()
+				} else {
+					text = fmt.Sprintf("grandchild=%d", cmd.Process.Pid)
+				}
+			case "spawn-detached":
+				cmd := exec.Command("sleep", "300")
+				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				if err := cmd.Start(); err != nil {
+					text = "spawn failed: " + err.Error()
+				} else {
+					text = fmt.Sprintf("grandchild=%d", cmd.Process.Pid)
+				}
+			case "stall":
+				stall = true
+			case "linger":
+				stay = true
+			case "ignore-stdin-close":
+				stay = true
+				signal.Ignore(syscall.SIGTERM)
+			case "big":
+				var a struct{ Size int }
+				json.Unmarshal(p.Arguments, &a)
+				text = strings.Repeat("x", a.Size)
+			}
+			text += fmt.Sprintf(" server=%d", os.Getpid())
+			reply(m.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": text}}})
+			if stall {
+				time.Sleep(time.Hour) // stop reading stdin
+			}
+		default:
+			write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+		}
+	}
+	if stay {
+		time.Sleep(time.Hour)
+	}
+}
+
+// fakeServer returns a Command that runs the test binary as the fake server.
+func fakeServer(t *testing.T) *transport.Command {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A race-enabled binary sleeps a second at exit unless told not to.
+	env := append(os.Environ(), fakeServerEnv+"=1", "GORACE=atexit_sleep_ms=0")
+	return &transport.Command{Path: exe, Env: env}
+}
+
+func connectCommand(t *testing.T, cmd *transport.Command) transport.Conn {
+	t.Helper()
+	c, err := cmd.Connect(context.Background())
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// callTool sends a tools/call and returns the text of the next frame's result.
+func callTool(t *testing.T, c transport.Conn, id int, name string, args string) string {
+	t.Helper()
+	sendToolCall(t, c, id, name, args)
+	frame := streamReceive(t, c)
+	var m struct {
+		ID     int `json:"id"`
+		Result struct {
+			Content []struct{ Text string } `json:"content"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(frame), &m); err != nil || m.ID != id || len(m.Result.Content) != 1 {
+		t.Fatalf("answer to %s: %.200s (%v)", name, frame, err)
+	}
+	return m.Result.Content[0].Text
+}
+
+func sendToolCall(t *testing.T, c transport.Conn, id int, name string, args string) {
+	t.Helper()
+	frame := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, name, args)
+	if err := c.Send(context.Background(), &transport.Message{Frame: []byte(frame), ID: fmt.Sprint(id), Method: "tools/call"}); err != nil {
+		t.Fatalf("Send %s: %v", name, err)
+	}
+}
+
+// pidIn returns the number after key= in text.
+func pidIn(t *testing.T, text, key string) int {
+	t.Helper()
+	for _, f := range strings.Fields(text) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			var pid int
+			if _, err := fmt.Sscan(v, &pid); err == nil && pid > 0 {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no %s= in %q", key, text)
+	return 0
+}
+
+// reaped reports whether pid no longer exists, not even as a zombie.
+func reaped(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// dead reports whether pid no longer runs. A killed grandchild is reparented to init, and is a
+// zombie until init reaps it: that counts as dead.
+func dead(pid int) bool {
+	if reaped(pid) {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCommandWithClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mcpclient.Connect(ctx, fakeServer(t))
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer c.Close()
+	if got := c.ServerInfo().Name; got != "fake-stdio" {
+		t.Errorf("server name %q", got)
+	}
+	if got := c.ProtocolVersion(); got != "2025-11-25" {
+		t.Errorf("protocol version %q", got)
+	}
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	res, err := c.CallTool(ctx, "echo", map[string]any{"x": 1})
+	if err != nil {
+		t.Fatalf("CallTool: %v", err)
+	}
+	if got := res.Text(); !strings.HasPrefix(got, `{"x":1} server=`) {
+		t.Errorf("echo = %q", got)
+	}
+}
+
+func TestCommandDeathWithClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mcpclient.Connect(ctx, fakeServer(t))
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer c.Close()
+	_, err = c.CallTool(ctx, "die", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("CallTool(die) = %v, want ErrOutcomeUnknown", err)
+	}
+	if !errors.Is(err, transport.ErrProcessExited) {
+		t.Errorf("CallTool(die) = %v, want ErrProcessExited in the chain", err)
+	}
+	if !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("CallTool(die) = %v, want the exit status", err)
+	}
+	// The next call spawns a new server: a new session.
+	res, err := c.CallTool(ctx, "echo", map[string]any{"again": true})
+	if err != nil {
+		t.Fatalf("CallTool after the server died: %v", err)
+	}
+	if got := res.Text(); !strings.HasPrefix(got, `{"again":true}`) {
+		t.Errorf("echo = %q", got)
+	}
+}
+
+func TestCommandDeathEndsConn(t *testing.T) {
+	c := connectCommand(t, fakeServer(t))
+	if got := callTool(t, c, 1, "echo", `{"a":1}`); !strings.HasPrefix(got, `{"a":1}`) {
+		t.Fatalf("echo = %q", got)
+	}
+	sendToolCall(t, c, 2, "die", `{}`)
+	_, err := c.Receive(context.Background())
+	wantConnEnded(t, err, transport.ErrProcessExited)
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Errorf("Receive = %v, want the exit status", err)
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 {
+		t.Errorf("Receive = %v, want an *exec.ExitError with code 3 in the chain", err)
+	}
+	err = c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), ID: "3", Method: "ping"})
+	wantOutcome(t, err, transport.NotDelivered, transport.ErrProcessExited)
+	if err := c.Close(); err != nil {
+		t.Errorf("Close after the process exited: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	_, err = c.Receive(context.Background())
+	wantConnEnded(t, err, transport.ErrClosed)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func TestCommandStderrToWriter(t *testing.T) {
+	var stderr syncBuffer
+	cmd := fakeServer(t)
+	cmd.Stderr = &stderr
+	c := connectCommand(t, cmd)
+	callTool(t, c, 1, "stderr", `{}`)
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := stderr.String(); got != "fake-stdio: a line on stderr\n" {
+		t.Errorf("stderr = %q", got)
+	}
+}
+
+// recordHandler keeps the records logged through it.
+type recordHandler struct {
+	mu      *sync.Mutex
+	records *[]slog.Record
+}
+
+func newRecordHandler() recordHandler {
+	return recordHandler{mu: new(sync.Mutex), records: new([]slog.Record)}
+}
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	*h.records = append(*h.records, r.Clone())
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// find returns the attribute key of the first record at level that has it.
+func (h recordHandler) find(level slog.Level, key string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range *h.records {
+		if r.Level != level {
+			continue
+		}
+		var v string
+		var ok bool
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				v, ok = a.Value.String(), true
+				return false
+			}
+			return true
+		})
+		if ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func TestCommandStderrToLogger(t *testing.T) {
+	h := newRecordHandler()
+	cmd := fakeServer(t)
+	cmd.Logger = slog.New(h)
+	c := connectCommand(t, cmd)
+	callTool(t, c, 1, "stderr", `{}`)
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got, ok := h.find(slog.LevelInfo, "stderr"); !ok || got != "fake-stdio: a line on stderr" {
+		t.Errorf("logged stderr = %q, %v", got, ok)
+	}
+}
+
+func TestCommandOversizedFrameSkipped(t *testing.T) {
+	h := newRecordHandler()
+	cmd := fakeServer(t)
+	cmd.Logger = slog.New(h)
+	cmd.MaxFrameSize = 4 << 10
+	c := connectCommand(t, cmd)
+	sendToolCall(t, c, 1, "big", `{"size":100000}`)
+	// The answer to 1 is skipped; the next frame is the answer to 2.
+	if got := callTool(t, c, 2, "echo", `{"n":2}`); !strings.HasPrefix(got, `{"n":2}`) {
+		t.Fatalf("echo = %q", got)
+	}
+	if n := oversized(t, c); n != 1 {
+		t.Errorf("OversizedFrames = %d, want 1", n)
+	}
+	if got, ok := h.find(slog.LevelWarn, "err"); !ok || got != transport.ErrFrameTooLarge.Error() {
+		t.Errorf("warning about the oversized frame: err = %q, %v", got, ok)
+	}
+}
+
+func TestCommandCloseLeavesNoOrphan(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	c := connectCommand(t, fakeServer(t))
+	text := callTool(t, c, 1, "spawn", `{}`)
+	grandchild, server := pidIn(t, text, "grandchild"), pidIn(t, text, "server")
+	if dead(grandchild) {
+		t.Fatalf("grandchild %d is not running", grandchild)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if !reaped(server) {
+		t.Errorf("server process %d still exists after Close (a zombie?)", server)
+	}
+	eventually(t, 5*time.Second, fmt.Sprintf("grandchild %d survived Close", grandchild), func() bool { return dead(grandchild) })
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestCommandServerDeathKillsItsGroup(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	c := connectCommand(t, fakeServer(t))
+	grandchild := pidIn(t, callTool(t, c, 1, "spawn", `{}`), "grandchild")
+	sendToolCall(t, c, 2, "die", `{}`)
+	// The grandchild holds stdout too: Receive ends all the same, since it is killed.
+	_, err := c.Receive(context.Background())
+	wantConnEnded(t, err, transport.ErrProcessExited)
+	eventually(t, 5*time.Second, fmt.Sprintf("grandchild %d survived its server", grandchild), func() bool { return dead(grandchild) })
+}
+
+// TestCommandDetachedDescendant checks that a descendant which left the process group, and so
+// survives the group kill, can keep neither Receive nor Close from ending, though it holds the
+// server's stdout and stderr.
+func TestCommandDetachedDescendant(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	var stderr syncBuffer
+	cmd := fakeServer(t)
+	cmd.Stderr = &stderr
+	c := connectCommand(t, cmd)
+	grandchild := pidIn(t, callTool(t, c, 1, "spawn-detached", `{}`), "grandchild")
+	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
+	if got := callTool(t, c, 2, "echo", `{"still":"talking"}`); !strings.HasPrefix(got, `{"still":"talking"}`) {
+		t.Fatalf("echo = %q", got)
+	}
+	sendToolCall(t, c, 3, "die", `{}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.Receive(ctx)
+	wantConnEnded(t, err, transport.ErrProcessExited)
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+}
+
+// TestCommandSendHonorsContext fills the stdin pipe of a server that stopped reading: the
+// context interrupts the blocked write, which has written part of the frame by then.
+func TestCommandSendHonorsContext(t *testing.T) {
+	cmd := fakeServer(t)
+	cmd.CloseTimeout = 50 * time.Millisecond
+	c := connectCommand(t, cmd)
+	callTool(t, c, 1, "stall", `{}`)
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"pad":%q}}}`, strings.Repeat("x", 4<<20))
+	frame := []byte(big)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := c.Send(ctx, &transport.Message{Frame: frame, ID: "2", Method: "tools/call"})
+	wantOutcome(t, err, transport.Uncertain, context.DeadlineExceeded)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Receive(ctx)
+	wantConnEnded(t, err, transport.ErrClosed)
+	if err := c.Close(); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Errorf("Close = %v, want it to say the server was terminated", err)
+	}
+}
+
+func TestCommandCloseEscalates(t *testing.T) {
+	for _, tc := range []struct {
+		tool, want string
+	}{
+		{"linger", "terminated"},         // exits on SIGTERM
+		{"ignore-stdin-close", "killed"}, // needs SIGKILL
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			const closeTimeout, termTimeout = 100 * time.Millisecond, 100 * time.Millisecond
+			cmd := fakeServer(t)
+			cmd.CloseTimeout, cmd.TermTimeout = closeTimeout, termTimeout
+			c := connectCommand(t, cmd)
+			server := pidIn(t, callTool(t, c, 1, tc.tool, `{}`), "server")
+			start := time.Now()
+			err := c.Close()
+			elapsed := time.Since(start)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Close = %v, want an error saying %q", err, tc.want)
+			}
+			limit := closeTimeout
+			if tc.want == "killed" {
+				limit += termTimeout
+			}
+			if elapsed < limit || elapsed > limit+2*time.Second {
+				t.Errorf("Close took %v, want about %v", elapsed, limit)
+			}
+			if !reaped(server) {
+				t.Errorf("server process %d still exists after Close", server)
+			}
+			if again := c.Close(); again != err {
+				t.Errorf("second Close = %v, want %v", again, err)
+			}
+		})
+	}
+}
+
+func TestCommandCloseUnblocksReceive(t *testing.T) {
+	c := connectCommand(t, fakeServer(t))
+	received := make(chan error, 1)
+	go func() {
+		_, err := c.Receive(context.Background())
+		received <- err
+	}()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if err := c.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	wantConnEnded(t, <-received, transport.ErrClosed)
+	wantOutcome(t, c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`)}), transport.NotDelivered, transport.ErrClosed)
+}
+
+func TestCommandStartFailure(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "server")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		cause      error
+	}{
+		{"missing", filepath.Join(t.TempDir(), "no-such-server"), fs.ErrNotExist},
+		{"not on PATH", "mcpclient-no-such-server", exec.ErrNotFound},
+		{"not executable", notExec, fs.ErrPermission},
+		{"empty", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := (&transport.Command{Path: tc.path}).Connect(context.Background())
+			if c != nil {
+				c.Close()
+				t.Fatal("Connect returned a Conn")
+			}
+			wantOutcome(t, err, transport.NotDelivered, tc.cause)
+		})
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c, err := fakeServer(t).Connect(ctx)
+	if c != nil {
+		c.Close()
+		t.Fatal("Connect with a done context returned a Conn")
+	}
+	wantOutcome(t, err, transport.NotDelivered, context.Canceled)
+}

@@ -1,0 +1,464 @@
+package transport_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// streamPair returns a stream conn over one end of a net.Pipe, and the other end.
+func streamPair(t *testing.T, max int) (transport.Conn, net.Conn) {
+	t.Helper()
+	a, b := net.Pipe()
+	c := transport.NewStreamConn(a, max)
+	t.Cleanup(func() {
+		c.Close()
+		b.Close()
+	})
+	return c, b
+}
+
+func streamSend(t *testing.T, c transport.Conn, frame string) {
+	t.Helper()
+	if err := c.Send(context.Background(), &transport.Message{Frame: []byte(frame)}); err != nil {
+		t.Fatalf("Send(%s): %v", frame, err)
+	}
+}
+
+func streamReceive(t *testing.T, c transport.Conn) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := c.Receive(ctx)
+	if err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	return string(b)
+}
+
+// wantOutcome checks that err is a *transport.Error with the outcome, wrapping cause if not nil.
+func wantOutcome(t *testing.T, err error, outcome transport.Outcome, cause error) *transport.Error {
+	t.Helper()
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		t.Fatalf("error %v (%T) is not a *transport.Error", err, err)
+	}
+	if te.Outcome != outcome {
+		t.Errorf("Outcome = %v, want %v (err %v)", te.Outcome, outcome, err)
+	}
+	if cause != nil && !errors.Is(err, cause) {
+		t.Errorf("error %v does not wrap %v", err, cause)
+	}
+	return te
+}
+
+// wantConnEnded checks that err from Receive ends the connection: not an *Error with an ID.
+func wantConnEnded(t *testing.T, err error, cause error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Receive: nil error, want the end of the connection")
+	}
+	var te *transport.Error
+	if errors.As(err, &te) && te.ID != "" {
+		t.Errorf("Receive error %v names request %s; the end of a connection names none", err, te.ID)
+	}
+	if cause != nil && !errors.Is(err, cause) {
+		t.Errorf("Receive error %v does not wrap %v", err, cause)
+	}
+}
+
+func oversized(t *testing.T, c transport.Conn) int64 {
+	t.Helper()
+	o, ok := c.(interface{ OversizedFrames() int64 })
+	if !ok {
+		t.Fatalf("%T has no OversizedFrames method", c)
+	}
+	return o.OversizedFrames()
+}
+
+func TestStreamOrderBothWays(t *testing.T) {
+	c, peer := streamPair(t, 0)
+	const n = 20
+	go func() {
+		for i := range n {
+			fmt.Fprintf(peer, `{"jsonrpc":"2.0","method":"m","params":{"i":%d}}`+"\n", i)
+		}
+	}()
+	for i := range n {
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"m","params":{"i":%d}}`, i)
+		if got := streamReceive(t, c); got != want {
+			t.Fatalf("frame %d = %s, want %s", i, got, want)
+		}
+	}
+
+	sc := bufio.NewScanner(peer)
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if !sc.Scan() {
+				done <- fmt.Errorf("line %d: %v", i, sc.Err())
+				return
+			}
+			if want := fmt.Sprintf(`{"i":%d}`, i); sc.Text() != want {
+				done <- fmt.Errorf("line %d = %q, want %q", i, sc.Text(), want)
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range n {
+		streamSend(t, c, fmt.Sprintf(`{"i":%d}`, i))
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStreamReceiveLineEndings(t *testing.T) {
+	c, peer := streamPair(t, 0)
+	go io.WriteString(peer, "\n\r\n   \n{\"a\":1}\r\n{\"b\":2}\n\n{\"c\":3}\n")
+	for _, want := range []string{`{"a":1}`, `{"b":2}`, `{"c":3}`} {
+		if got := streamReceive(t, c); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+}
+
+// TestStreamConcurrentSends sends large frames from many goroutines over an OS pipe, where
+// unsynchronized writes of more than PIPE_BUF bytes could interleave, and checks every line.
+func TestStreamConcurrentSends(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	c := transport.NewStreamConn(struct {
+		io.Reader
+		io.WriteCloser
+	}{eofReader{}, pw}, 0)
+	defer c.Close()
+
+	const senders, size = 50, 100 << 10
+	type line struct {
+		I   int    `json:"i"`
+		Pad string `json:"pad"`
+	}
+	got := make(chan error, 1)
+	go func() {
+		br := bufio.NewReaderSize(pr, 1<<20)
+		seen := map[int]bool{}
+		for range senders {
+			b, err := br.ReadBytes('\n')
+			if err != nil {
+				got <- err
+				return
+			}
+			var l line
+			if err := json.Unmarshal(b, &l); err != nil {
+				got <- fmt.Errorf("line of %d bytes is no JSON (interleaved?): %v", len(b), err)
+				return
+			}
+			if seen[l.I] || len(l.Pad) != size {
+				got <- fmt.Errorf("line %d repeated or mangled", l.I)
+				return
+			}
+			seen[l.I] = true
+		}
+		got <- nil
+	}()
+	var wg sync.WaitGroup
+	for i := range senders {
+		wg.Go(func() {
+			frame, _ := json.Marshal(line{I: i, Pad: strings.Repeat(string(rune('a'+i%26)), size)})
+			if err := c.Send(context.Background(), &transport.Message{Frame: frame, ID: fmt.Sprint(i), Method: "m"}); err != nil {
+				t.Errorf("Send %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eofReader is an empty stream.
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// fakeRWC is a ReadWriteCloser whose reads come from an io.Pipe (so Close unblocks them) and
+// whose writes are recorded, and optionally cut short.
+type fakeRWC struct {
+	pr *io.PipeReader
+	pw *io.PipeWriter
+
+	mu      sync.Mutex
+	written bytes.Buffer
+	writes  int
+	// cut makes every write store only the first half of its bytes and fail.
+	cut    bool
+	closed int
+}
+
+func newFakeRWC() *fakeRWC {
+	pr, pw := io.Pipe()
+	return &fakeRWC{pr: pr, pw: pw}
+}
+
+func (f *fakeRWC) Read(b []byte) (int, error) { return f.pr.Read(b) }
+
+func (f *fakeRWC) Write(b []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if f.cut {
+		n := len(b) / 2
+		f.written.Write(b[:n])
+		return n, errors.New("connection reset halfway")
+	}
+	return f.written.Write(b)
+}
+
+func (f *fakeRWC) Close() error {
+	f.mu.Lock()
+	f.closed++
+	f.mu.Unlock()
+	f.pr.CloseWithError(io.ErrClosedPipe)
+	return nil
+}
+
+func (f *fakeRWC) snapshot() (written string, writes, closed int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.written.String(), f.writes, f.closed
+}
+
+func TestStreamSendRefusesLineBreaks(t *testing.T) {
+	rwc := newFakeRWC()
+	c := transport.NewStreamConn(rwc, 0)
+	defer c.Close()
+	for _, frame := range []string{"{\"a\":1}\n{\"b\":2}", "{\"a\":\r1}", "\n", ""} {
+		err := c.Send(context.Background(), &transport.Message{Frame: []byte(frame), ID: `"r1"`, Method: "m"})
+		te := wantOutcome(t, err, transport.NotDelivered, nil)
+		if te.ID != `"r1"` {
+			t.Errorf("error ID = %q, want %q", te.ID, `"r1"`)
+		}
+	}
+	if written, writes, _ := rwc.snapshot(); writes != 0 || written != "" {
+		t.Fatalf("refused frames wrote %q in %d writes", written, writes)
+	}
+	streamSend(t, c, `{"ok":true}`)
+	if written, _, _ := rwc.snapshot(); written != "{\"ok\":true}\n" {
+		t.Fatalf("written %q", written)
+	}
+}
+
+func TestStreamPartialWriteIsUncertainAndEndsConn(t *testing.T) {
+	rwc := newFakeRWC()
+	rwc.cut = true
+	c := transport.NewStreamConn(rwc, 0)
+	defer c.Close()
+
+	received := make(chan error, 1)
+	go func() {
+		_, err := c.Receive(context.Background())
+		received <- err
+	}()
+
+	err := c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":"x","method":"m"}`), ID: `"x"`, Method: "m"})
+	te := wantOutcome(t, err, transport.Uncertain, nil)
+	if te.ID != `"x"` {
+		t.Errorf("error ID = %q", te.ID)
+	}
+	wantConnEnded(t, <-received, transport.ErrClosed)
+	if _, _, closed := rwc.snapshot(); closed != 1 {
+		t.Errorf("rwc closed %d times, want 1", closed)
+	}
+	wantOutcome(t, c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`)}), transport.NotDelivered, transport.ErrClosed)
+	if _, writes, _ := rwc.snapshot(); writes != 1 {
+		t.Errorf("%d writes, want 1", writes)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close after a broken stream: %v", err)
+	}
+}
+
+// failingWriter fails every write before the first byte.
+type failingWriter struct{ *fakeRWC }
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestStreamWriteErrorBeforeAnyByteIsNotDelivered(t *testing.T) {
+	c := transport.NewStreamConn(failingWriter{newFakeRWC()}, 0)
+	defer c.Close()
+	err := c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`), ID: "1"})
+	wantOutcome(t, err, transport.NotDelivered, nil)
+	// The connection is not broken by it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := c.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Receive after a refused write: %v, want the context's deadline", err)
+	}
+}
+
+func TestStreamOversizedLineIsSkipped(t *testing.T) {
+	const max = 64
+	c, peer := streamPair(t, max)
+	exact := `{"s":"` + strings.Repeat("x", max-8) + `"}`
+	if len(exact) != max {
+		t.Fatalf("bad fixture: %d bytes", len(exact))
+	}
+	go func() {
+		io.WriteString(peer, `{"big":"`+strings.Repeat("y", 200<<10)+"\"}\n")
+		io.WriteString(peer, `{"next":1}`+"\n")
+		io.WriteString(peer, exact+"\r\n")
+		io.WriteString(peer, exact+"x\n")
+		io.WriteString(peer, `{"last":1}`+"\n")
+	}()
+	if got := streamReceive(t, c); got != `{"next":1}` {
+		t.Fatalf("after an oversized line got %.40q, want the next frame", got)
+	}
+	if got := streamReceive(t, c); got != exact {
+		t.Fatalf("a line of exactly the limit: got %.80q", got)
+	}
+	if got := streamReceive(t, c); got != `{"last":1}` {
+		t.Fatalf("got %.80q, want the frame after the second oversized line", got)
+	}
+	if n := oversized(t, c); n != 2 {
+		t.Errorf("OversizedFrames = %d, want 2", n)
+	}
+}
+
+func TestStreamReceiveHonorsContext(t *testing.T) {
+	c, peer := streamPair(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Receive: %v, want context.DeadlineExceeded", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Receive(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Receive: %v, want context.Canceled", err)
+	}
+	// The connection lives on.
+	go io.WriteString(peer, "{\"after\":1}\n")
+	if got := streamReceive(t, c); got != `{"after":1}` {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestStreamSendHonorsContext(t *testing.T) {
+	c, peer := streamPair(t, 0) // net.Pipe: a write blocks until the peer reads, and has deadlines
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := c.Send(ctx, &transport.Message{Frame: []byte(`{"blocked":1}`), ID: "7", Method: "m"})
+	wantOutcome(t, err, transport.NotDelivered, context.DeadlineExceeded)
+
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	wantOutcome(t, c.Send(ctx, &transport.Message{Frame: []byte(`{}`)}), transport.NotDelivered, context.Canceled)
+
+	// The deadline was cleared: the next Send goes through once the peer reads.
+	got := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(peer).ReadString('\n')
+		got <- l
+	}()
+	streamSend(t, c, `{"after":1}`)
+	if l := <-got; l != "{\"after\":1}\n" {
+		t.Fatalf("peer read %q", l)
+	}
+}
+
+func TestStreamCloseUnblocksAndIsIdempotent(t *testing.T) {
+	c, _ := streamPair(t, 0)
+	received := make(chan error, 1)
+	go func() {
+		_, err := c.Receive(context.Background())
+		received <- err
+	}()
+	sent := make(chan error, 1)
+	go func() { // blocks: the peer never reads
+		sent <- c.Send(context.Background(), &transport.Message{Frame: []byte(`{"x":1}`), ID: "1"})
+	}()
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() { c.Close() })
+	}
+	wg.Wait()
+	wantConnEnded(t, <-received, transport.ErrClosed)
+	wantOutcome(t, <-sent, transport.NotDelivered, transport.ErrClosed)
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := c.Receive(context.Background()); !errors.Is(err, transport.ErrClosed) {
+		t.Errorf("Receive after Close: %v", err)
+	}
+	wantOutcome(t, c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`)}), transport.NotDelivered, transport.ErrClosed)
+}
+
+func TestStreamEOFEndsConn(t *testing.T) {
+	c, peer := streamPair(t, 0)
+	go func() {
+		io.WriteString(peer, "{\"a\":1}\n{\"tail\":1}")
+		peer.Close()
+	}()
+	if got := streamReceive(t, c); got != `{"a":1}` {
+		t.Fatalf("got %q", got)
+	}
+	if got := streamReceive(t, c); got != `{"tail":1}` {
+		t.Fatalf("a last line without newline: got %q", got)
+	}
+	_, err := c.Receive(context.Background())
+	wantConnEnded(t, err, io.EOF)
+	if _, again := c.Receive(context.Background()); !errors.Is(again, io.EOF) {
+		t.Errorf("second Receive after EOF: %v", again)
+	}
+}
+
+func TestStreamTransportConnect(t *testing.T) {
+	var peers []net.Conn
+	s := &transport.Stream{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
+		a, b := net.Pipe()
+		peers = append(peers, b)
+		return a, nil
+	}}
+	c, err := s.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.WriteString(peers[0], "{\"hello\":1}\n")
+	if got := streamReceive(t, c); got != `{"hello":1}` {
+		t.Fatalf("got %q", got)
+	}
+	c.Close()
+	peers[0].Close()
+
+	refused := errors.New("connection refused")
+	_, err = (&transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) { return nil, refused }}).Connect(context.Background())
+	wantOutcome(t, err, transport.NotDelivered, refused)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = s.Connect(ctx)
+	wantOutcome(t, err, transport.NotDelivered, context.Canceled)
+	if len(peers) != 1 {
+		t.Errorf("Open called %d times, want 1 (not with a done context)", len(peers))
+	}
+
+	_, err = (&transport.Stream{}).Connect(context.Background())
+	wantOutcome(t, err, transport.NotDelivered, nil)
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/northstar-mcp/mcpclient/transport"
 )
 
 // NewRequest freezes a request: it picks the id (a fresh UUID, or the one pinned with
@@ -249,6 +251,11 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 	if errors.As(err, &malformed) {
 		r.reached = true
 		return nil, r.fail(CodeProtocol, err), StateFailed, nil
+	}
+	if errors.Is(err, transport.ErrMessageTooLarge) {
+		// Resending would fetch the same oversized answer; the request may have run.
+		r.reached, r.everUncertain = true, true
+		return nil, r.fail(CodeProtocol, err), StateUncertain, nil
 	}
 	outcome := p.Classify(err, r.resent)
 	if outcome != OutcomeNotDelivered {

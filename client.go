@@ -105,7 +105,7 @@ func (c *Client) firstSession(ctx context.Context) error {
 // isDefinite reports whether a dial error settles the matter: retrying cannot help.
 func isDefinite(err error) bool {
 	var e *Error
-	return errors.As(err, &e)
+	return errors.As(err, &e) || errors.Is(err, transport.ErrMisconfigured)
 }
 
 // session returns the live session, dialing a new one if there is none. One dial runs at a
@@ -220,9 +220,15 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 	} else {
 		s.receipts = c.cfg.receipts
 	}
+	if v, ok := s.conn.(transport.ProtocolVersionSetter); ok {
+		v.SetProtocolVersion(res.ProtocolVersion)
+	}
 	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
 	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
 		return err
+	}
+	if l, ok := s.conn.(transport.Listener); ok && len(c.cfg.notifications) > 0 {
+		l.Listen()
 	}
 	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
 	return nil
@@ -287,6 +293,17 @@ func (c *Client) Receipts() (scope ReceiptScope, ok bool) {
 		return s.receipts, true
 	}
 	return c.cfg.receipts, c.cfg.receipts != ""
+}
+
+// SessionID returns the id of the current server session, when the transport has one
+// (Mcp-Session-Id over Streamable HTTP), or "".
+func (c *Client) SessionID() string {
+	if s := c.current(); s != nil {
+		if sid, ok := s.conn.(transport.SessionIDer); ok {
+			return sid.SessionID()
+		}
+	}
+	return ""
 }
 
 // Ledger returns the client's ledger of request ids.

@@ -123,6 +123,7 @@ func DefaultBackOff() backoff.BackOff {
 // DefaultClassify is the outcome classification of record:
 //
 //   - nil: answered.
+//   - a transport.Error reporting a conflict (HTTP 409): conflict, whatever its body says.
 //   - an *RPCError flagged MCP_REQUEST_ID_REUSED: conflict.
 //   - an *RPCError -32600 (invalid request) for a resend that may follow a delivered attempt:
 //     conflict, the in-flight refusal of servers that keep no receipts (Ruby SDK, Go SDK).
@@ -132,6 +133,9 @@ func DefaultBackOff() backoff.BackOff {
 func DefaultClassify(err error, resent bool) Outcome {
 	if err == nil {
 		return OutcomeAnswered
+	}
+	if transport.OutcomeOf(err) == OutcomeConflict {
+		return OutcomeConflict
 	}
 	var rpc *RPCError
 	if errors.As(err, &rpc) {

@@ -82,10 +82,14 @@ func (s *session) kill(cause error) {
 	s.mu.Unlock()
 
 	s.cancel()
-	s.conn.Close()
+	// Pending calls learn their fate first: closing a process transport may take its shutdown
+	// timeouts.
 	lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
 	for _, p := range pending {
 		p.ch <- reply{err: lost}
+	}
+	if err := s.conn.Close(); err != nil {
+		s.c.log.Warn("mcpclient: closing the connection", "err", err)
 	}
 }
 
@@ -113,23 +117,43 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method})
 	if err != nil {
 		s.forget(req.key, p)
-		if errors.Is(err, transport.ErrSessionNotFound) {
+		if connEnded(err) {
 			s.kill(err)
 		}
-		return nil, err
+		return nil, withReply(err)
 	}
 	select {
 	case r := <-p.ch:
-		return r.result, r.err
+		return r.result, withReply(r.err)
 	case <-ctx.Done():
 		s.forget(req.key, p)
 		select {
 		case r := <-p.ch: // the answer won the race; it is still the answer
-			return r.result, r.err
+			return r.result, withReply(r.err)
 		default:
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// connEnded reports whether a Send failure means the session cannot carry anything more.
+func connEnded(err error) bool {
+	return errors.Is(err, transport.ErrSessionNotFound) || errors.Is(err, transport.ErrClosed) ||
+		errors.Is(err, transport.ErrProcessExited)
+}
+
+// withReply puts the JSON-RPC error a transport failure carried (an HTTP 400 or 409 with a
+// JSON-RPC body) in the error's chain, so that it is classified as the server's answer.
+func withReply(err error) error {
+	var te *transport.Error
+	if err == nil || !errors.As(err, &te) || te.Reply == nil {
+		return err
+	}
+	rpc := new(RPCError)
+	if json.Unmarshal(te.Reply, rpc) != nil {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", rpc, err)
 }
 
 // forget removes p from the pending map if it is still there under key.

@@ -20,6 +20,13 @@ const (
 	// Fail refuses the request before it is read, as an overloaded server answers 503: the
 	// client sees it not delivered, with Fault.RetryAfter as the server's delay hint.
 	Fail
+	// ExpireSession ends the request's session before it is handled, as a server expiring
+	// sessions does: the request is refused (HTTP 404) and the client must initialize anew.
+	ExpireSession
+	// BreakStream makes an SSE response break after its first event id, before the answer; the
+	// answer is kept for a GET with Last-Event-ID. It applies to HTTP servers answering with
+	// SSE; elsewhere it does nothing.
+	BreakStream
 )
 
 // A Fault disturbs the requests it matches. Inject it with Server.Inject or WithFault.
@@ -72,11 +79,13 @@ func (s *Server) ClearFaults() {
 
 // faultPlan is what the faults matching one request ask for.
 type faultPlan struct {
-	fail       bool
-	retryAfter time.Duration
-	delay      time.Duration
-	dropBefore bool
-	dropAfter  bool
+	fail        bool
+	retryAfter  time.Duration
+	delay       time.Duration
+	dropBefore  bool
+	dropAfter   bool
+	expire      bool
+	breakStream bool
 }
 
 // takeFaults uses up one hit of every fault matching the request.
@@ -99,6 +108,10 @@ func (s *Server) takeFaults(method, tool string) faultPlan {
 				p.dropBefore = true
 			case DropAfterExecution:
 				p.dropAfter = true
+			case ExpireSession:
+				p.expire = true
+			case BreakStream:
+				p.breakStream = true
 			}
 			if f.left > 0 {
 				f.left--

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -61,6 +62,10 @@ type Server struct {
 	versions    []string
 	info        mcpclient.Implementation
 	log         *slog.Logger
+	// HTTP only: answer requests with SSE streams whose priming event carries this retry: hint
+	// (nil: answer with JSON), and the status of an in-flight refusal.
+	sse            *time.Duration
+	inFlightStatus int
 
 	// ctx ends at Close; handler contexts derive from the epoch context below.
 	ctx    context.Context
@@ -72,12 +77,14 @@ type Server struct {
 	tools       map[string]*toolEntry
 	toolOrder   []string
 	conns       map[*conn]struct{}
-	epoch       *epoch              // replaced by Restart
-	faults      []*activeFault      // in injection order
-	running     map[string]int      // request id -> handlers running, for Close's report
-	executions  map[string]int      // tool -> executions
-	executedBy  map[execKey]int     // tool and id -> executions
-	received    map[string][][]byte // request id -> frames received
+	legacy      map[string]*legacySession // HTTP+SSE streams by id
+	epoch       *epoch                    // replaced by Restart
+	faults      []*activeFault            // in injection order
+	running     map[string]int            // request id -> handlers running, for Close's report
+	cancels     map[string]*tracked       // session and request id -> running request
+	executions  map[string]int            // tool -> executions
+	executedBy  map[execKey]int           // tool and id -> executions
+	received    map[string][][]byte       // request id -> frames received
 	framesTotal int
 }
 
@@ -86,7 +93,7 @@ type Server struct {
 type epoch struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
-	sessions map[string]bool
+	sessions map[string]*sessionState
 	receipts map[string]*receipt
 	inFlight map[string]bool
 }
@@ -146,6 +153,19 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
+// WithSSEResponses makes an HTTPServer answer requests with SSE streams: a priming event with
+// an event id and, if retry > 0, a retry: hint, then the answer. Default: JSON bodies.
+func WithSSEResponses(retry time.Duration) Option {
+	return optionFunc(func(s *Server) { s.sse = &retry })
+}
+
+// WithInFlightStatus sets the HTTP status with which an HTTPServer in ModeInFlightRefusal
+// refuses an id still in flight: 409 as the Ruby SDK (the default), or 400 as the Go SDK. The
+// body is a JSON-RPC -32600 error either way.
+func WithInFlightStatus(code int) Option {
+	return optionFunc(func(s *Server) { s.inFlightStatus = code })
+}
+
 // WithFault injects f before the first connection; see Inject.
 func WithFault(f Fault) Option { return optionFunc(func(s *Server) { s.injectLocked(f) }) }
 
@@ -158,16 +178,18 @@ func NewServer(opts ...Option) *Server {
 			mcpclient.ProtocolVersion20251125, mcpclient.ProtocolVersion20250618,
 			mcpclient.ProtocolVersion20250326, mcpclient.ProtocolVersion20241105,
 		},
-		info:       mcpclient.Implementation{Name: "mcptest", Version: mcpclient.Version},
-		log:        slog.New(slog.DiscardHandler),
-		ctx:        ctx,
-		cancel:     cancel,
-		tools:      make(map[string]*toolEntry),
-		conns:      make(map[*conn]struct{}),
-		running:    make(map[string]int),
-		executions: make(map[string]int),
-		executedBy: make(map[execKey]int),
-		received:   make(map[string][][]byte),
+		info:           mcpclient.Implementation{Name: "mcptest", Version: mcpclient.Version},
+		inFlightStatus: http.StatusConflict,
+		log:            slog.New(slog.DiscardHandler),
+		ctx:            ctx,
+		cancel:         cancel,
+		tools:          make(map[string]*toolEntry),
+		conns:          make(map[*conn]struct{}),
+		running:        make(map[string]int),
+		cancels:        make(map[string]*tracked),
+		executions:     make(map[string]int),
+		executedBy:     make(map[execKey]int),
+		received:       make(map[string][][]byte),
 	}
 	s.epoch = s.newEpoch()
 	for _, o := range opts {
@@ -183,7 +205,7 @@ func (s *Server) newEpoch() *epoch {
 	return &epoch{
 		ctx:      ctx,
 		cancel:   cancel,
-		sessions: make(map[string]bool),
+		sessions: make(map[string]*sessionState),
 		receipts: make(map[string]*receipt),
 		inFlight: make(map[string]bool),
 	}
@@ -314,6 +336,12 @@ func (s *Server) Received(id mcpclient.ID) [][]byte {
 	return out
 }
 
+func (s *Server) countFrame() {
+	s.mu.Lock()
+	s.framesTotal++
+	s.mu.Unlock()
+}
+
 // FramesReceived returns the number of frames received from all clients.
 func (s *Server) FramesReceived() int {
 	s.mu.Lock()
@@ -349,10 +377,19 @@ func (s *Server) Notify(method string, params any) error {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		if c.sessionLive(ep) {
+		if s.sessionLive(ep, c.sessionID()) {
 			if err := c.mc.Send(s.ctx, &transport.Message{Frame: frame, Method: method}); err != nil {
 				s.log.Debug("mcptest: notification not sent", "err", err)
 			}
+		}
+	}
+	// HTTP sessions get it on their GET stream, if they listen.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range ep.sessions {
+		select {
+		case st.outbox <- frame:
+		default:
 		}
 	}
 	return nil

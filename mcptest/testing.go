@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/transport"
 )
 
 // NewTestServer returns a running server that logs to tb and is closed by tb's cleanup.
@@ -17,9 +18,22 @@ func NewTestServer(tb testing.TB, opts ...Option) *Server {
 	return s
 }
 
+// NewTestHTTPServer returns a started HTTP server that logs to tb and is closed by tb's cleanup.
+func NewTestHTTPServer(tb testing.TB, opts ...Option) *HTTPServer {
+	tb.Helper()
+	h := NewHTTPServer(append([]Option{WithLogger(TestLogger(tb))}, opts...)...)
+	tb.Cleanup(func() { h.Close() })
+	return h
+}
+
+// A Dialer hands out transports to a server: a *Server (in memory) or an *HTTPServer.
+type Dialer interface {
+	Transport() transport.Transport
+}
+
 // NewClient connects a client to s, logging to tb, and closes it in tb's cleanup (before a
 // server made by NewTestServer earlier is closed). A failed connect fails the test.
-func NewClient(tb testing.TB, s *Server, opts ...mcpclient.Option) *mcpclient.Client {
+func NewClient(tb testing.TB, s Dialer, opts ...mcpclient.Option) *mcpclient.Client {
 	tb.Helper()
 	opts = append([]mcpclient.Option{mcpclient.WithLogger(TestLogger(tb))}, opts...)
 	c, err := mcpclient.Connect(context.Background(), s.Transport(), opts...)

@@ -49,6 +49,10 @@ type Error struct {
 	// RetryAfter is the server's own delay hint (Retry-After, SSE retry:), or zero.
 	RetryAfter time.Duration
 
+	// Reply is the JSON-RPC error object the server sent with the failure (an HTTP 400 or 409
+	// with a JSON-RPC body), or nil. The client reads it as the server's answer.
+	Reply []byte
+
 	// Err is the underlying cause.
 	Err error
 }

@@ -1,0 +1,436 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// recorder notes every HTTP request a transport sends.
+type recorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	reqs []recorded
+}
+
+type recorded struct {
+	method string
+	header http.Header
+	at     time.Time
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, recorded{req.Method, req.Header.Clone(), time.Now()})
+	r.mu.Unlock()
+	return r.base.RoundTrip(req)
+}
+
+func (r *recorder) all() []recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.reqs...)
+}
+
+// httpClient connects to srv through a recording transport.
+func httpClient(t *testing.T, srv *mcptest.HTTPServer, opts ...mcpclient.Option) (*mcpclient.Client, *recorder) {
+	t.Helper()
+	rec := &recorder{base: http.DefaultTransport}
+	tr := &transport.HTTP{URL: srv.URL, Client: &http.Client{Transport: rec}}
+	c, err := mcpclient.Connect(context.Background(), tr, append([]mcpclient.Option{mcpclient.WithLogger(mcptest.TestLogger(t))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, rec
+}
+
+// bothResponseKinds runs f against a server answering with JSON bodies and one answering with
+// SSE streams.
+func bothResponseKinds(t *testing.T, f func(t *testing.T, opts ...mcptest.Option)) {
+	t.Run("json", func(t *testing.T) { f(t) })
+	t.Run("sse", func(t *testing.T) { f(t, mcptest.WithSSEResponses(10*time.Millisecond)) })
+}
+
+func TestHTTPSessionAndHeaders(t *testing.T) {
+	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
+		var k counter
+		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool, k.tool))...)
+		c, rec := httpClient(t, srv)
+		if c.SessionID() == "" {
+			t.Fatal("no session id captured")
+		}
+		if _, err := c.CallTool(context.Background(), "reserve", map[string]int{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		reqs := rec.all()
+		if len(reqs) < 3 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		for i, r := range reqs {
+			if r.method != http.MethodPost {
+				t.Errorf("request %d is a %s", i, r.method)
+				continue
+			}
+			if got := r.header.Get("Accept"); !strings.Contains(got, "application/json") || !strings.Contains(got, "text/event-stream") {
+				t.Errorf("request %d Accept %q", i, got)
+			}
+			if i == 0 { // initialize
+				if r.header.Get("Mcp-Session-Id") != "" || r.header.Get("Mcp-Protocol-Version") != "" {
+					t.Errorf("initialize carried session headers: %v", r.header)
+				}
+				continue
+			}
+			if r.header.Get("Mcp-Session-Id") != c.SessionID() || r.header.Get("Mcp-Protocol-Version") != c.ProtocolVersion() {
+				t.Errorf("request %d headers %v", i, r.header)
+			}
+		}
+	})
+}
+
+func TestHTTPResetAfterExecutionResendsSameBytes(t *testing.T) {
+	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
+		var k counter
+		srv := mcptest.NewTestHTTPServer(t, append(opts,
+			mcptest.WithTool(unsafeTool, k.tool),
+			mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))...)
+		c, _ := httpClient(t, srv, noWait)
+		req := callReq(t, c, "reserve", nil)
+		resp, err := c.Do(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Attempts != 2 || k.runs != 1 {
+			t.Errorf("attempts %d runs %d, want 2 and 1", resp.Attempts, k.runs)
+		}
+		assertFramesIdentical(t, srv.Received(req.ID()), 2)
+	})
+}
+
+func TestHTTPResetWithoutReceiptsGivesOutcomeUnknown(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropBeforeExecution, Tool: "reserve"}))
+	c, _ := httpClient(t, srv, noWait)
+	_, err := c.CallTool(context.Background(), "reserve", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || asError(t, err).Attempts != 1 {
+		t.Fatalf("error %v, want ErrOutcomeUnknown after one attempt", err)
+	}
+}
+
+func TestHTTPServiceUnavailableHonoursRetryAfter(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.Fail, Tool: "reserve", Times: 2, RetryAfter: time.Second}))
+	var delays []time.Duration
+	c, _ := httpClient(t, srv, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
+		NewBackOff:     func() backoff.BackOff { return &backoff.ZeroBackOff{} },
+		MaxServerDelay: 20 * time.Millisecond, // the 1s hint, capped, replaces the zero backoff
+		OnRetry:        func(_ int, cause error, d time.Duration) { delays = append(delays, d) },
+	}))
+	req := callReq(t, c, "reserve", nil)
+	resp, err := c.Do(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Attempts != 3 || k.runs != 1 {
+		t.Errorf("attempts %d runs %d", resp.Attempts, k.runs)
+	}
+	if len(delays) != 2 || delays[0] != 20*time.Millisecond || delays[1] != 20*time.Millisecond {
+		t.Errorf("waits %v, want the server's hint capped at 20ms", delays)
+	}
+	assertFramesIdentical(t, srv.Received(req.ID()), 3)
+}
+
+func TestHTTPSessionExpiryReinitializes(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "reserve"}))
+	c, rec := httpClient(t, srv, noWait)
+	first := c.SessionID()
+	resp, err := c.Do(context.Background(), callReq(t, c, "reserve", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SessionID() == first || c.SessionID() == "" {
+		t.Errorf("session %q after expiry of %q", c.SessionID(), first)
+	}
+	if resp.Attempts != 2 || k.runs != 1 {
+		t.Errorf("attempts %d runs %d", resp.Attempts, k.runs)
+	}
+	inits := 0
+	for _, r := range rec.all() {
+		if r.method == http.MethodPost && r.header.Get("Mcp-Session-Id") == "" {
+			inits++
+		}
+	}
+	if inits != 2 {
+		t.Errorf("%d initialize requests, want 2", inits)
+	}
+}
+
+func TestHTTPSessionExpiryAfterUncertainAttemptIsOutcomeUnknown(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
+	var once sync.Once
+	c, _ := httpClient(t, srv, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
+		NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} },
+		OnRetry: func(int, error, time.Duration) {
+			once.Do(func() { srv.Inject(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "reserve"}) })
+		},
+	}))
+	_, err := c.CallTool(context.Background(), "reserve", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrSessionLost) {
+		t.Fatalf("error %v, want ErrOutcomeUnknown from a lost session", err)
+	}
+	if k.runs != 1 {
+		t.Errorf("runs %d, want 1", k.runs)
+	}
+}
+
+// breakFirstCall lets the first tools/call POST reach the server but reports a reset to the
+// client once the tool runs, as a connection dropped after the request was written does.
+type breakFirstCall struct {
+	base    http.RoundTripper
+	started <-chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+func (b *breakFirstCall) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		body, _ := req.GetBody()
+		peek := make([]byte, 512)
+		n, _ := body.Read(peek)
+		first := false
+		if strings.Contains(string(peek[:n]), `"tools/call"`) {
+			b.once.Do(func() { first = true })
+		}
+		if first {
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				if resp, err := b.base.RoundTrip(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			<-b.started
+			return nil, errors.New("connection reset by peer")
+		}
+	}
+	return b.base.RoundTrip(req)
+}
+
+func TestHTTPInFlightRefusalOfAResendIsHardSignal(t *testing.T) {
+	for _, status := range []int{http.StatusConflict, http.StatusBadRequest} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			release := make(chan struct{})
+			started := make(chan struct{}, 1)
+			srv := mcptest.NewTestHTTPServer(t, mcptest.WithMode(mcptest.ModeInFlightRefusal), mcptest.WithInFlightStatus(status),
+				mcptest.WithTool(unsafeTool, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+					started <- struct{}{}
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+					return &mcpclient.CallToolResult{}, nil
+				}))
+			rt := &breakFirstCall{base: &http.Transport{}, started: started}
+			defer rt.wg.Wait()
+			defer close(release)
+			c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, Client: &http.Client{Transport: rt}},
+				mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryAlways, NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+
+			req := callReq(t, c, "reserve", nil)
+			_, err = c.Do(context.Background(), req)
+			if !errors.Is(err, mcpclient.ErrRequestInFlight) {
+				t.Fatalf("error %v, want ErrRequestInFlight", err)
+			}
+			var rpc *mcpclient.RPCError
+			if !errors.As(err, &rpc) || rpc.Code != mcpclient.RPCInvalidRequest {
+				t.Errorf("the JSON-RPC body was lost: %v", err)
+			}
+			if e := asError(t, err); e.Attempts != 2 {
+				t.Errorf("attempts %d, want 2: no retry after the refusal", e.Attempts)
+			}
+			if srv.Executions("reserve") != 1 {
+				t.Errorf("executions %d", srv.Executions("reserve"))
+			}
+		})
+	}
+}
+
+func TestHTTPInFlightRefusalOfAFirstSend(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{}, 1)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithMode(mcptest.ModeInFlightRefusal), mcptest.WithInFlightStatus(http.StatusBadRequest),
+		mcptest.WithTool(unsafeTool, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return &mcpclient.CallToolResult{}, nil
+		}))
+	a := mcptest.NewClient(t, srv)
+	b := mcptest.NewClient(t, srv)
+	id := mcpclient.StringID("shared")
+	go a.CallTool(context.Background(), "reserve", nil, mcpclient.WithRequestID(id))
+	<-started
+	// A 400 to a body never sent before is an ordinary refusal, not a conflict.
+	_, err := b.CallTool(context.Background(), "reserve", nil, mcpclient.WithRequestID(id))
+	if mcpclient.CodeOf(err) != mcpclient.CodeServerError || !mcpclient.IsWireError(err) {
+		t.Fatalf("error %v, want the server's -32600 as a server error", err)
+	}
+}
+
+func TestHTTPBrokenStreamIsResumed(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithSSEResponses(50*time.Millisecond),
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.BreakStream, Tool: "reserve"}))
+	c, rec := httpClient(t, srv, noWait)
+	req := callReq(t, c, "reserve", nil)
+	resp, err := c.Do(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Attempts != 1 || k.runs != 1 {
+		t.Errorf("attempts %d runs %d: a resumption is not a resend", resp.Attempts, k.runs)
+	}
+	reqs := rec.all()
+	var post, get *recorded
+	for i := range reqs {
+		switch {
+		case reqs[i].method == http.MethodPost:
+			post = &reqs[i]
+		case reqs[i].method == http.MethodGet && reqs[i].header.Get("Last-Event-ID") != "":
+			get = &reqs[i]
+		}
+	}
+	if get == nil {
+		t.Fatal("no GET with Last-Event-ID")
+	}
+	if wait := get.at.Sub(post.at); wait < 50*time.Millisecond {
+		t.Errorf("resumed after %v, before the server's retry of 50ms", wait)
+	}
+}
+
+func TestHTTPCloseDeletesSession(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t)
+	c, rec := httpClient(t, srv)
+	sid := c.SessionID()
+	c.Close()
+	reqs := rec.all()
+	last := reqs[len(reqs)-1]
+	if last.method != http.MethodDelete || last.header.Get("Mcp-Session-Id") != sid {
+		t.Fatalf("last request %s %v, want DELETE of the session", last.method, last.header)
+	}
+}
+
+func TestHTTPNotificationsOnGetStream(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t)
+	got := make(chan string, 1)
+	c, rec := httpClient(t, srv, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
+		func(_ context.Context, method string, _ json.RawMessage) { got <- method }))
+	_ = c
+	waitFor(t, "the GET stream", func() bool {
+		for _, r := range rec.all() {
+			if r.method == http.MethodGet {
+				return true
+			}
+		}
+		return false
+	})
+	// The stream may still be opening on the server side: notify until it arrives.
+	for {
+		srv.Notify("notifications/tools/list_changed", nil)
+		select {
+		case m := <-got:
+			if m != "notifications/tools/list_changed" {
+				t.Fatalf("got %q", m)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func TestHTTPCredentialsStayWithTheirOrigin(t *testing.T) {
+	seen := make(chan string, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("Authorization") + "|" + r.Header.Get("Cookie")
+		http.Error(w, "nope", http.StatusNotFound)
+	}))
+	defer target.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+
+	tr := &transport.HTTP{URL: redirector.URL, Header: http.Header{"Authorization": {"Bearer secret"}, "Cookie": {"s=1"}}}
+	_, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+	if err == nil {
+		t.Fatal("connected to a server that answers 404")
+	}
+	if got := <-seen; got != "|" {
+		t.Errorf("the other origin received credentials %q", got)
+	}
+}
+
+func TestHTTPOversizedAnswerIsTypedAndNotRefetched(t *testing.T) {
+	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
+		big := strings.Repeat("x", 2048)
+		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool,
+			func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+				return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(big)}}, nil
+			}))...)
+		tr := &transport.HTTP{URL: srv.URL, MaxMessageSize: 1024}
+		c, err := mcpclient.Connect(context.Background(), tr, noWait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		req := callReq(t, c, "reserve", nil)
+		_, err = c.Do(context.Background(), req)
+		if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+			t.Fatalf("error %v, want a protocol error for the oversized answer", err)
+		}
+		if n := len(srv.Received(req.ID())); n != 1 {
+			t.Errorf("the request was sent %d times", n)
+		}
+	})
+}
+
+func TestHTTPConnectionRefusedIsNotDelivered(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	_, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: url}, noWait)
+	if !errors.Is(err, mcpclient.ErrNotDelivered) {
+		t.Fatalf("error %v, want ErrNotDelivered", err)
+	}
+}

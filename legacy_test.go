@@ -1,0 +1,100 @@
+package mcpclient_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+func legacyClient(t *testing.T, srv *mcptest.HTTPServer, opts ...mcpclient.Option) *mcpclient.Client {
+	t.Helper()
+	c, err := mcpclient.Connect(context.Background(), srv.SSETransport(),
+		append([]mcpclient.Option{mcpclient.WithLogger(mcptest.TestLogger(t))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestLegacySSECallsAndNotDeliveredResends(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.Fail, Tool: "reserve", RetryAfter: time.Millisecond}))
+	c := legacyClient(t, srv, noWait)
+	req := callReq(t, c, "reserve", map[string]int{"n": 1})
+	resp, err := c.Do(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Attempts != 2 || k.runs != 1 {
+		t.Errorf("attempts %d runs %d, want 2 and 1", resp.Attempts, k.runs)
+	}
+	assertFramesIdentical(t, srv.Received(req.ID()), 2)
+}
+
+func TestLegacySSEDroppedStreamLosesTheSession(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithTool(readOnlyTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Method: "tools/call", Times: 2}))
+	c := legacyClient(t, srv, noWait)
+	if _, err := c.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Receipts are declared, but they lived in the session the dropped stream ended.
+	_, err := c.CallTool(context.Background(), "reserve", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrSessionLost) {
+		t.Fatalf("unsafe call: %v, want ErrOutcomeUnknown from the lost session", err)
+	}
+	res, err := c.CallTool(context.Background(), "lookup", nil)
+	if err != nil || res.Text() == "" {
+		t.Fatalf("safe call after a dropped stream: %v", err)
+	}
+	// lookup ran once: its resend on the new session met the server's process-wide receipt.
+	// The client could not know that receipt survived, which is why it gave up on reserve.
+	if k.runs != 2 {
+		t.Errorf("runs %d, want 2", k.runs)
+	}
+}
+
+func TestLegacySSESessionExpiryReconnects(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "reserve"}))
+	c := legacyClient(t, srv, noWait)
+	resp, err := c.Do(context.Background(), callReq(t, c, "reserve", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Attempts != 2 || k.runs != 1 {
+		t.Errorf("attempts %d runs %d", resp.Attempts, k.runs)
+	}
+}
+
+func TestLegacySSEEndpointMustBeSameOrigin(t *testing.T) {
+	elsewhere := httptest.NewServer(http.NotFoundHandler())
+	defer elsewhere.Close()
+	stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("event: endpoint\ndata: " + elsewhere.URL + "/message\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer stream.Close()
+	_, err := mcpclient.Connect(context.Background(), &transport.SSE{URL: stream.URL},
+		mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+	if !errors.Is(err, transport.ErrCrossOriginEndpoint) || !errors.Is(err, mcpclient.ErrNotDelivered) {
+		t.Fatalf("error %v, want a not-delivered cross-origin refusal", err)
+	}
+}

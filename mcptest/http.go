@@ -1,0 +1,305 @@
+package mcptest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// HTTPServer serves a Server over Streamable HTTP from an httptest server, with the same
+// receipts, modes and faults as in memory. Faults take their HTTP form: DropBeforeExecution and
+// DropAfterExecution reset the connection, Fail answers 503 with Retry-After, ExpireSession
+// answers 404, and BreakStream cuts an SSE response after its first event id and replays the
+// answer to a GET with Last-Event-ID.
+type HTTPServer struct {
+	*Server
+	// URL is the MCP endpoint, set by Start.
+	URL string
+	ts  *httptest.Server
+}
+
+// maxRequestBody bounds a POST body.
+const maxRequestBody = 4 << 20
+
+// NewHTTPServer returns a started server.
+func NewHTTPServer(opts ...Option) *HTTPServer {
+	h := NewUnstartedHTTPServer(opts...)
+	h.Start()
+	return h
+}
+
+// NewUnstartedHTTPServer returns a server that is not listening yet, for setup that must come
+// first; call Start.
+func NewUnstartedHTTPServer(opts ...Option) *HTTPServer {
+	h := &HTTPServer{Server: NewServer(opts...)}
+	h.ts = httptest.NewUnstartedServer(h)
+	return h
+}
+
+// Start starts listening on a loopback port.
+func (h *HTTPServer) Start() {
+	h.ts.Start()
+	h.URL = h.ts.URL
+}
+
+// Transport returns a Streamable HTTP transport to this server.
+func (h *HTTPServer) Transport() transport.Transport {
+	return &transport.HTTP{URL: h.URL, Client: h.ts.Client()}
+}
+
+// Close stops the MCP server, then the HTTP server. It is idempotent.
+func (h *HTTPServer) Close() error {
+	h.Server.Close()
+	h.ts.Close()
+	return nil
+}
+
+// ServeHTTP serves the MCP endpoint.
+func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == legacyStreamPath && r.Method == http.MethodGet:
+		h.legacyStream(w, r)
+		return
+	case r.URL.Path == legacyMessagePath && r.Method == http.MethodPost:
+		h.legacyPost(w, r)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r)
+	case http.MethodGet:
+		h.get(w, r)
+	case http.MethodDelete:
+		h.delete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		return
+	}
+	h.countFrame()
+	if len(body) > maxRequestBody {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(h.versions, v) {
+		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
+		return
+	}
+	msgs, err := jsonrpc.Decode(body)
+	if err != nil || len(msgs) != 1 {
+		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCParseError, "a POST carries exactly one JSON-RPC message")
+		return
+	}
+	m := msgs[0]
+	session := r.Header.Get("Mcp-Session-Id")
+	switch m.Kind() {
+	case jsonrpc.KindNotification, jsonrpc.KindResponse:
+		if !h.checkSession(w, session) {
+			return
+		}
+		if m.Method == "notifications/cancelled" {
+			h.cancelRequest(session, m.Params)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case jsonrpc.KindRequest:
+	default:
+		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, "not a JSON-RPC 2.0 message")
+		return
+	}
+	var id mcpclient.ID
+	if err := id.UnmarshalJSON(m.ID); err != nil {
+		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, err.Error())
+		return
+	}
+	if m.Method != "initialize" && session == "" {
+		writeRPCError(w, http.StatusBadRequest, m.ID, mcpclient.RPCInvalidRequest, "missing Mcp-Session-Id")
+		return
+	}
+	key := id.JSON()
+	t, ok := h.track(session, key, body)
+	if !ok {
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.untrack(session, key, t)
+
+	v := h.process(t.ctx, t.ep, session, m, key)
+	switch {
+	case v.refuse != nil:
+		h.refuse(w, v)
+		return
+	case v.drop:
+		panic(http.ErrAbortHandler) // resets the connection without a response
+	case v.inFlight:
+		writeFrame(w, h.inFlightStatus, reply(m, v.answer))
+		return
+	}
+	if v.session != "" {
+		session = v.session
+		w.Header().Set("Mcp-Session-Id", session)
+	}
+	frame := reply(m, v.answer)
+	if h.sse == nil {
+		writeFrame(w, http.StatusOK, frame)
+		return
+	}
+	st := h.sessionState(t.ep, session)
+	if st == nil { // restarted meanwhile
+		panic(http.ErrAbortHandler)
+	}
+	stream := st.events.newStream()
+	sseHeaders(w)
+	w.WriteHeader(http.StatusOK)
+	writeEvent(w, st.events.add(stream, nil), *h.sse, nil)
+	answerID := st.events.add(stream, frame)
+	if v.breakStream {
+		panic(http.ErrAbortHandler) // the answer waits in the store for a resumption
+	}
+	writeEvent(w, answerID, 0, frame)
+}
+
+// refuse answers a request turned away before it was read: 503 with Retry-After, or 404 for a
+// session the server does not know.
+func (h *HTTPServer) refuse(w http.ResponseWriter, v verdict) {
+	if !errors.Is(v.refuse, ErrUnavailable) {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if v.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(v.retryAfter.Seconds()))))
+	}
+	http.Error(w, v.refuse.Error(), http.StatusServiceUnavailable)
+}
+
+func (h *HTTPServer) checkSession(w http.ResponseWriter, session string) bool {
+	if session == "" {
+		http.Error(w, "missing Mcp-Session-Id", http.StatusBadRequest)
+		return false
+	}
+	if h.sessionState(nil, session) == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return false
+	}
+	return true
+}
+
+// sessionState returns the state of a live session of ep (nil: the current epoch), or nil.
+func (s *Server) sessionState(ep *epoch, session string) *sessionState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ep == nil {
+		ep = s.epoch
+	}
+	if s.epoch != ep {
+		return nil
+	}
+	return ep.sessions[session]
+}
+
+// get serves the standalone stream, or replays a broken one after Last-Event-ID.
+func (h *HTTPServer) get(w http.ResponseWriter, r *http.Request) {
+	session := r.Header.Get("Mcp-Session-Id")
+	if !h.checkSession(w, session) {
+		return
+	}
+	h.mu.Lock()
+	ep := h.epoch
+	h.mu.Unlock()
+	st := h.sessionState(ep, session)
+	if st == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		events, ok := st.events.after(last)
+		if !ok {
+			http.Error(w, "unknown Last-Event-ID", http.StatusBadRequest)
+			return
+		}
+		sseHeaders(w)
+		w.WriteHeader(http.StatusOK)
+		for _, ev := range events {
+			writeEvent(w, ev.id, 0, ev.data)
+		}
+		return
+	}
+	sseHeaders(w)
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	for {
+		select {
+		case frame := <-st.outbox:
+			writeEvent(w, "", 0, frame)
+		case <-r.Context().Done():
+			return
+		case <-ep.ctx.Done(): // closed or restarted
+			return
+		}
+	}
+}
+
+func (h *HTTPServer) delete(w http.ResponseWriter, r *http.Request) {
+	session := r.Header.Get("Mcp-Session-Id")
+	if !h.checkSession(w, session) {
+		return
+	}
+	h.mu.Lock()
+	delete(h.epoch.sessions, session)
+	h.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func reply(m jsonrpc.Message, a answer) []byte {
+	if a.isError {
+		return jsonrpc.AppendError(nil, m.ID, a.body)
+	}
+	return jsonrpc.AppendResult(nil, m.ID, a.body)
+}
+
+func writeFrame(w http.ResponseWriter, status int, frame []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(frame)
+}
+
+func writeRPCError(w http.ResponseWriter, status int, id []byte, code int64, message string) {
+	writeFrame(w, status, jsonrpc.AppendError(nil, id, errorAnswer(code, message, nil).body))
+}
+
+func sseHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+}
+
+// writeEvent writes one SSE event and flushes it. A nil data makes a priming event.
+func writeEvent(w http.ResponseWriter, id string, retry time.Duration, data []byte) {
+	var b []byte
+	if id != "" {
+		b = fmt.Appendf(b, "id: %s\n", id)
+	}
+	if retry > 0 {
+		b = fmt.Appendf(b, "retry: %d\n", retry.Milliseconds())
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	w.Write(b)
+	w.(http.Flusher).Flush()
+}

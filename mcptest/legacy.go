@@ -1,0 +1,155 @@
+package mcptest
+
+import (
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// The legacy HTTP+SSE endpoints (MCP 2024-11-05) of an HTTPServer.
+const (
+	legacyStreamPath  = "/sse"
+	legacyMessagePath = "/message"
+)
+
+// A legacySession is one HTTP+SSE stream: the transport session, which carries one MCP session.
+// When the stream ends, the session does.
+type legacySession struct {
+	outbox chan []byte
+	done   chan struct{} // closed to end the stream, by a Drop fault
+	once   sync.Once
+
+	mu      sync.Mutex
+	session string // the MCP session initialize opened; guarded by mu
+}
+
+func (l *legacySession) end() { l.once.Do(func() { close(l.done) }) }
+
+// SSETransport returns a legacy HTTP+SSE transport to this server.
+func (h *HTTPServer) SSETransport() transport.Transport {
+	return &transport.SSE{URL: h.URL + legacyStreamPath, Client: h.ts.Client()}
+}
+
+// legacyStream serves GET /sse: the endpoint event, then every answer of the session.
+func (h *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
+	id := uuid.NewString()
+	ls := &legacySession{outbox: make(chan []byte, 64), done: make(chan struct{})}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		return
+	}
+	if h.legacy == nil {
+		h.legacy = make(map[string]*legacySession)
+	}
+	h.legacy[id] = ls
+	ep := h.epoch
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.legacy, id)
+		h.mu.Unlock()
+	}()
+
+	sseHeaders(w)
+	w.WriteHeader(http.StatusOK)
+	writeNamedEvent(w, "endpoint", []byte(legacyMessagePath+"?sessionId="+id))
+	for {
+		select {
+		case frame := <-ls.outbox:
+			writeNamedEvent(w, "message", frame)
+		case <-ls.done:
+			panic(http.ErrAbortHandler) // a dropped stream: the session is lost
+		case <-r.Context().Done():
+			return
+		case <-ep.ctx.Done(): // closed or restarted: the stream, and the session, end
+			return
+		}
+	}
+}
+
+// legacyPost serves POST /message: it handles the message and sends the answer over the
+// session's stream.
+func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	ls := h.legacy[r.URL.Query().Get("sessionId")]
+	h.mu.Unlock()
+	if ls == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		return
+	}
+	h.countFrame()
+	msgs, err := jsonrpc.Decode(body)
+	if err != nil || len(msgs) != 1 || len(body) > maxRequestBody {
+		http.Error(w, "a POST carries one JSON-RPC message", http.StatusBadRequest)
+		return
+	}
+	m := msgs[0]
+	ls.mu.Lock()
+	session := ls.session
+	ls.mu.Unlock()
+	switch m.Kind() {
+	case jsonrpc.KindNotification, jsonrpc.KindResponse:
+		if m.Method == "notifications/cancelled" {
+			h.cancelRequest(session, m.Params)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case jsonrpc.KindRequest:
+	default:
+		http.Error(w, "not a JSON-RPC 2.0 message", http.StatusBadRequest)
+		return
+	}
+	var id mcpclient.ID
+	if err := id.UnmarshalJSON(m.ID); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	key := id.JSON()
+	t, ok := h.track(session, key, body)
+	if !ok {
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.untrack(session, key, t)
+	v := h.process(t.ctx, t.ep, session, m, key)
+	switch {
+	case v.refuse != nil:
+		h.refuse(w, v)
+		return
+	case v.drop:
+		w.WriteHeader(http.StatusAccepted)
+		ls.end()
+		return
+	}
+	if v.session != "" {
+		ls.mu.Lock()
+		ls.session = v.session
+		ls.mu.Unlock()
+	}
+	w.WriteHeader(http.StatusAccepted)
+	select {
+	case ls.outbox <- reply(m, v.answer):
+	case <-ls.done:
+	case <-t.ctx.Done():
+	}
+}
+
+// writeNamedEvent writes one SSE event of a given type and flushes it.
+func writeNamedEvent(w http.ResponseWriter, event string, data []byte) {
+	b := append([]byte("event: "+event+"\ndata: "), data...)
+	b = append(b, "\n\n"...)
+	w.Write(b)
+	w.(http.Flusher).Flush()
+}

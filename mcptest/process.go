@@ -1,0 +1,316 @@
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// A verdict is how the server disposes of one request. Each transport delivers it its own way:
+// the in-memory connection with replies and exchange failures, HTTP with status codes, resets
+// and SSE streams.
+type verdict struct {
+	answer answer
+	// refuse, if set, turns the request away before it is read: ErrUnavailable (HTTP 503) or
+	// transport.ErrSessionNotFound (HTTP 404). Nothing ran.
+	refuse     error
+	retryAfter time.Duration
+	// drop breaks the exchange: the client cannot tell whether the request ran.
+	drop bool
+	// breakStream asks an SSE response to break after its first event id, keeping the answer
+	// for a resumption (HTTP only).
+	breakStream bool
+	// inFlight marks answer as the refusal of an id still in flight.
+	inFlight bool
+	// session is the session initialize opened.
+	session string
+}
+
+// tracked is one request the server is running, for Close's report and for cancellation.
+type tracked struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	ep     *epoch
+}
+
+// track registers a request under key as running and records its frame. ok is false once the
+// server is closed. The caller must call s.untrack(key, t) when done.
+func (s *Server) track(session, key string, frame []byte) (t *tracked, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	s.received[key] = append(s.received[key], slices.Clone(frame))
+	s.running[key]++
+	t = &tracked{ep: s.epoch}
+	t.ctx, t.cancel = context.WithCancel(s.epoch.ctx)
+	s.cancels[session+"\x00"+key] = t
+	s.wg.Add(1)
+	return t, true
+}
+
+func (s *Server) untrack(session, key string, t *tracked) {
+	t.cancel()
+	s.mu.Lock()
+	if s.cancels[session+"\x00"+key] == t {
+		delete(s.cancels, session+"\x00"+key)
+	}
+	if s.running[key]--; s.running[key] <= 0 {
+		delete(s.running, key)
+	}
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// cancelRequest handles notifications/cancelled.
+func (s *Server) cancelRequest(session string, params json.RawMessage) {
+	var p struct {
+		RequestID mcpclient.ID `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	s.mu.Lock()
+	t := s.cancels[session+"\x00"+p.RequestID.JSON()]
+	s.mu.Unlock()
+	if t != nil {
+		t.cancel()
+	}
+}
+
+// process runs one request through the faults that match it, the session check, the server's
+// mode and the method itself.
+func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonrpc.Message, key string) verdict {
+	plan := s.takeFaults(m.Method, toolName(m))
+	if plan.fail {
+		return verdict{refuse: ErrUnavailable, retryAfter: plan.retryAfter}
+	}
+	if plan.expire {
+		s.expireSession(ep, session)
+	}
+	if plan.delay > 0 && !sleep(ctx, plan.delay) {
+		return verdict{drop: true}
+	}
+	if plan.dropBefore {
+		return verdict{drop: true}
+	}
+	if m.Method != "initialize" && !s.sessionLive(ep, session) {
+		return verdict{refuse: transport.ErrSessionNotFound}
+	}
+	if s.mode == ModeInFlightRefusal && m.Method != "initialize" {
+		if !s.claimInFlight(ep, key) {
+			return verdict{inFlight: true, answer: errorAnswer(mcpclient.RPCInvalidRequest, "request id already in flight", nil)}
+		}
+		defer s.releaseInFlight(ep, key)
+	}
+
+	var v verdict
+	switch m.Method {
+	case "initialize":
+		v.answer, v.session = s.initialize(ep, m)
+	case "ping":
+		v.answer = answer{body: []byte("{}")}
+	case "tools/list":
+		v.answer = s.listTools(m)
+	case "tools/call":
+		v.answer = s.callTool(ctx, ep, m, key)
+	default:
+		v.answer = errorAnswer(mcpclient.RPCMethodNotFound, "method not found: "+m.Method, nil)
+	}
+	s.mu.Lock()
+	restarted := s.epoch != ep
+	s.mu.Unlock()
+	v.drop = plan.dropAfter || restarted
+	v.breakStream = plan.breakStream
+	return v
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Server) sessionLive(ep *epoch, session string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return session != "" && ep.sessions[session] != nil && s.epoch == ep
+}
+
+func (s *Server) expireSession(ep *epoch, session string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(ep.sessions, session)
+}
+
+// initialize opens a session and negotiates the revision.
+func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
+	var p mcpclient.InitializeParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		return errorAnswer(mcpclient.RPCInvalidParams, "initialize params: "+err.Error(), nil), ""
+	}
+	version := s.versions[0]
+	if slices.Contains(s.versions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	caps := mcpclient.ServerCapabilities{Tools: &mcpclient.ListChangedCapability{}}
+	if s.mode == ModeReceipts {
+		decl, _ := json.Marshal(mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeProcess, MaxReceipts: s.maxReceipts})
+		caps.Experimental = map[string]json.RawMessage{mcpclient.RequestReceiptsKey: decl}
+	}
+	sid := uuid.NewString()
+	s.mu.Lock()
+	ep.sessions[sid] = newSessionState()
+	s.mu.Unlock()
+	return resultAnswer(mcpclient.InitializeResult{ProtocolVersion: version, Capabilities: caps, ServerInfo: s.info}), sid
+}
+
+func (s *Server) listTools(m jsonrpc.Message) answer {
+	var p mcpclient.ListToolsParams
+	if len(m.Params) > 0 {
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			return errorAnswer(mcpclient.RPCInvalidParams, "tools/list params: "+err.Error(), nil)
+		}
+	}
+	start := 0
+	if p.Cursor != "" {
+		n, err := strconv.Atoi(p.Cursor)
+		if err != nil || n < 0 {
+			return errorAnswer(mcpclient.RPCInvalidParams, "invalid cursor", nil)
+		}
+		start = n
+	}
+	s.mu.Lock()
+	names := s.toolOrder
+	end := len(names)
+	if s.pageSize > 0 && start+s.pageSize < end {
+		end = start + s.pageSize
+	}
+	res := mcpclient.ListToolsResult{Tools: []*mcpclient.Tool{}}
+	for _, name := range names[min(start, len(names)):end] {
+		t := s.tools[name].tool
+		res.Tools = append(res.Tools, &t)
+	}
+	if end < len(names) {
+		res.NextCursor = strconv.Itoa(end)
+	}
+	s.mu.Unlock()
+	return resultAnswer(res)
+}
+
+// callTool runs tools/call under the server's mode: with receipts, the same id and content get
+// the one reply and the tool runs once; other content under a known id is refused.
+func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key string) answer {
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
+		return errorAnswer(mcpclient.RPCInvalidParams, "tools/call needs params with a name", nil)
+	}
+	if s.mode != ModeReceipts {
+		return s.execute(ctx, p.Name, p.Arguments, key)
+	}
+	fp, err := fingerprint(m.Method, m.Params)
+	if err != nil {
+		return errorAnswer(mcpclient.RPCInvalidParams, err.Error(), nil)
+	}
+	r, fresh, full := s.claimReceipt(ep, key, fp)
+	switch {
+	case full:
+		return errorAnswer(-32000, "receipt store full: new request ids are refused",
+			map[string]any{"code": "MCP_RECEIPTS_FULL", "maxReceipts": s.maxReceipts})
+	case !fresh && r.fp != fp:
+		return errorAnswer(mcpclient.RPCInvalidRequest, mcpclient.ReusedIDMarker+": request id already used with different content",
+			map[string]any{"code": mcpclient.ReusedIDMarker})
+	case !fresh:
+		select {
+		case <-r.done:
+			return r.reply
+		case <-ctx.Done():
+			return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil)
+		}
+	}
+	r.reply = s.execute(ctx, p.Name, p.Arguments, key)
+	close(r.done)
+	return r.reply
+}
+
+func (s *Server) execute(ctx context.Context, name string, args json.RawMessage, key string) answer {
+	s.mu.Lock()
+	te := s.tools[name]
+	if te != nil {
+		s.executions[name]++
+		s.executedBy[execKey{name, key}]++
+	}
+	s.mu.Unlock()
+	if te == nil {
+		return errorAnswer(mcpclient.RPCInvalidParams, "unknown tool: "+name, nil)
+	}
+	var id mcpclient.ID
+	json.Unmarshal([]byte(key), &id) // key came from a parsed id
+	res, err := runTool(ctx, te.fn, &ToolCall{ID: id, Name: name, Arguments: args})
+	if err != nil {
+		res = &mcpclient.CallToolResult{IsError: true, Content: []mcpclient.Content{mcpclient.TextContent(err.Error())}}
+	}
+	if res == nil {
+		res = &mcpclient.CallToolResult{}
+	}
+	if res.Content == nil {
+		res.Content = []mcpclient.Content{}
+	}
+	return resultAnswer(res)
+}
+
+func runTool(ctx context.Context, fn ToolFunc, call *ToolCall) (res *mcpclient.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, fmt.Errorf("tool %s panicked: %v", call.Name, p)
+		}
+	}()
+	return fn(ctx, call)
+}
+
+func toolName(m jsonrpc.Message) string {
+	if m.Method != "tools/call" {
+		return ""
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(m.Params, &p) // an unnamed call matches only faults for every tool
+	return p.Name
+}
+
+func resultAnswer(v any) answer {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return errorAnswer(mcpclient.RPCInternalError, "marshaling the result: "+err.Error(), nil)
+	}
+	return answer{body: body}
+}
+
+func errorAnswer(code int64, message string, data any) answer {
+	e := struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}{code, message, data}
+	body, _ := json.Marshal(e) // built from plain values
+	return answer{body: body, isError: true}
+}

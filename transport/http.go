@@ -1,0 +1,656 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/sse"
+)
+
+// HTTP is the Streamable HTTP transport of MCP revisions 2025-03-26 to 2025-11-25: every
+// message is its own POST to one endpoint, answered with a JSON body or an SSE stream.
+//
+// It reports delivery as DESIGN.md defines it. A POST that failed before the whole request was
+// written is NotDelivered, as are 429 and 503 (with their Retry-After) and 404 on a known session
+// (wrapping ErrSessionNotFound); 409 is a Conflict; a broken response stream that cannot be
+// resumed, a 5xx without an answer, or a timeout after writing is Uncertain. A response stream
+// that breaks after an event id is resumed by GET with Last-Event-ID, after the server's retry:
+// delay.
+//
+// The zero value is not usable: URL must be set. An HTTP may be shared by several clients; its
+// fields must not change after the first Connect.
+type HTTP struct {
+	// URL is the MCP endpoint.
+	URL string
+
+	// Client sends the requests. nil means a client with a connection pool sized for concurrent
+	// callers. Whatever the client, Authorization and cookies never follow a redirect to another
+	// origin.
+	Client *http.Client
+
+	// Header holds extra headers sent with every request.
+	Header http.Header
+
+	// HeaderFunc, if set, may add headers to each request (a fresh token, say); an error fails
+	// the request as NotDelivered.
+	HeaderFunc func(ctx context.Context, h http.Header) error
+
+	// MaxMessageSize bounds one JSON response body or one SSE event, in bytes. Default
+	// DefaultMaxMessageSize. A larger one fails its exchange with ErrMessageTooLarge and is never
+	// fetched again by resumption.
+	MaxMessageSize int
+
+	// MaxResumes bounds the consecutive attempts to resume one broken stream without an event
+	// arriving in between. Default 3.
+	MaxResumes int
+
+	// Logger receives debug records about streams. Default: discard.
+	Logger *slog.Logger
+}
+
+// DefaultMaxMessageSize is the largest JSON body or SSE event the HTTP transport reads unless
+// told otherwise.
+const DefaultMaxMessageSize = 4 << 20
+
+// ErrMessageTooLarge reports a response body or SSE event over the transport's size limit.
+var ErrMessageTooLarge = sse.ErrEventTooLarge
+
+// StatusError is an HTTP response that carried no answer the client could use.
+type StatusError struct {
+	StatusCode int
+	// Body is the start of the response body, for the error message.
+	Body []byte
+}
+
+func (e *StatusError) Error() string {
+	body := bytes.TrimSpace(e.Body)
+	if len(body) == 0 {
+		return fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	}
+	return fmt.Sprintf("HTTP %d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), body)
+}
+
+// Connect checks the URL and returns a connection. It sends nothing: the client's initialize is
+// the first request, and the session id the server returns with it is kept by the connection.
+func (t *HTTP) Connect(ctx context.Context) (Conn, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid MCP endpoint %q", ErrMisconfigured, t.URL)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &Error{Outcome: NotDelivered, Err: err}
+	}
+	c := &httpConn{
+		t:       t,
+		url:     u.String(),
+		client:  sameOriginCredentials(t.Client),
+		maxSize: t.MaxMessageSize,
+		resumes: t.MaxResumes,
+		log:     t.Logger,
+		inbound: make(chan delivery, pipeBuffer),
+	}
+	if c.maxSize <= 0 {
+		c.maxSize = DefaultMaxMessageSize
+	}
+	if c.resumes <= 0 {
+		c.resumes = 3
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// httpConn is one session with a Streamable HTTP endpoint.
+type httpConn struct {
+	t       *HTTP
+	url     string
+	client  *http.Client
+	maxSize int
+	resumes int
+	log     *slog.Logger
+
+	// ctx ends at Close; every stream reader runs under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// inbound carries frames and per-exchange failures to Receive.
+	inbound chan delivery
+	streams sync.WaitGroup // stream readers
+
+	mu        sync.Mutex
+	session   string // Mcp-Session-Id, once the server gave one; guarded by mu
+	version   string // MCP-Protocol-Version, once negotiated; guarded by mu
+	listening bool   // the GET stream was asked for; guarded by mu
+	closed    bool   // guarded by mu
+
+	closeOnce sync.Once
+}
+
+// SetProtocolVersion makes every later request carry MCP-Protocol-Version.
+func (c *httpConn) SetProtocolVersion(v string) {
+	c.mu.Lock()
+	c.version = v
+	c.mu.Unlock()
+}
+
+// SessionID returns the session id the server assigned, or "".
+func (c *httpConn) SessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// Listen opens the standalone GET stream for messages the server sends on its own, once. A
+// server answering 405 offers none, and that is no error.
+func (c *httpConn) Listen() {
+	c.mu.Lock()
+	start := !c.listening && !c.closed
+	c.listening = true
+	c.mu.Unlock()
+	if start {
+		c.streams.Add(1)
+		go c.serverStream()
+	}
+}
+
+func (c *httpConn) newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url, r)
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	addHeaders(h, c.t.Header)
+	switch method {
+	case http.MethodPost:
+		h.Set("Content-Type", "application/json")
+		h.Set("Accept", "application/json, text/event-stream")
+	case http.MethodGet:
+		h.Set("Accept", "text/event-stream")
+	}
+	c.mu.Lock()
+	if c.session != "" {
+		h.Set("Mcp-Session-Id", c.session)
+	}
+	if c.version != "" {
+		h.Set("Mcp-Protocol-Version", c.version)
+	}
+	c.mu.Unlock()
+	if c.t.HeaderFunc != nil {
+		if err := c.t.HeaderFunc(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// Send POSTs one message. For a request, the answer reaches Receive: read from a JSON body
+// before Send returns, or from an SSE stream read in the background.
+func (c *httpConn) Send(ctx context.Context, msg *Message) error {
+	c.mu.Lock()
+	closed, sessionKnown := c.closed, c.session != ""
+	c.mu.Unlock()
+	if closed {
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: ErrClosed}
+	}
+
+	// A response stream outlives Send: it lives as long as the connection and the caller's
+	// interest in the answer.
+	reqCtx, cancel := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	release := func() { stop(); cancel() }
+
+	wrote, traced := traceWrites(reqCtx)
+	req, err := c.newRequest(traced, http.MethodPost, msg.Frame)
+	if err != nil {
+		release()
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		release()
+		return deliveryFailure(ctx, msg.ID, wrote.Load(), err)
+	}
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		c.mu.Lock()
+		if c.session == "" {
+			c.session = sid
+		}
+		c.mu.Unlock()
+	}
+
+	switch code := resp.StatusCode; {
+	case code == http.StatusAccepted:
+		drain(resp.Body)
+		release()
+		if msg.IsRequest() {
+			// The server will answer on the GET stream.
+			c.Listen()
+		}
+		return nil
+	case code >= 200 && code < 300:
+		if !msg.IsRequest() {
+			drain(resp.Body)
+			release()
+			return nil
+		}
+		return c.readAnswer(reqCtx, release, resp, msg.ID)
+	default:
+		defer release()
+		return postFailure(resp, msg.ID, sessionKnown)
+	}
+}
+
+// traceWrites returns ctx with a trace recording whether the whole request was written: until
+// then, a failure cannot have let the server run it (it needs the whole body).
+func traceWrites(ctx context.Context) (*atomic.Bool, context.Context) {
+	wrote := new(atomic.Bool)
+	return wrote, httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
+}
+
+// deliveryFailure reads an error of http.Client.Do as a delivery outcome.
+func deliveryFailure(ctx context.Context, id string, wrote bool, err error) error {
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	if wrote {
+		return &Error{Outcome: Uncertain, ID: id, Err: err}
+	}
+	return &Error{Outcome: NotDelivered, ID: id, Err: err}
+}
+
+// postFailure reads a POST's failure status as a delivery outcome: 404 on a known session
+// lost it, 409 is a conflict, 429 and 503 turned the request away before reading it, another 4xx
+// refused it, and a 5xx without a JSON-RPC answer may follow its execution. A JSON-RPC error in
+// the body is the server's answer.
+func postFailure(resp *http.Response, id string, sessionKnown bool) error {
+	code := resp.StatusCode
+	body := readStart(resp.Body)
+	status := &StatusError{code, body}
+	switch {
+	case code == http.StatusNotFound && sessionKnown:
+		return &Error{Outcome: NotDelivered, ID: id, Err: fmt.Errorf("%w: %w", ErrSessionNotFound, status)}
+	case code == http.StatusConflict:
+		return &Error{Outcome: Conflict, ID: id, Reply: errorObject(body), Err: status}
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		return &Error{Outcome: NotDelivered, ID: id, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()), Err: status}
+	}
+	if reply := errorObject(body); reply != nil {
+		return &Error{Outcome: Answered, ID: id, Reply: reply, Err: status}
+	}
+	if code >= 500 {
+		return &Error{Outcome: Uncertain, ID: id, Err: status}
+	}
+	return &Error{Outcome: Answered, ID: id, Err: status}
+}
+
+// readAnswer reads a 2xx answer to a request, by its media type.
+func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Response, id string) error {
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mediaType {
+	case "application/json":
+		defer release()
+		body, err := readLimited(resp.Body, c.maxSize)
+		if err != nil {
+			// The server answered; the answer could not be read.
+			return &Error{Outcome: Uncertain, ID: id, Err: err}
+		}
+		return c.deliver(ctx, delivery{frame: body})
+	case "text/event-stream":
+		c.streams.Add(1)
+		go func() {
+			defer c.streams.Done()
+			defer release()
+			c.responseStream(ctx, resp.Body, id)
+		}()
+		return nil
+	}
+	body := readStart(resp.Body)
+	release()
+	return &Error{Outcome: Uncertain, ID: id, Err: fmt.Errorf("transport: unexpected Content-Type %q: %w",
+		resp.Header.Get("Content-Type"), &StatusError{resp.StatusCode, body})}
+}
+
+// responseStream reads the SSE stream answering request id, resuming it by GET with
+// Last-Event-ID when it breaks before the answer came. It reports the exchange broken when the
+// stream cannot be resumed.
+func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id string) {
+	st := &stream{c: c, id: id}
+	err := st.read(ctx, body)
+	for !st.answered {
+		if ctx.Err() != nil {
+			return // closed, or the caller stopped waiting
+		}
+		if errors.Is(err, ErrMessageTooLarge) || st.lastID == "" {
+			// Without an event id there is nothing to resume from; an oversized event would
+			// only be replayed.
+			c.failExchange(ctx, id, Uncertain, err)
+			return
+		}
+		body, err = st.resume(ctx, true)
+		if body == nil {
+			c.failExchange(ctx, id, Uncertain, err)
+			return
+		}
+		err = st.read(ctx, body)
+	}
+}
+
+// serverStream keeps the standalone GET stream open while the connection lives.
+func (c *httpConn) serverStream() {
+	defer c.streams.Done()
+	st := &stream{c: c}
+	for first := true; c.ctx.Err() == nil; first = false {
+		body, err := st.resume(c.ctx, !first)
+		if body == nil {
+			c.log.Debug("transport: no server stream", "err", err)
+			return
+		}
+		st.read(c.ctx, body)
+	}
+}
+
+// A stream is the client's view of one SSE stream across its connections.
+type stream struct {
+	c        *httpConn
+	id       string // the request it answers; "" for the GET stream
+	lastID   string
+	retry    time.Duration
+	answered bool
+	failures int // consecutive failed connections without an event
+}
+
+// read delivers the events of one connection of the stream, until it ends.
+func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
+	defer body.Close()
+	r := sse.NewReader(body, st.c.maxSize)
+	r.Resume(st.lastID, st.retry, st.retry > 0)
+	for {
+		ev, err := r.Next()
+		st.lastID = r.LastEventID()
+		if d, ok := r.Retry(); ok {
+			st.retry = d
+		}
+		if err != nil {
+			return err
+		}
+		st.failures = 0
+		if ev.Type != "" && ev.Type != "message" {
+			continue
+		}
+		if st.id != "" && answers(ev.Data, st.id) {
+			st.answered = true
+		}
+		if err := st.c.deliver(ctx, delivery{frame: ev.Data}); err != nil {
+			return err
+		}
+	}
+}
+
+// resume opens the stream (again) with GET, from the last event id if there is one, first
+// waiting the server's retry delay when wait is set. Attempts that bring no event count against
+// the limit. It returns a nil body when the stream cannot be had.
+func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) {
+	var lastErr error
+	for {
+		if st.failures >= st.c.resumes {
+			return nil, fmt.Errorf("transport: stream not resumed after %d attempts: %w", st.failures, lastErr)
+		}
+		if wait || st.failures > 0 {
+			if !sleepCtx(ctx, st.wait()) {
+				return nil, ctx.Err()
+			}
+		}
+		st.failures++
+		req, err := st.c.newRequest(ctx, http.MethodGet, nil)
+		if err != nil {
+			return nil, err
+		}
+		if st.lastID != "" {
+			req.Header.Set("Last-Event-ID", st.lastID)
+		}
+		resp, err := st.c.client.Do(req)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		switch {
+		case resp.StatusCode == http.StatusOK && mediaType == "text/event-stream":
+			return resp.Body, nil
+		case resp.StatusCode == http.StatusNotFound:
+			body := readStart(resp.Body)
+			return nil, fmt.Errorf("%w: %w", ErrSessionNotFound, &StatusError{resp.StatusCode, body})
+		case resp.StatusCode == http.StatusMethodNotAllowed, resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests:
+			body := readStart(resp.Body)
+			return nil, &StatusError{resp.StatusCode, body}
+		default:
+			lastErr = &StatusError{resp.StatusCode, readStart(resp.Body)}
+			if d := retryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
+				st.retry = d
+			}
+		}
+	}
+}
+
+// defaultRetry is the reconnection delay of a stream whose server named none.
+const defaultRetry = time.Second
+
+func (st *stream) wait() time.Duration {
+	if st.retry > 0 {
+		return st.retry
+	}
+	return defaultRetry
+}
+
+// answers reports whether data holds the response to request id.
+func answers(data []byte, id string) bool {
+	msgs, err := jsonrpc.Decode(data)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if m.Kind() == jsonrpc.KindResponse && string(bytes.TrimSpace(m.ID)) == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *httpConn) deliver(ctx context.Context, d delivery) error {
+	select {
+	case c.inbound <- d:
+		return nil
+	case <-c.ctx.Done():
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *httpConn) failExchange(ctx context.Context, id string, outcome Outcome, err error) {
+	c.log.Debug("transport: exchange broken", "id", id, "err", err)
+	c.deliver(ctx, delivery{err: &Error{Outcome: outcome, ID: id, Err: err}})
+}
+
+// Receive returns the next frame from any response or server stream.
+func (c *httpConn) Receive(ctx context.Context) ([]byte, error) {
+	select {
+	case d := <-c.inbound:
+		return d.unpack()
+	case <-c.ctx.Done():
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the streams and, when the server gave a session id, ends the session with DELETE
+// (a 405 answer, a server that keeps sessions itself, is fine).
+func (c *httpConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		session := c.session
+		c.mu.Unlock()
+		c.cancel()
+		c.streams.Wait()
+		if session == "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+		defer cancel()
+		req, err := c.newRequest(ctx, http.MethodDelete, nil)
+		if err != nil {
+			return
+		}
+		resp, err := c.client.Do(req)
+		if err != nil {
+			c.log.Debug("transport: DELETE of the session failed", "err", err)
+			return
+		}
+		drain(resp.Body)
+	})
+	return nil
+}
+
+// deleteTimeout bounds the DELETE that ends a session at Close.
+const deleteTimeout = 5 * time.Second
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// errorObject returns the JSON-RPC error object of a body that is an error response, or nil.
+func errorObject(body []byte) []byte {
+	msgs, err := jsonrpc.Decode(body)
+	if err != nil || len(msgs) != 1 || msgs[0].Error == nil {
+		return nil
+	}
+	return msgs[0].Error
+}
+
+func addHeaders(h, extra http.Header) {
+	for k, vs := range extra {
+		h[k] = append([]string(nil), vs...)
+	}
+}
+
+// readStart reads the start of a body that carries no answer, for an error message, and closes
+// it.
+func readStart(body io.ReadCloser) []byte {
+	defer body.Close()
+	b, _ := io.ReadAll(io.LimitReader(body, 4096))
+	return b
+}
+
+func drain(body io.ReadCloser) {
+	io.Copy(io.Discard, io.LimitReader(body, 64<<10)) // lets the connection be reused
+	body.Close()
+}
+
+func readLimited(r io.Reader, limit int) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrMessageTooLarge, limit)
+	}
+	return b, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sharedHTTPClient is the client of every HTTP transport given none: one connection pool,
+// sized so that concurrent callers reuse connections instead of dialing anew.
+var sharedHTTPClient = sync.OnceValue(func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+})
+
+// sameOriginCredentials returns a copy of c (or of the shared client) whose redirects never
+// carry credentials to another origin. net/http keeps them for subdomains; an MCP endpoint's
+// token is for that endpoint's origin only.
+func sameOriginCredentials(c *http.Client) *http.Client {
+	if c == nil {
+		c = sharedHTTPClient()
+	}
+	cp := *c
+	next := c.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, via[0].URL) {
+			req.Header.Del("Authorization")
+			req.Header.Del("Proxy-Authorization")
+			req.Header.Del("Cookie")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("transport: stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cp
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return a.Scheme == b.Scheme && a.Hostname() == b.Hostname() && portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}

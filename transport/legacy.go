@@ -1,0 +1,213 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/northstar-mcp/mcpclient/internal/sse"
+)
+
+// ErrCrossOriginEndpoint reports a legacy server whose endpoint event names another origin than
+// its stream's: the client would send its messages, and their credentials, elsewhere.
+var ErrCrossOriginEndpoint = errors.New("transport: endpoint on another origin")
+
+// SSE is the HTTP+SSE transport of MCP 2024-11-05. Connect opens an event stream with GET; its
+// first event, "endpoint", names the URL (resolved against the stream's, and required to be of
+// the same origin) to which every message is POSTed. Answers come over the stream.
+//
+// The stream is the session: when it drops, every request awaiting an answer becomes uncertain
+// and nothing is resumed; the client's next request opens a new stream, a new session.
+//
+// The zero value is not usable: URL must be set. Its fields must not change after the first
+// Connect.
+type SSE struct {
+	// URL is the SSE endpoint.
+	URL string
+	// Client sends the requests; nil means the pooled client the HTTP transport uses.
+	// Credentials never follow a redirect to another origin.
+	Client *http.Client
+	// Header holds extra headers sent with every request.
+	Header http.Header
+	// HeaderFunc, if set, may add headers to each request.
+	HeaderFunc func(ctx context.Context, h http.Header) error
+	// MaxMessageSize bounds one SSE event, in bytes. Default DefaultMaxMessageSize.
+	MaxMessageSize int
+	// Logger receives debug records. Default: discard.
+	Logger *slog.Logger
+}
+
+// Connect opens the stream and waits, within ctx, for the endpoint event.
+func (t *SSE) Connect(ctx context.Context) (Conn, error) {
+	streamURL, err := url.Parse(t.URL)
+	if err != nil || (streamURL.Scheme != "http" && streamURL.Scheme != "https") || streamURL.Host == "" {
+		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid SSE endpoint %q", ErrMisconfigured, t.URL)}
+	}
+	c := &sseConn{t: t, client: sameOriginCredentials(t.Client), inbound: make(chan delivery, pipeBuffer),
+		ended: make(chan struct{}), log: t.Logger, maxSize: t.MaxMessageSize}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.maxSize <= 0 {
+		c.maxSize = DefaultMaxMessageSize
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, c.cancel) // until the endpoint arrives, ctx bounds the stream
+	fail := func(err error) (Conn, error) {
+		c.cancel()
+		return nil, &Error{Outcome: NotDelivered, Err: err}
+	}
+
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, streamURL.String(), nil)
+	if err != nil {
+		return fail(err)
+	}
+	if err := c.headers(ctx, req.Header); err != nil {
+		return fail(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return fail(err)
+	}
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || mediaType != "text/event-stream" {
+		return fail(&StatusError{resp.StatusCode, readStart(resp.Body)})
+	}
+	r := sse.NewReader(resp.Body, c.maxSize)
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			resp.Body.Close()
+			return fail(fmt.Errorf("transport: the stream ended before its endpoint event: %w", err))
+		}
+		if ev.Type != "endpoint" {
+			continue
+		}
+		endpoint, err := streamURL.Parse(string(bytes.TrimSpace(ev.Data)))
+		if err != nil {
+			resp.Body.Close()
+			return fail(fmt.Errorf("transport: endpoint event %q: %w", ev.Data, err))
+		}
+		if !sameOrigin(endpoint, streamURL) {
+			resp.Body.Close()
+			return fail(fmt.Errorf("%w: stream %s, endpoint %s", ErrCrossOriginEndpoint, streamURL.Redacted(), endpoint.Redacted()))
+		}
+		c.endpoint = endpoint.String()
+		break
+	}
+	if !stop() { // ctx ended while the stream opened
+		resp.Body.Close()
+		return fail(ctx.Err())
+	}
+	c.wg.Add(1)
+	go c.read(r, resp.Body)
+	return c, nil
+}
+
+type sseConn struct {
+	t        *SSE
+	client   *http.Client
+	endpoint string
+	maxSize  int
+	log      *slog.Logger
+
+	ctx     context.Context // ends at Close; the stream runs under it
+	cancel  context.CancelFunc
+	inbound chan delivery
+	ended   chan struct{} // closed when the stream ends; endErr is set before
+	endErr  error
+	wg      sync.WaitGroup
+}
+
+func (c *sseConn) headers(ctx context.Context, h http.Header) error {
+	addHeaders(h, c.t.Header)
+	if c.t.HeaderFunc != nil {
+		return c.t.HeaderFunc(ctx, h)
+	}
+	return nil
+}
+
+// read delivers the stream's messages until it ends, which ends the connection.
+func (c *sseConn) read(r *sse.Reader, body io.ReadCloser) {
+	defer c.wg.Done()
+	defer body.Close()
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			c.endErr = fmt.Errorf("transport: the SSE stream ended: %w", err)
+			close(c.ended)
+			return
+		}
+		if ev.Type != "" && ev.Type != "message" {
+			continue
+		}
+		select {
+		case c.inbound <- delivery{frame: ev.Data}:
+		case <-c.ctx.Done():
+			c.endErr = ErrClosed
+			close(c.ended)
+			return
+		}
+	}
+}
+
+// Send POSTs one message to the endpoint; the answer to a request comes over the stream.
+func (c *sseConn) Send(ctx context.Context, msg *Message) error {
+	select {
+	case <-c.ended:
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: c.endErr}
+	default:
+	}
+	wrote, traced := traceWrites(ctx)
+	req, err := http.NewRequestWithContext(traced, http.MethodPost, c.endpoint, bytes.NewReader(msg.Frame))
+	if err != nil {
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
+	}
+	if err := c.headers(ctx, req.Header); err != nil {
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return deliveryFailure(ctx, msg.ID, wrote.Load(), err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		drain(resp.Body)
+		return nil
+	}
+	// The endpoint URL names the session: a 404 there is a lost session.
+	return postFailure(resp, msg.ID, true)
+}
+
+// Receive returns the next message from the stream. When the stream has ended it returns the
+// reason, which ends the connection.
+func (c *sseConn) Receive(ctx context.Context) ([]byte, error) {
+	select {
+	case d := <-c.inbound:
+		return d.unpack()
+	case <-c.ended:
+		select {
+		case d := <-c.inbound:
+			return d.unpack()
+		default:
+			return nil, c.endErr
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the stream, and with it the session.
+func (c *sseConn) Close() error {
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}

@@ -201,7 +201,9 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 	raw, err := s.exchange(ctx, req)
 	if err != nil {
 		var rpc *RPCError
-		if errors.As(err, &rpc) {
+		if errors.As(err, &rpc) || transport.OutcomeOf(err) == OutcomeAnswered {
+			// The server refused the session (a JSON-RPC error, an HTTP 403): asking again
+			// will not change its mind.
 			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err}
 		}
 		return err // a transport failure: the caller dials again
@@ -245,7 +247,15 @@ func (c *Client) sessionEnded(s *session) {
 // Close ends the client: it closes the connection and waits for the client's goroutines to
 // finish. Calls still awaiting an answer end with ErrOutcomeUnknown. Close is idempotent and
 // safe to call concurrently; every call returns after the goroutines ended.
-func (c *Client) Close() error {
+func (c *Client) Close() error { return c.shutdown(false) }
+
+// Detach ends the client as Close does, but leaves the server session open where the transport
+// allows it (Streamable HTTP sends no DELETE). A server that keeps receipts per session then
+// keeps them until it expires the session, for a caller who wants the outcome of an uncertain
+// request to stay readable there.
+func (c *Client) Detach() error { return c.shutdown(true) }
+
+func (c *Client) shutdown(detach bool) error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
@@ -255,7 +265,7 @@ func (c *Client) Close() error {
 		}
 		c.mu.Unlock()
 		for _, s := range live {
-			s.kill(ErrClosed)
+			s.end(ErrClosed, detach)
 		}
 	})
 	c.wg.Wait()

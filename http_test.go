@@ -434,3 +434,20 @@ func TestHTTPConnectionRefusedIsNotDelivered(t *testing.T) {
 		t.Fatalf("error %v, want ErrNotDelivered", err)
 	}
 }
+
+func TestHTTPDetachLeavesTheSession(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t)
+	c, rec := httpClient(t, srv)
+	c.Detach()
+	for _, r := range rec.all() {
+		if r.method == http.MethodDelete {
+			t.Fatal("Detach ended the session")
+		}
+	}
+	if srv.Sessions() != 1 {
+		t.Errorf("%d sessions, want the detached one", srv.Sessions())
+	}
+	if err := c.Ping(context.Background()); !errors.Is(err, mcpclient.ErrClosed) {
+		t.Errorf("a detached client still works: %v", err)
+	}
+}

@@ -70,7 +70,10 @@ func (s *session) isDead() bool {
 
 // kill ends the session: every request awaiting an answer on it gets an uncertain outcome, since
 // its bytes were sent and no answer will come.
-func (s *session) kill(cause error) {
+func (s *session) kill(cause error) { s.end(cause, false) }
+
+// end kills the session; detach leaves the server session open if the transport can.
+func (s *session) end(cause error, detach bool) {
 	s.mu.Lock()
 	if s.dead {
 		s.mu.Unlock()
@@ -88,7 +91,11 @@ func (s *session) kill(cause error) {
 	for _, p := range pending {
 		p.ch <- reply{err: lost}
 	}
-	if err := s.conn.Close(); err != nil {
+	closeConn := s.conn.Close
+	if d, ok := s.conn.(transport.Detacher); ok && detach {
+		closeConn = d.Detach
+	}
+	if err := closeConn(); err != nil {
 		s.c.log.Warn("mcpclient: closing the connection", "err", err)
 	}
 }

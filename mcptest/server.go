@@ -349,6 +349,14 @@ func (s *Server) FramesReceived() int {
 	return s.framesTotal
 }
 
+// Sessions returns the number of live sessions: opened by initialize, not yet ended by DELETE,
+// expiry or restart.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.epoch.sessions)
+}
+
 // Receipts returns the number of receipts held.
 func (s *Server) Receipts() int {
 	s.mu.Lock()

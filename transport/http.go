@@ -511,6 +511,17 @@ func (c *httpConn) Receive(ctx context.Context) ([]byte, error) {
 // Close ends the streams and, when the server gave a session id, ends the session with DELETE
 // (a 405 answer, a server that keeps sessions itself, is fine).
 func (c *httpConn) Close() error {
+	c.shutdown(true)
+	return nil
+}
+
+// Detach ends the streams but leaves the server session alone.
+func (c *httpConn) Detach() error {
+	c.shutdown(false)
+	return nil
+}
+
+func (c *httpConn) shutdown(endSession bool) {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
@@ -518,7 +529,7 @@ func (c *httpConn) Close() error {
 		c.mu.Unlock()
 		c.cancel()
 		c.streams.Wait()
-		if session == "" {
+		if session == "" || !endSession {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
@@ -534,7 +545,6 @@ func (c *httpConn) Close() error {
 		}
 		drain(resp.Body)
 	})
-	return nil
 }
 
 // deleteTimeout bounds the DELETE that ends a session at Close.

@@ -93,6 +93,13 @@ type SessionIDer interface {
 	SessionID() string
 }
 
+// Detacher is implemented by connections that can end without ending their server session
+// (Streamable HTTP: no DELETE), so that the server keeps what the session holds, receipts
+// included, until it expires the session itself.
+type Detacher interface {
+	Detach() error
+}
+
 // ErrClosed is returned by Send and Receive once the connection was closed.
 var ErrClosed = errors.New("transport: connection closed")
 

@@ -1,0 +1,305 @@
+// Command mcpcall sends one MCP request and prints its result, for people and scripts.
+//
+//	mcpcall [flags] METHOD [PARAMS_JSON | @FILE | -]
+//
+// It connects (Streamable HTTP with -url, legacy HTTP+SSE with -sse, a spawned stdio server
+// with -cmd), negotiates, sends METHOD with PARAMS (default {}), prints the JSON-RPC result as
+// one line of JSON on stdout, and ends the session, except after exit codes 4 and 5, when the
+// session is left alone so that the server's receipt for the request survives for a later
+// resend under the same id (-id).
+//
+// Exit codes:
+//
+//	0  result
+//	1  usage or local error
+//	2  definite failure: a JSON-RPC error, an HTTP 4xx other than 404-session/409/429, or a
+//	   tools/call result with isError:true (which is still printed)
+//	3  not executed: every attempt was refused before execution (dial, DNS, TLS, 429, 503)
+//	4  outcome unknown
+//	5  request-id conflict (409, MCP_REQUEST_ID_REUSED, an in-flight refusal of a resend)
+//
+// stdout is empty unless a result arrived; stderr has one line naming the error class, the
+// request id, the session id and the attempts.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// Exit codes of the contract.
+const (
+	exitOK          = 0
+	exitLocal       = 1
+	exitFailed      = 2
+	exitNotExecuted = 3
+	exitUnknown     = 4
+	exitConflict    = 5
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+type headerFlags []string
+
+func (h *headerFlags) String() string     { return strings.Join(*h, ", ") }
+func (h *headerFlags) Set(v string) error { *h = append(*h, v); return nil }
+
+type options struct {
+	url, sse, cmd string
+	id            string
+	idSet         bool
+	attempts      int
+	retry         string
+	timeout       time.Duration
+	headers       headerFlags
+	method        string
+	params        json.RawMessage
+}
+
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintln(w, "usage: mcpcall [flags] METHOD [PARAMS_JSON | @FILE | -]")
+	fs.PrintDefaults()
+}
+
+func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("mcpcall", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", "", "Streamable HTTP endpoint")
+	fs.StringVar(&o.sse, "sse", "", "legacy HTTP+SSE endpoint")
+	fs.StringVar(&o.cmd, "cmd", "", "spawn a stdio server (split like a shell)")
+	fs.Func("id", "send METHOD under this request id (a JSON string) instead of a generated one", func(v string) error {
+		o.id, o.idSet = v, true
+		return nil
+	})
+	fs.IntVar(&o.attempts, "attempts", mcpclient.DefaultMaxAttempts, "at most N sends of one request (1 = no retry)")
+	fs.StringVar(&o.retry, "retry", "auto", "auto | always | never")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "overall deadline")
+	fs.Var(&o.headers, "header", "extra HTTP header 'K: V', repeatable")
+	fs.Usage = func() { usage(fs) }
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	endpoints := 0
+	for _, e := range []string{o.url, o.sse, o.cmd} {
+		if e != "" {
+			endpoints++
+		}
+	}
+	switch {
+	case endpoints != 1:
+		return nil, errors.New("give exactly one of -url, -sse and -cmd")
+	case fs.NArg() < 1 || fs.NArg() > 2:
+		return nil, errors.New("give METHOD and at most one PARAMS argument")
+	case o.attempts < 1:
+		return nil, errors.New("-attempts must be at least 1")
+	case o.timeout <= 0:
+		return nil, errors.New("-timeout must be positive")
+	}
+	o.method = fs.Arg(0)
+	raw := []byte("{}")
+	if fs.NArg() == 2 {
+		var err error
+		switch p := fs.Arg(1); {
+		case p == "-":
+			raw, err = io.ReadAll(stdin)
+		case strings.HasPrefix(p, "@"):
+			raw, err = os.ReadFile(p[1:])
+		default:
+			raw = []byte(p)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading PARAMS: %w", err)
+		}
+	}
+	raw = bytes.TrimSpace(raw)
+	if !json.Valid(raw) || len(raw) == 0 || raw[0] != '{' {
+		return nil, errors.New("PARAMS must be a JSON object")
+	}
+	o.params = raw
+	return o, nil
+}
+
+func (o *options) transport() (transport.Transport, error) {
+	header := http.Header{}
+	for _, h := range o.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("-header %q is not 'K: V'", h)
+		}
+		header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	switch {
+	case o.url != "":
+		return &transport.HTTP{URL: o.url, Header: header}, nil
+	case o.sse != "":
+		return &transport.SSE{URL: o.sse, Header: header}, nil
+	}
+	words, err := splitCommand(o.cmd)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, errors.New("-cmd is empty")
+	}
+	return &transport.Command{Path: words[0], Args: words[1:], Stderr: os.Stderr}, nil
+}
+
+func (o *options) policy() (mcpclient.RetryPolicy, error) {
+	p := mcpclient.DefaultRetryPolicy()
+	p.MaxAttempts = o.attempts
+	switch o.retry {
+	case "auto":
+		p.Mode = mcpclient.RetryAuto
+	case "always":
+		p.Mode = mcpclient.RetryAlways
+	case "never":
+		p.Mode = mcpclient.RetryNever
+	default:
+		return p, fmt.Errorf("-retry %q: want auto, always or never", o.retry)
+	}
+	return p, nil
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, err := parseArgs(args, stdin, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpcall: usage: %v\n", err)
+		return exitLocal
+	}
+	tr, err := o.transport()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpcall: usage: %v\n", err)
+		return exitLocal
+	}
+	policy, err := o.policy()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpcall: usage: %v\n", err)
+		return exitLocal
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+
+	c, err := mcpclient.Connect(ctx, tr, mcpclient.WithRetryPolicy(policy),
+		mcpclient.WithClientInfo(mcpclient.Implementation{Name: "mcpcall", Version: mcpclient.Version}))
+	if err != nil {
+		// Nothing of METHOD was sent.
+		code := exitCode(err, nil)
+		if code == exitUnknown {
+			code = exitNotExecuted
+		}
+		report(stderr, err, "")
+		return code
+	}
+	var callOpts []mcpclient.CallOption
+	if o.idSet {
+		callOpts = append(callOpts, mcpclient.WithRequestID(mcpclient.StringID(idText(o.id))))
+	}
+	req, err := c.NewRequest(o.method, o.params, callOpts...)
+	if err != nil {
+		report(stderr, err, c.SessionID())
+		c.Close()
+		return exitLocal
+	}
+	resp, err := c.Do(ctx, req)
+	session := c.SessionID()
+	if err != nil {
+		code := exitCode(err, c)
+		report(stderr, err, session)
+		if code == exitUnknown || code == exitConflict {
+			c.Detach() // the session, and the receipt for the request, must survive
+		} else {
+			c.Close() // ends the session
+		}
+		return code
+	}
+	defer c.Close()
+	var line bytes.Buffer
+	if err := json.Compact(&line, resp.Result); err != nil {
+		fmt.Fprintf(stderr, "mcpcall: protocol error: request %s session %q attempts %d: result is not JSON\n", resp.Request.ID().JSON(), session, resp.Attempts)
+		return exitFailed
+	}
+	line.WriteByte('\n')
+	stdout.Write(line.Bytes())
+	if o.method == "tools/call" && isToolError(resp.Result) {
+		fmt.Fprintf(stderr, "mcpcall: tool error: request %s session %q attempts %d: the result has isError:true\n", resp.Request.ID().JSON(), session, resp.Attempts)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// idText accepts the id as plain text or as a JSON string literal ("abc" with its quotes).
+func idText(v string) string {
+	var s string
+	if strings.HasPrefix(v, `"`) && json.Unmarshal([]byte(v), &s) == nil {
+		return s
+	}
+	return v
+}
+
+func isToolError(result json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.IsError
+}
+
+// exitCode maps an error to the contract's exit code. c, if set, tells whether a protocol
+// error left the request's outcome unknown.
+func exitCode(err error, c *mcpclient.Client) int {
+	switch mcpclient.CodeOf(err) {
+	case mcpclient.CodeOutcomeUnknown:
+		return exitUnknown
+	case mcpclient.CodeRequestInFlight, mcpclient.CodeRequestIDReused:
+		return exitConflict
+	case mcpclient.CodeNotDelivered:
+		return exitNotExecuted
+	case mcpclient.CodeServerError, mcpclient.CodeUnsupportedVersion:
+		return exitFailed
+	case mcpclient.CodeProtocol:
+		var e *mcpclient.Error
+		if c != nil && errors.As(err, &e) {
+			if entry, ok := c.Ledger().Lookup(e.ID); ok && entry.State == mcpclient.StateUncertain {
+				return exitUnknown
+			}
+		}
+		return exitFailed
+	}
+	return exitLocal
+}
+
+// report writes the one stderr line: the error class, the request id, the session id and the
+// attempts.
+func report(w io.Writer, err error, session string) {
+	class := "error"
+	id := `""`
+	attempts := 0
+	var e *mcpclient.Error
+	if errors.As(err, &e) {
+		class = e.Code.String()
+		if !e.ID.IsZero() {
+			id = e.ID.JSON()
+		}
+		attempts = e.Attempts
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(w, "mcpcall: %s: request %s session %q attempts %d: %s\n", class, id, session, attempts, msg)
+}

@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("MCPCALL_FAKE_STDIO") != "" {
+		fakeStdioServer()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
+}
+
+// fakeStdioServer answers initialize, tools/call (echoing its arguments) and nothing else.
+func fakeStdioServer() {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		var result string
+		switch m.Method {
+		case "initialize":
+			result = `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}`
+		case "tools/call":
+			result = `{"content":[{"type":"text","text":` + strconv(m.Params) + `}]}`
+		default:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", m.ID)
+			continue
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, result)
+	}
+}
+
+func strconv(raw json.RawMessage) string {
+	b, _ := json.Marshal(string(raw))
+	return string(b)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func call(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+func echoTool(_ context.Context, c *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(string(c.Arguments))}}, nil
+}
+
+func failingTool(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	return nil, fmt.Errorf("no rooms left")
+}
+
+var stderrLine = regexp.MustCompile(`^mcpcall: [a-z -]+: request ("[^"]*"|\d+) session "[^"]*" attempts \d+: .+\n$`)
+
+func checkStderr(t *testing.T, r result) {
+	t.Helper()
+	if !stderrLine.MatchString(r.stderr) {
+		t.Errorf("stderr is not one line naming class, request, session and attempts: %q", r.stderr)
+	}
+}
+
+func TestResult(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool))
+	dir := t.TempDir()
+	file := filepath.Join(dir, "params.json")
+	os.WriteFile(file, []byte(`{"name":"echo","arguments":{"from":"file"}}`), 0o600)
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		stdin string
+		want  string
+	}{
+		{"literal", []string{"tools/call", `{"name":"echo","arguments":{"from":"arg"}}`}, "", `{\"from\":\"arg\"}`},
+		{"file", []string{"tools/call", "@" + file}, "", `{\"from\":\"file\"}`},
+		{"stdin", []string{"tools/call", "-"}, `{"name":"echo","arguments":{"from":"stdin"}}`, `{\"from\":\"stdin\"}`},
+		{"default params", []string{"ping"}, "", `{}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := call(t, tt.stdin, append([]string{"-url", srv.URL}, tt.args...)...)
+			if r.code != exitOK || r.stderr != "" {
+				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+			}
+			if strings.Count(r.stdout, "\n") != 1 || !strings.HasSuffix(r.stdout, "\n") || !strings.Contains(r.stdout, tt.want) {
+				t.Errorf("stdout %q is not one JSON line with %s", r.stdout, tt.want)
+			}
+			if !json.Valid([]byte(r.stdout)) {
+				t.Errorf("stdout %q is not JSON", r.stdout)
+			}
+		})
+	}
+	if n := srv.Sessions(); n != 0 {
+		t.Errorf("%d sessions left open: mcpcall must DELETE its session", n)
+	}
+}
+
+func TestGeneratedIDsAreUniqueStrings(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool))
+	var mu sync.Mutex
+	var ids []string
+	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := new(bytes.Buffer)
+		body.ReadFrom(r.Body)
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(body.Bytes(), &m) == nil && m.ID != nil {
+			mu.Lock()
+			ids = append(ids, string(m.ID))
+			mu.Unlock()
+		}
+		r.Body = ioNopCloser(body)
+		srv.ServeHTTP(w, r)
+	}))
+	defer rec.Close()
+	for range 2 {
+		if r := call(t, "", "-url", rec.URL, "ping"); r.code != exitOK {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !strings.HasPrefix(id, `"`) || seen[id] {
+			t.Fatalf("ids %v: want distinct JSON strings", ids)
+		}
+		seen[id] = true
+	}
+	if len(ids) != 4 { // initialize and ping, twice
+		t.Errorf("%d requests", len(ids))
+	}
+}
+
+func TestHeaderFlag(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t)
+	got := make(chan string, 8)
+	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("X-Trace") + "|" + r.Header.Get("Authorization")
+		srv.ServeHTTP(w, r)
+	}))
+	defer rec.Close()
+	r := call(t, "", "-url", rec.URL, "-header", "X-Trace: t1", "-header", "Authorization: Bearer k", "ping")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if h := <-got; h != "t1|Bearer k" {
+		t.Errorf("headers %q", h)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"ping"},
+		{"-url", "http://x", "-cmd", "y", "ping"},
+		{"-url", "http://x"},
+		{"-url", "http://x", "tools/call", "[1]"},
+		{"-url", "http://x", "tools/call", "{nope"},
+		{"-url", "http://x", "tools/call", "@/does/not/exist"},
+		{"-url", "http://x", "-attempts", "0", "ping"},
+		{"-url", "http://x", "-retry", "sometimes", "ping"},
+		{"-url", "http://x", "-header", "no colon", "ping"},
+		{"-url", "http://x", "-timeout", "0s", "ping"},
+		{"-cmd", `"unterminated`, "ping"},
+		{"-nope"},
+	} {
+		r := call(t, "", args...)
+		if r.code != exitLocal || r.stdout != "" || r.stderr == "" {
+			t.Errorf("%q: exit %d stdout %q stderr %q, want 1", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestDefiniteFailures(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "full"}, failingTool))
+	t.Run("JSON-RPC error", func(t *testing.T) {
+		r := call(t, "", "-url", srv.URL, "no/such/method")
+		if r.code != exitFailed || r.stdout != "" {
+			t.Fatalf("exit %d stdout %q", r.code, r.stdout)
+		}
+		checkStderr(t, r)
+	})
+	t.Run("tool error is printed", func(t *testing.T) {
+		r := call(t, "", "-url", srv.URL, "tools/call", `{"name":"full"}`)
+		if r.code != exitFailed || !strings.Contains(r.stdout, `"isError":true`) {
+			t.Fatalf("exit %d stdout %q", r.code, r.stdout)
+		}
+		checkStderr(t, r)
+	})
+	t.Run("HTTP 4xx", func(t *testing.T) {
+		bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "forbidden", http.StatusForbidden)
+		}))
+		defer bad.Close()
+		r := call(t, "", "-url", bad.URL, "ping")
+		if r.code != exitFailed {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		checkStderr(t, r)
+	})
+}
+
+func TestNotExecuted(t *testing.T) {
+	t.Run("503", func(t *testing.T) {
+		srv := mcptest.NewTestHTTPServer(t,
+			mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool),
+			mcptest.WithFault(mcptest.Fault{Kind: mcptest.Fail, Tool: "echo", Times: -1}))
+		r := call(t, "", "-url", srv.URL, "-attempts", "2", "tools/call", `{"name":"echo"}`)
+		if r.code != exitNotExecuted || r.stdout != "" || !strings.Contains(r.stderr, "attempts 2") {
+			t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		checkStderr(t, r)
+		if srv.Executions("echo") != 0 {
+			t.Error("executed")
+		}
+	})
+	t.Run("refused dial", func(t *testing.T) {
+		dead := httptest.NewServer(http.NotFoundHandler())
+		url := dead.URL
+		dead.Close()
+		r := call(t, "", "-url", url, "-attempts", "1", "ping")
+		if r.code != exitNotExecuted {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		checkStderr(t, r)
+	})
+	t.Run("never retries", func(t *testing.T) {
+		srv := mcptest.NewTestHTTPServer(t,
+			mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool),
+			mcptest.WithFault(mcptest.Fault{Kind: mcptest.Fail, Tool: "echo"}))
+		r := call(t, "", "-url", srv.URL, "-retry", "never", "tools/call", `{"name":"echo"}`)
+		if r.code != exitNotExecuted || !strings.Contains(r.stderr, "attempts 1") {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+	})
+}
+
+func TestOutcomeUnknownLeavesTheSession(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "echo"}))
+	r := call(t, "", "-url", srv.URL, "tools/call", `{"name":"echo"}`)
+	if r.code != exitUnknown || r.stdout != "" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	checkStderr(t, r)
+	if srv.Sessions() != 1 {
+		t.Errorf("%d sessions: after exit 4 the session must be left alone", srv.Sessions())
+	}
+}
+
+func TestSameIDResendReadsTheReceipt(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "echo"}))
+	r := call(t, "", "-url", srv.URL, "-id", "order-7", "tools/call", `{"name":"echo","arguments":{"n":1}}`)
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	r2 := call(t, "", "-url", srv.URL, "-id", `"order-7"`, "tools/call", `{"name":"echo","arguments":{"n":1}}`)
+	if r2.code != exitOK || r2.stdout != r.stdout {
+		t.Fatalf("resend: exit %d stdout %q, want %q", r2.code, r2.stdout, r.stdout)
+	}
+	if n := srv.ExecutionsOf("echo", mcpclient.StringID("order-7")); n != 1 {
+		t.Errorf("executions %d", n)
+	}
+}
+
+func TestConflict(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool))
+	if r := call(t, "", "-url", srv.URL, "-id", "x", "tools/call", `{"name":"echo","arguments":{"n":1}}`); r.code != exitOK {
+		t.Fatalf("first: exit %d: %s", r.code, r.stderr)
+	}
+	sessions := srv.Sessions()
+	r := call(t, "", "-url", srv.URL, "-id", "x", "tools/call", `{"name":"echo","arguments":{"n":2}}`)
+	if r.code != exitConflict || r.stdout != "" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	checkStderr(t, r)
+	if !strings.Contains(r.stderr, `request "x"`) {
+		t.Errorf("stderr %q does not name the id", r.stderr)
+	}
+	if srv.Sessions() != sessions+1 {
+		t.Errorf("after exit 5 the session must be left alone")
+	}
+	if srv.Executions("echo") != 1 {
+		t.Errorf("executions %d", srv.Executions("echo"))
+	}
+}
+
+func TestStdioServer(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MCPCALL_FAKE_STDIO", "1")
+	r := call(t, "", "-cmd", fmt.Sprintf("'%s' -test.run=NONE", exe), "tools/call", `{"name":"echo","arguments":{"a":1}}`)
+	if r.code != exitOK || !strings.Contains(r.stdout, `{\"name\":\"echo\",\"arguments\":{\"a\":1}}`) {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	for in, want := range map[string][]string{
+		`a b  c`:             {"a", "b", "c"},
+		`'a b' "c d"`:        {"a b", "c d"},
+		`a\ b`:               {"a b"},
+		`"a\"b" 'it''s'`:     {`a"b`, "its"},
+		`"a\nb"`:             {`a\nb`},
+		`x "" y`:             {"x", "", "y"},
+		"a\\\nb":             {"ab"},
+		`node server.js --x`: {"node", "server.js", "--x"},
+	} {
+		got, err := splitCommand(in)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) || len(got) != len(want) {
+			t.Errorf("splitCommand(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{`'open`, `"open`, `trailing\`} {
+		if _, err := splitCommand(bad); err == nil {
+			t.Errorf("splitCommand(%q) accepted", bad)
+		}
+	}
+}
+
+type nopCloser struct{ *bytes.Buffer }
+
+func (nopCloser) Close() error { return nil }
+
+func ioNopCloser(b *bytes.Buffer) nopCloser { return nopCloser{b} }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -450,4 +451,95 @@ func TestHTTPDetachLeavesTheSession(t *testing.T) {
 	if err := c.Ping(context.Background()); !errors.Is(err, mcpclient.ErrClosed) {
 		t.Errorf("a detached client still works: %v", err)
 	}
+}
+
+func TestHTTPHeaderFuncAndSameOriginRedirect(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t)
+	var mu sync.Mutex
+	var auth []string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/mcp", http.StatusPermanentRedirect) // same origin
+			return
+		}
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		srv.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	n := 0
+	tr := &transport.HTTP{URL: front.URL + "/old", HeaderFunc: func(_ context.Context, h http.Header) error {
+		n++
+		h.Set("Authorization", "Bearer fresh")
+		return nil
+	}}
+	c, err := mcpclient.Connect(context.Background(), tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n < 3 || len(auth) < 3 {
+		t.Fatalf("HeaderFunc ran %d times, server saw %d requests", n, len(auth))
+	}
+	for i, a := range auth {
+		if a != "Bearer fresh" {
+			t.Errorf("request %d after a same-origin redirect: Authorization %q", i, a)
+		}
+	}
+}
+
+func TestHTTPHeaderFuncErrorIsNotDelivered(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t)
+	tr := &transport.HTTP{URL: srv.URL, HeaderFunc: func(context.Context, http.Header) error {
+		return errors.New("no token")
+	}}
+	_, err := mcpclient.Connect(context.Background(), tr, noWait)
+	if !errors.Is(err, mcpclient.ErrNotDelivered) || srv.FramesReceived() != 0 {
+		t.Fatalf("error %v, frames %d: want not delivered, nothing sent", err, srv.FramesReceived())
+	}
+}
+
+func TestHTTPRestart(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, k.tool))
+	c, _ := httpClient(t, srv, noWait)
+	before := c.SessionID()
+	srv.Restart()
+	resp, err := c.Do(context.Background(), callReq(t, c, "reserve", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SessionID() == before || resp.Attempts != 2 || k.runs != 1 {
+		t.Errorf("session %q (was %q), attempts %d, runs %d", c.SessionID(), before, resp.Attempts, k.runs)
+	}
+}
+
+func TestHTTPConcurrentCalls(t *testing.T) {
+	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
+		var k counter
+		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool, k.tool))...)
+		c := mcptest.NewClient(t, srv)
+		var wg sync.WaitGroup
+		for i := range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := c.CallTool(context.Background(), "reserve", map[string]int{"i": i})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if want := fmt.Sprintf(`{"i":%d}`, i); !strings.HasSuffix(res.Text(), want) {
+					t.Errorf("call %d got %q", i, res.Text())
+				}
+			}()
+		}
+		wg.Wait()
+	})
 }

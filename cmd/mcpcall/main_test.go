@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -356,3 +357,21 @@ type nopCloser struct{ *bytes.Buffer }
 func (nopCloser) Close() error { return nil }
 
 func ioNopCloser(b *bytes.Buffer) nopCloser { return nopCloser{b} }
+
+func TestLegacySSEEndpoint(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool))
+	r := call(t, "", "-sse", srv.URL+"/sse", "tools/call", `{"name":"echo","arguments":{"via":"sse"}}`)
+	if r.code != exitOK || !strings.Contains(r.stdout, `{\"via\":\"sse\"}`) {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestTimeoutAfterSendingIsOutcomeUnknown(t *testing.T) {
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.Delay, Tool: "echo", Delay: time.Minute}))
+	r := call(t, "", "-url", srv.URL, "-timeout", "300ms", "tools/call", `{"name":"echo"}`)
+	if r.code != exitUnknown || r.stdout != "" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	checkStderr(t, r)
+}

@@ -123,19 +123,12 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, "not a JSON-RPC 2.0 message")
 		return
 	}
-	var id mcpclient.ID
-	if err := id.UnmarshalJSON(m.ID); err != nil {
-		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, err.Error())
-		return
-	}
 	if m.Method != "initialize" && session == "" {
 		writeRPCError(w, http.StatusBadRequest, m.ID, mcpclient.RPCInvalidRequest, "missing Mcp-Session-Id")
 		return
 	}
-	key := id.JSON()
-	t, ok := h.track(session, key, body)
+	key, t, ok := h.start(w, session, m, body)
 	if !ok {
-		http.Error(w, "server closed", http.StatusServiceUnavailable)
 		return
 	}
 	defer h.untrack(session, key, t)
@@ -173,6 +166,21 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler) // the answer waits in the store for a resumption
 	}
 	writeEvent(w, answerID, 0, frame)
+}
+
+// start registers a request as running, under its id. ok is false when an error answer was
+// written instead.
+func (h *HTTPServer) start(w http.ResponseWriter, session string, m jsonrpc.Message, body []byte) (key string, t *tracked, ok bool) {
+	var id mcpclient.ID
+	if err := id.UnmarshalJSON(m.ID); err != nil {
+		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, err.Error())
+		return "", nil, false
+	}
+	key = id.JSON()
+	if t, ok = h.track(session, key, body); !ok {
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+	}
+	return key, t, ok
 }
 
 // refuse answers a request turned away before it was read: 503 with Retry-After, or 404 for a

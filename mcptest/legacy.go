@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -111,15 +110,8 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a JSON-RPC 2.0 message", http.StatusBadRequest)
 		return
 	}
-	var id mcpclient.ID
-	if err := id.UnmarshalJSON(m.ID); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	key := id.JSON()
-	t, ok := h.track(session, key, body)
+	key, t, ok := h.start(w, session, m, body)
 	if !ok {
-		http.Error(w, "server closed", http.StatusServiceUnavailable)
 		return
 	}
 	defer h.untrack(session, key, t)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -374,5 +376,38 @@ func TestResponseShapes(t *testing.T) {
 				t.Fatalf("error %v (code %v), want code %v", err, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown(t *testing.T) {
+	var calls int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m wireMsg
+		json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Content-Type", "application/json")
+		switch m.Method {
+		case "initialize":
+			w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"liar","version":"0"}}}`))
+		case "tools/call":
+			calls++
+			w.Write([]byte(`{"jsonrpc":"2.0","id":"not-yours","result":{"content":[]}}`))
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL}, noWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = c.CallTool(ctx, "reserve", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v: want ErrOutcomeUnknown at once, not at the deadline", err)
+	}
+	if calls != 1 {
+		t.Errorf("%d calls", calls)
 	}
 }

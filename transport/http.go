@@ -318,7 +318,18 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Re
 			// The server answered; the answer could not be read.
 			return &Error{Outcome: Uncertain, ID: id, Err: err}
 		}
-		return c.deliver(ctx, delivery{frame: body})
+		if len(bytes.TrimSpace(body)) == 0 {
+			return &Error{Outcome: Uncertain, ID: id, Err: errors.New("transport: empty answer body")}
+		}
+		if err := c.deliver(ctx, delivery{frame: body}); err != nil {
+			return err
+		}
+		if !answers(body, id) {
+			// A JSON body is the only answer a POST gets: one for another id leaves this
+			// request's outcome unknown rather than pending forever.
+			c.failExchange(ctx, id, Uncertain, errors.New("transport: the answer body is not a response to the request"))
+		}
+		return nil
 	case "text/event-stream":
 		c.streams.Add(1)
 		go func() {
@@ -401,7 +412,7 @@ func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
 		if ev.Type != "" && ev.Type != "message" {
 			continue
 		}
-		if st.id != "" && answers(ev.Data, st.id) {
+		if st.id != "" && !st.answered && answers(ev.Data, st.id) {
 			st.answered = true
 		}
 		if err := st.c.deliver(ctx, delivery{frame: ev.Data}); err != nil {
@@ -468,6 +479,9 @@ func (st *stream) wait() time.Duration {
 
 // answers reports whether data holds the response to request id.
 func answers(data []byte, id string) bool {
+	if !bytes.Contains(data, []byte(id)) {
+		return false // most events of a stream are notifications: spare them the decode
+	}
 	msgs, err := jsonrpc.Decode(data)
 	if err != nil {
 		return false

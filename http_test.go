@@ -543,3 +543,78 @@ func TestHTTPConcurrentCalls(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// pollingServer answers tools/call with an SSE stream that carries only a priming event and
+// closes; every GET with Last-Event-ID does the same with a new id, until the answer is ready
+// after answerAfter polls. getStatus, if not 0, answers the GETs with that status instead.
+func pollingServer(t *testing.T, answerAfter, getStatus int) (*httptest.Server, *int) {
+	var mu sync.Mutex
+	gets, seq := 0, 0
+	var callID json.RawMessage
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		prime := func() {
+			seq++
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "id: e%d\nretry: 5\ndata: \n\n", seq)
+		}
+		if r.Method == http.MethodGet {
+			gets++
+			if getStatus != 0 {
+				w.WriteHeader(getStatus)
+				return
+			}
+			prime()
+			if gets >= answerAfter {
+				fmt.Fprintf(w, "id: e%d\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", seq+1, callID)
+			}
+			return
+		}
+		var m wireMsg
+		json.NewDecoder(r.Body).Decode(&m)
+		switch m.Method {
+		case "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"poller","version":"0"}}}`, m.ID)
+		case "tools/call":
+			callID = m.ID
+			prime()
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &gets
+}
+
+func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
+	srv, gets := pollingServer(t, 6, 0)
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 2}, noWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CallTool(context.Background(), "slow", nil); err != nil {
+		t.Fatalf("a call polled 6 times with a resumption limit of 2: %v", err)
+	}
+	if *gets != 6 {
+		t.Errorf("%d polls", *gets)
+	}
+}
+
+func TestHTTPResumptionIsBounded(t *testing.T) {
+	srv, gets := pollingServer(t, 0, http.StatusInternalServerError)
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 3}, noWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.CallTool(context.Background(), "slow", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("error %v, want ErrOutcomeUnknown once resumption gives up", err)
+	}
+	if *gets != 3 {
+		t.Errorf("%d resumption attempts, want 3", *gets)
+	}
+}

@@ -401,7 +401,11 @@ func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
 	r.Resume(st.lastID, st.retry, st.retry > 0)
 	for {
 		ev, err := r.Next()
-		st.lastID = r.LastEventID()
+		if id := r.LastEventID(); id != st.lastID {
+			// A new event id is progress even without data: a server polling a long call
+			// sends only priming events until the answer is ready.
+			st.lastID, st.failures = id, 0
+		}
 		if d, ok := r.Retry(); ok {
 			st.retry = d
 		}

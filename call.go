@@ -43,8 +43,15 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 			return nil, &Error{Code: CodeInvalidArgument, Err: err}
 		}
 	}
+	if cc.progress != nil || cc.idle > 0 {
+		// The request's own id is a progress token no other request in flight can have.
+		if raw, err = setMeta(raw, "progressToken", json.RawMessage(id.JSON())); err != nil {
+			return nil, &Error{Code: CodeInvalidArgument, Err: err}
+		}
+	}
 	req := freeze(c, id, method, raw)
 	req.idempotent = cc.idempotent
+	req.progress, req.idle, req.max = cc.progress, cc.idle, cc.max
 	if method == "tools/call" {
 		req.toolName = toolNameOf(params, raw)
 	}
@@ -114,6 +121,8 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 	if !leader {
 		return awaitFlight(ctx, req, f)
 	}
+	ctx, stop := c.watchCall(ctx, req)
+	defer stop()
 	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior,
 		// A resend inherits what earlier calls learned about the id.
 		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict}
@@ -197,7 +206,7 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, error, State) {
 	}
 	// Out of attempts, or the context ended between attempts.
 	cause := r.lastErr
-	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(cause, ctxErr) {
+	if ctxErr := context.Cause(ctx); ctxErr != nil && !errors.Is(cause, ctxErr) {
 		cause = fmt.Errorf("%w (last attempt: %w)", ctxErr, cause)
 	}
 	if r.everUncertain {
@@ -359,6 +368,9 @@ var safeMethods = map[string]bool{
 	"prompts/get":              true,
 	"completion/complete":      true,
 	"server/discover":          true,
+	"resources/subscribe":      true,
+	"resources/unsubscribe":    true,
+	"logging/setLevel":         true,
 }
 
 func (c *Client) safeToRepeat(req *Request) bool {

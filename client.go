@@ -38,6 +38,9 @@ type Client struct {
 	log       *slog.Logger
 	ledger    *Ledger
 	hints     toolHints
+	tools     toolCache
+	progress  progressRegistry
+	roots     rootsState
 
 	mu      sync.Mutex
 	sess    *session              // the current session; nil before the first and after loss
@@ -69,6 +72,7 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		log:       cfg.logger,
 		ledger:    newLedger(cfg.ledgerCap),
 		live:      make(map[*session]struct{}),
+		roots:     rootsState{set: cfg.roots != nil, roots: cfg.roots},
 	}
 	if err := c.firstSession(ctx); err != nil {
 		c.Close()
@@ -192,7 +196,7 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 func (c *Client) initialize(ctx context.Context, s *session) error {
 	req, err := c.newRequest("initialize", InitializeParams{
 		ProtocolVersion: LatestProtocolVersion,
-		Capabilities:    ClientCapabilities{},
+		Capabilities:    c.cfg.capabilities(),
 		ClientInfo:      c.cfg.info,
 	}, nil)
 	if err != nil {
@@ -229,7 +233,7 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
 		return err
 	}
-	if l, ok := s.conn.(transport.Listener); ok && len(c.cfg.notifications) > 0 {
+	if l, ok := s.conn.(transport.Listener); ok && c.cfg.listens() {
 		l.Listen()
 	}
 	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)

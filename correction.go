@@ -66,7 +66,7 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 			return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("params: %w", err)}
 		}
 	}
-	raw, err := withSupersedesMeta(raw, prev.id)
+	raw, err := setMeta(raw, "supersedes", json.RawMessage(prev.id.JSON()))
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: err}
 	}
@@ -82,8 +82,8 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 	return next, nil
 }
 
-// withSupersedesMeta sets params._meta.supersedes, keeping any other _meta keys.
-func withSupersedesMeta(params json.RawMessage, prev ID) (json.RawMessage, error) {
+// setMeta sets params._meta[key], keeping the other params and _meta keys.
+func setMeta(params json.RawMessage, key string, value json.RawMessage) (json.RawMessage, error) {
 	fields := map[string]json.RawMessage{}
 	if len(params) > 0 {
 		if err := json.Unmarshal(params, &fields); err != nil {
@@ -96,7 +96,7 @@ func withSupersedesMeta(params json.RawMessage, prev ID) (json.RawMessage, error
 			return nil, fmt.Errorf("params._meta must be a JSON object: %w", err)
 		}
 	}
-	meta["supersedes"] = json.RawMessage(prev.JSON())
+	meta[key] = value
 	m, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err

@@ -483,10 +483,7 @@ func TestLedgerResendKeepsTheHistoryOfItsID(t *testing.T) {
 		srv := mcptest.NewTestServer(t, mcptest.WithMode(mcptest.ModeInFlightRefusal),
 			mcptest.WithTool(mcpclient.Tool{Name: "slow"}, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				started <- struct{}{}
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
+				<-release // deaf to the client's notifications/cancelled: it keeps the id in flight
 				return &mcpclient.CallToolResult{}, nil
 			}))
 		c := mcptest.NewClient(t, srv)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"time"
 )
 
 // An Option configures a Client at Connect.
@@ -21,6 +22,36 @@ type config struct {
 	logger        *slog.Logger
 	info          Implementation
 	notifications map[string]NotificationHandler
+
+	requestHandlers map[string]RequestHandler
+	sampling        SamplingHandler
+	elicitation     ElicitationHandler
+	roots           []Root // nil: no roots capability
+	logHandler      LogHandler
+	resourceUpdated ResourceUpdatedHandler
+	keepalive       time.Duration
+}
+
+// listens reports whether the client has anything to receive from the server unprompted, so
+// that a transport with a separate channel for it (the HTTP GET stream) opens one.
+func (c *config) listens() bool {
+	return len(c.notifications) > 0 || len(c.requestHandlers) > 0 || c.sampling != nil ||
+		c.elicitation != nil || c.roots != nil || c.logHandler != nil || c.resourceUpdated != nil
+}
+
+// capabilities is what the client declares in initialize.
+func (c *config) capabilities() ClientCapabilities {
+	var caps ClientCapabilities
+	if c.roots != nil {
+		caps.Roots = &RootsCapability{ListChanged: true}
+	}
+	if c.sampling != nil {
+		caps.Sampling = json.RawMessage(`{}`)
+	}
+	if c.elicitation != nil {
+		caps.Elicitation = json.RawMessage(`{"form":{},"url":{}}`)
+	}
+	return caps
 }
 
 func newConfig(opts []Option) config {
@@ -107,6 +138,12 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 	})
 }
 
+// WithKeepalive pings the server every interval while the client is open, so that a dead
+// connection is found before a call needs it. Default: no keepalive.
+func WithKeepalive(interval time.Duration) Option {
+	return optionFunc(func(c *config) { c.keepalive = interval })
+}
+
 // WithOptions bundles options into one, for plugin authors who hand out a configuration.
 func WithOptions(opts ...Option) Option {
 	return optionFunc(func(c *config) {
@@ -128,6 +165,8 @@ func (f callOptionFunc) applyCall(c *callConfig) { f(c) }
 type callConfig struct {
 	id         ID
 	idempotent bool
+	progress   ProgressHandler
+	idle, max  time.Duration
 }
 
 // WithRequestID pins the request's id instead of generating a UUID. The client refuses it with

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 )
@@ -26,6 +27,8 @@ type Request struct {
 	idempotent bool // the caller vouched that running it twice does no harm
 	supersedes ID
 	reason     string // why it supersedes, for the ledger
+	progress   ProgressHandler
+	idle, max  time.Duration
 	owner      *Client
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/transport"
@@ -33,6 +34,9 @@ type session struct {
 	// inbound carries notifications and server requests from the reader to the dispatcher, so
 	// that handlers never stall the routing of responses. The reader closes it when it exits.
 	inbound chan jsonrpc.Message
+
+	// requests are the server's requests being handled.
+	requests serverRequests
 }
 
 // inboundBuffer bounds the notifications waiting for their handlers; a full buffer makes the
@@ -59,6 +63,10 @@ func newSession(c *Client, conn transport.Conn) *session {
 		cancel:  cancel,
 		pending: make(map[string]*pendingCall),
 		inbound: make(chan jsonrpc.Message, inboundBuffer),
+		requests: serverRequests{
+			cancels: make(map[string]context.CancelFunc),
+			slots:   make(chan struct{}, maxServerRequests),
+		},
 	}
 }
 
@@ -138,8 +146,32 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 		case r := <-p.ch: // the answer won the race; it is still the answer
 			return r.result, withReply(r.err)
 		default:
-			return nil, ctx.Err()
 		}
+		cause := context.Cause(ctx)
+		if req.method != "initialize" { // the protocol forbids cancelling initialize
+			s.sendCancelled(req, cause)
+		}
+		return nil, cause
+	}
+}
+
+// cancelNoticeTimeout bounds the sending of notifications/cancelled, which runs after the
+// caller's context ended.
+const cancelNoticeTimeout = 2 * time.Second
+
+// sendCancelled tells the server the client no longer waits for req. The request's outcome
+// stays unknown: the server may have finished it, and one that keeps receipts may still answer
+// a Resend.
+func (s *session) sendCancelled(req *Request, cause error) {
+	params, _ := json.Marshal(struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Reason    string          `json:"reason,omitempty"`
+	}{json.RawMessage(req.key), cause.Error()})
+	frame := jsonrpc.AppendRequest(nil, "", "notifications/cancelled", params)
+	ctx, cancel := context.WithTimeout(s.ctx, cancelNoticeTimeout)
+	defer cancel()
+	if err := s.conn.Send(ctx, &transport.Message{Frame: frame, Method: "notifications/cancelled"}); err != nil {
+		s.c.log.Debug("mcpclient: notifications/cancelled not sent", "id", req.key, "err", err)
 	}
 }
 
@@ -276,42 +308,53 @@ func (s *session) routeResponse(m jsonrpc.Message) {
 // reader closes inbound.
 func (s *session) dispatchLoop() {
 	defer s.c.wg.Done()
+	defer s.requests.wg.Wait() // server request handlers end with the session's context
 	for m := range s.inbound {
 		if m.Kind() == jsonrpc.KindRequest {
-			s.answerServerRequest(m)
+			s.startServerRequest(m)
 			continue
 		}
-		h := s.c.cfg.notifications[m.Method]
-		if h == nil {
-			h = s.c.cfg.notifications["*"]
-		}
-		if h == nil {
-			s.c.log.Debug("mcpclient: notification without handler", "method", m.Method)
-			continue
-		}
-		s.runHandler(h, m)
+		s.notification(m)
 	}
 }
 
-func (s *session) runHandler(h NotificationHandler, m jsonrpc.Message) {
+// notification runs the client's own handling of a notification, then the caller's handler.
+func (s *session) notification(m jsonrpc.Message) {
+	c := s.c
 	defer func() {
 		if p := recover(); p != nil {
-			s.c.log.Error("mcpclient: notification handler panicked", "method", m.Method, "panic", p)
+			c.log.Error("mcpclient: notification handler panicked", "method", m.Method, "panic", p)
 		}
 	}()
+	switch m.Method {
+	case "notifications/tools/list_changed":
+		c.tools.invalidate()
+	case "notifications/progress":
+		c.progress.deliver(m.Params)
+	case "notifications/cancelled":
+		s.cancelServerRequest(m.Params)
+	case "notifications/message":
+		if c.cfg.logHandler != nil {
+			var msg LogMessage
+			if json.Unmarshal(m.Params, &msg) == nil {
+				c.cfg.logHandler(s.ctx, &msg)
+			}
+		}
+	case "notifications/resources/updated":
+		if c.cfg.resourceUpdated != nil {
+			var p uriParams
+			if json.Unmarshal(m.Params, &p) == nil {
+				c.cfg.resourceUpdated(s.ctx, p.URI)
+			}
+		}
+	}
+	h := c.cfg.notifications[m.Method]
+	if h == nil {
+		h = c.cfg.notifications["*"]
+	}
+	if h == nil {
+		c.log.Debug("mcpclient: notification without handler", "method", m.Method)
+		return
+	}
 	h(s.ctx, m.Method, m.Params)
-}
-
-// answerServerRequest answers a request the server sent. ping is answered; the server-initiated
-// features (sampling, elicitation, roots) are not declared, so anything else is method not found.
-func (s *session) answerServerRequest(m jsonrpc.Message) {
-	var frame []byte
-	if m.Method == "ping" {
-		frame = jsonrpc.AppendResult(nil, m.ID, []byte("{}"))
-	} else {
-		frame = jsonrpc.AppendError(nil, m.ID, []byte(`{"code":-32601,"message":"method not found"}`))
-	}
-	if err := s.conn.Send(s.ctx, &transport.Message{Frame: frame}); err != nil {
-		s.c.log.Debug("mcpclient: could not answer a server request", "method", m.Method, "err", err)
-	}
 }

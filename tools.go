@@ -2,7 +2,6 @@ package mcpclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -78,56 +77,41 @@ func (c *Client) ListToolsPage(ctx context.Context, cursor string, opts ...CallO
 	return &res, nil
 }
 
-// errCursorLoop reports a server that hands out a cursor it handed out before.
-var errCursorLoop = errors.New("the server repeated a pagination cursor")
-
 // Tools iterates over every tool the server lists, fetching pages as needed. It yields the first
 // error and stops. A complete listing replaces the tool hints (readOnlyHint, idempotentHint) that
-// decide whether a tools/call is safe to repeat.
+// decide whether a tools/call is safe to repeat, and refreshes the cache ListTools serves from.
 func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
-	return func(yield func(*Tool, error) bool) {
-		seen := map[string]bool{}
-		safe := map[string]bool{}
-		cursor := ""
-		for {
-			page, err := c.ListToolsPage(ctx, cursor)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, t := range page.Tools {
-				if t == nil {
-					continue
-				}
-				safe[t.Name] = t.Annotations.safeToRepeat()
-				if !yield(t, nil) {
-					return
-				}
-			}
-			if page.NextCursor == "" {
-				c.hints.replace(safe)
-				return
-			}
-			if seen[page.NextCursor] {
-				yield(nil, returned(&Error{Code: CodeProtocol, Err: fmt.Errorf("%w: %q", errCursorLoop, page.NextCursor)}))
-				return
-			}
-			seen[page.NextCursor] = true
-			cursor = page.NextCursor
+	var listed []*Tool
+	safe := map[string]bool{}
+	fetch := func(ctx context.Context, cursor string) ([]*Tool, string, error) {
+		page, err := c.ListToolsPage(ctx, cursor)
+		if err != nil {
+			return nil, "", err
 		}
+		tools := make([]*Tool, 0, len(page.Tools))
+		for _, t := range page.Tools {
+			if t != nil {
+				safe[t.Name] = t.Annotations.safeToRepeat()
+				tools = append(tools, t)
+			}
+		}
+		listed = append(listed, tools...)
+		return tools, page.NextCursor, nil
 	}
+	return paginate(ctx, fetch, func() {
+		c.hints.replace(safe)
+		c.tools.store(listed)
+	})
 }
 
-// ListTools returns every tool the server lists, all pages.
+// ListTools returns every tool the server lists, all pages. It answers from a cache that a
+// complete listing fills and notifications/tools/list_changed empties; Tools always asks the
+// server.
 func (c *Client) ListTools(ctx context.Context) ([]*Tool, error) {
-	var tools []*Tool
-	for t, err := range c.Tools(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		tools = append(tools, t)
+	if tools, ok := c.tools.all(); ok {
+		return tools, nil
 	}
-	return tools, nil
+	return collect(c.Tools(ctx))
 }
 
 // CallTool calls the tool name with args (anything that marshals to a JSON object, or nil).
@@ -142,9 +126,21 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 	if err != nil {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("arguments of tool %s: %w", name, err)})
 	}
+	req, err := c.newRequest("tools/call", CallToolParams{Name: name, Arguments: rawArgs}, opts)
+	if err != nil {
+		return nil, returned(err)
+	}
+	resp, err := c.do(ctx, req)
+	if err != nil {
+		return nil, returned(err)
+	}
 	var res CallToolResult
-	if err := c.call(ctx, "tools/call", CallToolParams{Name: name, Arguments: rawArgs}, &res, opts...); err != nil {
-		return nil, err
+	if err := resp.Decode(&res); err != nil {
+		return nil, returned(&Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts,
+			Err: fmt.Errorf("decoding the tools/call result: %w", err)})
+	}
+	if err := c.tools.checkStructured(name, &res); err != nil {
+		return nil, returned(&Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts, Err: err})
 	}
 	return &res, nil
 }

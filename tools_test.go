@@ -2,8 +2,11 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -98,8 +101,10 @@ func TestCompleteListingReplacesToolHints(t *testing.T) {
 	// The server redefines the tool as unsafe; until the client lists again it trusts the old
 	// hint, afterwards the new one.
 	srv.AddTool(mcpclient.Tool{Name: "lookup"}, k.tool)
-	if _, err := c.ListTools(ctx); err != nil {
-		t.Fatal(err)
+	for _, err := range c.Tools(ctx) { // Tools always asks; ListTools may answer from its cache
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv.Inject(mcptest.Fault{Kind: mcptest.DropBeforeExecution, Tool: "lookup"})
 	_, err := c.CallTool(ctx, "lookup", nil)
@@ -152,5 +157,85 @@ func TestCallToolValidatesArguments(t *testing.T) {
 	}
 	if _, err := c.CallTool(context.Background(), "missing", nil); mcpclient.CodeOf(err) != mcpclient.CodeServerError {
 		t.Errorf("unknown tool: %v, want the server's error", err)
+	}
+}
+
+func TestListToolsCacheEmptiedByListChanged(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "a"}, k.tool))
+	changed := make(chan struct{}, 1)
+	c := mcptest.NewClient(t, srv, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
+		func(context.Context, string, json.RawMessage) { changed <- struct{}{} }))
+	ctx := context.Background()
+	first, err := c.ListTools(ctx)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("%v %v", first, err)
+	}
+	frames := framesAfterSync(t, c, srv)
+	srv.AddTool(mcpclient.Tool{Name: "b"}, k.tool)
+	cached, _ := c.ListTools(ctx)
+	if len(cached) != 1 || srv.FramesReceived() != frames {
+		t.Fatalf("ListTools asked the server again (%d tools) without a list_changed", len(cached))
+	}
+	srv.Notify("notifications/tools/list_changed", nil)
+	<-changed // the client's own handling runs before the caller's handler
+	fresh, err := c.ListTools(ctx)
+	if err != nil || len(fresh) != 2 {
+		t.Fatalf("after list_changed: %d tools, %v", len(fresh), err)
+	}
+}
+
+func TestStructuredContentIsCheckedAgainstOutputSchema(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`)
+	reply := `{"sum":3}`
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "add", OutputSchema: schema},
+		func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			return &mcpclient.CallToolResult{StructuredContent: json.RawMessage(reply)}, nil
+		}))
+	c := mcptest.NewClient(t, srv)
+	ctx := context.Background()
+	// Unlisted, the schema is unknown and nothing is checked.
+	reply = `{"sum":"three"}`
+	if _, err := c.CallTool(ctx, "add", nil); err != nil {
+		t.Fatalf("unlisted tool: %v", err)
+	}
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		reply string
+		ok    bool
+	}{{`{"sum":3}`, true}, {`{"sum":"three"}`, false}, {``, false}} {
+		reply = tt.reply
+		_, err := c.CallTool(ctx, "add", nil)
+		if tt.ok != (err == nil) || (!tt.ok && (!errors.Is(err, mcpclient.ErrStructuredContent) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol)) {
+			t.Errorf("structuredContent %q: error %v", tt.reply, err)
+		}
+	}
+}
+
+func TestOutputSchemaReferencesAreNotFetched(t *testing.T) {
+	fetched := make(chan string, 1)
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched <- r.URL.Path
+		w.Write([]byte(`{"type":"string"}`))
+	}))
+	defer remote.Close()
+	schema := json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"` + remote.URL + `/x.json"}}}`)
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "t", OutputSchema: schema},
+		func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			return &mcpclient.CallToolResult{StructuredContent: json.RawMessage(`{"x":1}`)}, nil
+		}))
+	c := mcptest.NewClient(t, srv)
+	if _, err := c.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(context.Background(), "t", nil); err != nil {
+		t.Fatalf("a schema the client cannot check without fetching is not checked: %v", err)
+	}
+	select {
+	case p := <-fetched:
+		t.Fatalf("the client fetched %s", p)
+	default:
 	}
 }

@@ -1,0 +1,57 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+)
+
+// errCursorLoop reports a server that hands out a cursor it handed out before.
+var errCursorLoop = errors.New("the server repeated a pagination cursor")
+
+// paginate iterates over every item of a paginated list, fetching pages as the loop asks for
+// them. It yields the first error and stops; done runs once the last page was read.
+func paginate[T any](ctx context.Context, fetch func(ctx context.Context, cursor string) ([]T, string, error), done func()) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		seen := map[string]bool{}
+		cursor := ""
+		for {
+			items, next, err := fetch(ctx, cursor)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == "" {
+				if done != nil {
+					done()
+				}
+				return
+			}
+			if seen[next] {
+				yield(zero, returned(&Error{Code: CodeProtocol, Err: fmt.Errorf("%w: %q", errCursorLoop, next)}))
+				return
+			}
+			seen[next] = true
+			cursor = next
+		}
+	}
+}
+
+// collect drains a paginated iterator into a slice.
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for it, err := range seq {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}

@@ -1,0 +1,120 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Progress is one progress report of a request in flight (notifications/progress).
+type Progress struct {
+	Progress float64 `json:"progress"`
+	// Total is the amount the work is done at, or 0 when the server does not know it.
+	Total   float64 `json:"total,omitempty"`
+	Message string  `json:"message,omitempty"`
+}
+
+// A ProgressHandler receives the progress of one request. It runs on the client's notification
+// goroutine: it must not block.
+type ProgressHandler func(Progress)
+
+// WithProgress asks the server for progress reports of the request (a progressToken in its
+// _meta, the request's own id) and passes them to h while the call runs.
+func WithProgress(h ProgressHandler) CallOption {
+	return callOptionFunc(func(c *callConfig) { c.progress = h })
+}
+
+// WithTimeouts bounds a call: it ends when idle passes without an answer or a progress report,
+// and in any case after max (either may be 0: no such bound). Progress reports are asked for
+// when idle is set. A call that times out after its request was sent ends with
+// ErrOutcomeUnknown, the cause matching ErrCallTimeout and context.DeadlineExceeded.
+func WithTimeouts(idle, max time.Duration) CallOption {
+	return callOptionFunc(func(c *callConfig) { c.idle, c.max = idle, max })
+}
+
+// ErrCallTimeout is the cause of a call ended by WithTimeouts.
+var ErrCallTimeout = errors.New("mcpclient: call timed out")
+
+// progressRegistry routes progress reports to the calls waiting for them, by token.
+type progressRegistry struct {
+	mu      sync.Mutex
+	byToken map[string]*progressWatch // guarded by mu
+}
+
+type progressWatch struct {
+	handler ProgressHandler
+	touch   func() // resets the idle timeout
+}
+
+func (r *progressRegistry) add(token string, w *progressWatch) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byToken == nil {
+		r.byToken = make(map[string]*progressWatch)
+	}
+	r.byToken[token] = w
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.byToken[token] == w {
+			delete(r.byToken, token)
+		}
+	}
+}
+
+// deliver routes notifications/progress. Reports for tokens nobody waits on are dropped.
+func (r *progressRegistry) deliver(params json.RawMessage) {
+	var p struct {
+		Token ID `json:"progressToken"`
+		Progress
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	r.mu.Lock()
+	w := r.byToken[p.Token.JSON()]
+	r.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if w.touch != nil {
+		w.touch()
+	}
+	if w.handler != nil {
+		w.handler(p.Progress)
+	}
+}
+
+// watchCall applies a request's progress handler and timeouts to the context of one Do call. The
+// returned stop must be called when the call ends.
+func (c *Client) watchCall(ctx context.Context, req *Request) (context.Context, func()) {
+	if req.progress == nil && req.idle <= 0 && req.max <= 0 {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	var timers []*time.Timer
+	if req.max > 0 {
+		timers = append(timers, time.AfterFunc(req.max, func() {
+			cancel(fmt.Errorf("%w after %v: %w", ErrCallTimeout, req.max, context.DeadlineExceeded))
+		}))
+	}
+	w := &progressWatch{handler: req.progress}
+	if req.idle > 0 {
+		idle := time.AfterFunc(req.idle, func() {
+			cancel(fmt.Errorf("%w: nothing for %v: %w", ErrCallTimeout, req.idle, context.DeadlineExceeded))
+		})
+		timers = append(timers, idle)
+		w.touch = func() { idle.Reset(req.idle) }
+	}
+	remove := c.progress.add(req.key, w)
+	return ctx, func() {
+		remove()
+		for _, t := range timers {
+			t.Stop()
+		}
+		cancel(nil)
+	}
+}

@@ -1,0 +1,153 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// A RequestHandler answers one request the server sends to the client. It returns the result
+// (anything that marshals to a JSON object) or an error: an *RPCError is sent as it is, any other
+// error as an internal error (-32603) carrying its text. ctx ends when the server cancels the
+// request or the session ends.
+type RequestHandler func(ctx context.Context, params json.RawMessage) (any, error)
+
+// WithRequestHandler answers server requests named method with h, for methods this package has
+// no typed option for. A typed option (WithSamplingHandler, WithElicitationHandler, WithRoots)
+// takes precedence for its method. Default: method not found.
+func WithRequestHandler(method string, h RequestHandler) Option {
+	return optionFunc(func(c *config) {
+		if c.requestHandlers == nil {
+			c.requestHandlers = make(map[string]RequestHandler)
+		}
+		c.requestHandlers[method] = h
+	})
+}
+
+// maxServerRequests bounds the server requests handled at once per session; more wait their
+// turn, which holds up the notifications behind them.
+const maxServerRequests = 16
+
+// serverRequests tracks the server's requests a session is handling, so that the server can
+// cancel them.
+type serverRequests struct {
+	mu      sync.Mutex
+	cancels map[string]context.CancelFunc // request id -> cancel; guarded by mu
+	slots   chan struct{}
+	wg      sync.WaitGroup
+}
+
+// handlerFor returns the handler of a server request method, or nil.
+func (c *Client) handlerFor(method string) RequestHandler {
+	switch method {
+	case "ping":
+		return func(context.Context, json.RawMessage) (any, error) { return struct{}{}, nil }
+	case "roots/list":
+		if c.roots.declared() {
+			return c.roots.list
+		}
+	case "sampling/createMessage":
+		if c.cfg.sampling != nil {
+			return c.sample
+		}
+	case "elicitation/create":
+		if c.cfg.elicitation != nil {
+			return c.elicit
+		}
+	}
+	return c.cfg.requestHandlers[method]
+}
+
+// startServerRequest runs the handler of a server request on a goroutine of its own, owned by
+// the session, which waits for it when it ends.
+func (s *session) startServerRequest(m jsonrpc.Message) {
+	h := s.c.handlerFor(m.Method)
+	if h == nil {
+		s.answer(m.ID, nil, &RPCError{Code: RPCMethodNotFound, Message: "method not found: " + m.Method})
+		return
+	}
+	var id ID
+	if err := json.Unmarshal(m.ID, &id); err != nil {
+		s.answer(nil, nil, &RPCError{Code: RPCInvalidRequest, Message: "unusable request id"})
+		return
+	}
+	key := id.JSON()
+	select {
+	case s.requests.slots <- struct{}{}:
+	case <-s.ctx.Done():
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.requests.mu.Lock()
+	s.requests.cancels[key] = cancel
+	s.requests.mu.Unlock()
+	s.requests.wg.Add(1)
+	go func() {
+		defer s.requests.wg.Done()
+		defer func() { <-s.requests.slots }()
+		defer func() {
+			cancel()
+			s.requests.mu.Lock()
+			delete(s.requests.cancels, key)
+			s.requests.mu.Unlock()
+		}()
+		result, err := runRequestHandler(ctx, h, m.Params)
+		if ctx.Err() != nil && s.ctx.Err() == nil {
+			return // the server cancelled it: it expects no answer
+		}
+		s.answer(m.ID, result, err)
+	}()
+}
+
+func runRequestHandler(ctx context.Context, h RequestHandler, params json.RawMessage) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			result, err = nil, &RPCError{Code: RPCInternalError, Message: "the client's handler failed"}
+		}
+	}()
+	return h(ctx, params)
+}
+
+// cancelServerRequest handles the server's notifications/cancelled for one of its requests.
+func (s *session) cancelServerRequest(params json.RawMessage) {
+	var p struct {
+		RequestID ID `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	s.requests.mu.Lock()
+	cancel := s.requests.cancels[p.RequestID.JSON()]
+	s.requests.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// answer sends the response to a server request.
+func (s *session) answer(id json.RawMessage, result any, err error) {
+	var frame []byte
+	if err == nil {
+		body, merr := json.Marshal(result)
+		if merr != nil || len(body) == 0 || body[0] != '{' {
+			err = &RPCError{Code: RPCInternalError, Message: "the client's handler returned no JSON object"}
+		} else {
+			frame = jsonrpc.AppendResult(nil, id, body)
+		}
+	}
+	if err != nil {
+		var rpc *RPCError
+		if !errors.As(err, &rpc) {
+			rpc = &RPCError{Code: RPCInternalError, Message: err.Error()}
+		}
+		body, _ := json.Marshal(rpc) // plain fields
+		frame = jsonrpc.AppendError(nil, id, body)
+	}
+	if err := s.conn.Send(s.ctx, &transport.Message{Frame: frame}); err != nil {
+		s.c.log.Debug("mcpclient: could not answer a server request", "err", err)
+	}
+}

@@ -1,0 +1,110 @@
+package mcpclient
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ErrStructuredContent reports a tool result whose structuredContent does not match the tool's
+// outputSchema, or is missing although the tool declares one.
+var ErrStructuredContent = errors.New("mcpclient: structuredContent does not match the tool's outputSchema")
+
+// toolCache holds the last complete tools/list: for ListTools, and for checking each tool's
+// structuredContent against its outputSchema. notifications/tools/list_changed empties it.
+type toolCache struct {
+	mu      sync.Mutex
+	valid   bool
+	list    []*Tool
+	byName  map[string]*Tool
+	schemas map[string]*jsonschema.Schema // compiled on first use; nil entry: not checkable
+}
+
+func (t *toolCache) store(list []*Tool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.valid, t.list = true, list
+	t.byName = make(map[string]*Tool, len(list))
+	for _, tool := range list {
+		t.byName[tool.Name] = tool
+	}
+	t.schemas = make(map[string]*jsonschema.Schema)
+}
+
+func (t *toolCache) invalidate() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.valid, t.list, t.byName, t.schemas = false, nil, nil, nil
+}
+
+func (t *toolCache) all() ([]*Tool, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.list), t.valid
+}
+
+// outputSchema returns the compiled outputSchema of a listed tool, or nil when the tool is not
+// listed, declares none, or has one that cannot be compiled without fetching what it refers to.
+func (t *toolCache) outputSchema(name string) *jsonschema.Schema {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sch, done := t.schemas[name]; done {
+		return sch
+	}
+	tool := t.byName[name]
+	if tool == nil || len(tool.OutputSchema) == 0 {
+		return nil
+	}
+	sch, _ := compileSchema(tool.OutputSchema) // unusable schemas are not checked
+	t.schemas[name] = sch
+	return sch
+}
+
+// noLoader refuses every reference outside the schema itself: a server's schema must not make
+// the client fetch URLs or read files.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("mcpclient: schema reference %q not followed", url)
+}
+
+func compileSchema(raw []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	const loc = "mcp:///outputSchema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(loc)
+}
+
+// checkStructured checks a tool's result against the tool's outputSchema, when it is known.
+func (t *toolCache) checkStructured(name string, res *CallToolResult) error {
+	if res.IsError {
+		return nil
+	}
+	sch := t.outputSchema(name)
+	if sch == nil {
+		return nil
+	}
+	if len(res.StructuredContent) == 0 {
+		return fmt.Errorf("%w: tool %s returned none", ErrStructuredContent, name)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(res.StructuredContent))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStructuredContent, err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		return fmt.Errorf("%w: %v", ErrStructuredContent, err)
+	}
+	return nil
+}

@@ -49,7 +49,10 @@ type Client struct {
 	closed  bool
 
 	closeOnce sync.Once
-	wg        sync.WaitGroup // the reader and dispatcher of every live session
+	// ctx ends at Close and Detach; the client's own background work runs under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the reader and dispatcher of every live session, the pinger
 }
 
 // Connect opens a connection through t, negotiates the protocol revision with initialize and
@@ -74,9 +77,14 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		live:      make(map[*session]struct{}),
 		roots:     rootsState{set: cfg.roots != nil, roots: cfg.roots},
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.firstSession(ctx); err != nil {
 		c.Close()
 		return nil, err
+	}
+	if cfg.keepalive > 0 {
+		c.wg.Add(1)
+		go c.keepalive(cfg.keepalive)
 	}
 	return c, nil
 }
@@ -261,6 +269,7 @@ func (c *Client) Detach() error { return c.shutdown(true) }
 
 func (c *Client) shutdown(detach bool) error {
 	c.closeOnce.Do(func() {
+		c.cancel()
 		c.mu.Lock()
 		c.closed = true
 		live := make([]*session, 0, len(c.live))
@@ -274,6 +283,26 @@ func (c *Client) shutdown(detach bool) error {
 	})
 	c.wg.Wait()
 	return nil
+}
+
+// keepalive pings the server every interval until the client closes, so that a dead connection
+// is found, and replaced, before a call needs it.
+func (c *Client) keepalive(interval time.Duration) {
+	defer c.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, interval)
+		if err := c.Ping(ctx); err != nil && c.ctx.Err() == nil {
+			c.log.Warn("mcpclient: keepalive ping failed", "err", err)
+		}
+		cancel()
+	}
 }
 
 // current returns the live session, or nil.

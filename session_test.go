@@ -411,3 +411,27 @@ func TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown(t *testing.T) {
 		t.Errorf("%d calls", calls)
 	}
 }
+
+func TestKeepalivePingsUntilClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer()
+		defer srv.Close()
+		c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithKeepalive(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		base := srv.FramesReceived()
+		time.Sleep(3*time.Minute + time.Second)
+		synctest.Wait()
+		if got := srv.FramesReceived() - base; got != 3 {
+			t.Errorf("%d pings in 3 minutes, want 3", got)
+		}
+		c.Close()
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if got := srv.FramesReceived() - base; got != 3 {
+			t.Errorf("pings went on after Close: %d", got)
+		}
+	})
+}

@@ -154,18 +154,32 @@ func (c *httpConn) SessionID() string {
 	return c.session
 }
 
-// Listen opens the standalone GET stream for messages the server sends on its own, once. A
-// server answering 405 offers none, and that is no error.
+// Listen opens the standalone GET stream for messages the server sends on its own, once, and
+// returns when the server has answered the GET (or listenTimeout passed): a server that sends
+// its requests there drops those sent before the stream exists. A server answering 405 offers
+// no stream, and that is no error.
 func (c *httpConn) Listen() {
 	c.mu.Lock()
 	start := !c.listening && !c.closed
 	c.listening = true
 	c.mu.Unlock()
-	if start {
-		c.streams.Add(1)
-		go c.serverStream()
+	if !start {
+		return
+	}
+	opened := make(chan struct{})
+	c.streams.Add(1)
+	go c.serverStream(opened)
+	t := time.NewTimer(listenTimeout)
+	defer t.Stop()
+	select {
+	case <-opened:
+	case <-t.C:
+	case <-c.ctx.Done():
 	}
 }
+
+// listenTimeout bounds how long Listen waits for the server to answer the GET.
+const listenTimeout = 5 * time.Second
 
 func (c *httpConn) newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
 	var r io.Reader
@@ -371,11 +385,14 @@ func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id st
 }
 
 // serverStream keeps the standalone GET stream open while the connection lives.
-func (c *httpConn) serverStream() {
+func (c *httpConn) serverStream(opened chan struct{}) {
 	defer c.streams.Done()
 	st := &stream{c: c}
 	for first := true; c.ctx.Err() == nil; first = false {
 		body, err := st.resume(c.ctx, !first)
+		if first {
+			close(opened)
+		}
 		if body == nil {
 			c.log.Debug("transport: no server stream", "err", err)
 			return

@@ -29,9 +29,18 @@ func run(scenario, url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, err := mcpclient.Connect(ctx, &transport.HTTP{URL: url, Logger: log},
+	opts := []mcpclient.Option{
 		mcpclient.WithLogger(log),
-		mcpclient.WithClientInfo(mcpclient.Implementation{Name: "mcpclient-conformance", Version: mcpclient.Version}))
+		mcpclient.WithClientInfo(mcpclient.Implementation{Name: "mcpclient-conformance", Version: mcpclient.Version}),
+	}
+	if scenario == "elicitation-sep1034-client-defaults" {
+		// Accept with nothing filled in: the client completes the form from the schema's
+		// defaults (SEP-1034).
+		opts = append(opts, mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+			return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept}, nil
+		}))
+	}
+	c, err := mcpclient.Connect(ctx, &transport.HTTP{URL: url, Logger: log}, opts...)
 	if err != nil {
 		return err
 	}
@@ -56,6 +65,15 @@ func run(scenario, url string) error {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "test_reconnection:", res.Text())
+	case "elicitation-sep1034-client-defaults":
+		if _, err := c.ListTools(ctx); err != nil {
+			return err
+		}
+		res, err := c.CallTool(ctx, "test_client_elicitation_defaults", map[string]any{})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "elicitation:", res.Text())
 	default:
 		// The lifecycle alone: initialize, list what the server offers, shut down.
 		if _, err := c.ListTools(ctx); err != nil {

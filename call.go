@@ -45,11 +45,22 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 	}
 	if cc.progress != nil || cc.idle > 0 {
 		// The request's own id is a progress token no other request in flight can have.
-		if raw, err = setMeta(raw, "progressToken", json.RawMessage(id.JSON())); err != nil {
+		if raw, err = setMeta(raw, map[string]json.RawMessage{"progressToken": json.RawMessage(id.JSON())}); err != nil {
 			return nil, &Error{Code: CodeInvalidArgument, Err: err}
 		}
 	}
+	var header map[string]string
+	if s := c.current(); s != nil && s.modern {
+		if removedMethods[method] {
+			return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("%w: %s is not in %s", ErrMethodRemoved, method, s.init.ProtocolVersion)}
+		}
+		if raw, err = c.stampModern(raw, s.init.ProtocolVersion); err != nil {
+			return nil, &Error{Code: CodeInvalidArgument, Err: err}
+		}
+		header = standardHeaders(method, raw, s.init.ProtocolVersion)
+	}
 	req := freeze(c, id, method, raw)
+	req.header = header
 	req.idempotent = cc.idempotent
 	req.progress, req.idle, req.max = cc.progress, cc.idle, cc.max
 	if method == "tools/call" {
@@ -123,6 +134,9 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 	}
 	ctx, stop := c.watchCall(ctx, req)
 	defer stop()
+	if req.progress != nil || req.idle > 0 {
+		c.listenForProgress()
+	}
 	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior,
 		// A resend inherits what earlier calls learned about the id.
 		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict}
@@ -327,7 +341,7 @@ func (r *attemptLoop) reissue() *Error {
 		return r.fail(CodeOutcomeUnknown, err)
 	}
 	next := freeze(r.c, id, r.cur.method, r.cur.params)
-	next.toolName, next.idempotent = r.cur.toolName, r.cur.idempotent
+	next.toolName, next.idempotent, next.header = r.cur.toolName, r.cur.idempotent, r.cur.header
 	next.supersedes = r.cur.id
 	next.reason = "re-issued under a new id after an uncertain attempt; the request is safe to repeat"
 	f, _, err := r.c.ledger.begin(next)

@@ -170,8 +170,58 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	}
 }
 
-// dial connects and initializes a new session.
+// dial connects and opens a new session: with server/discover for a stateless revision, or with
+// the initialize handshake.
 func (c *Client) dial(ctx context.Context) (*session, error) {
+	s, err := c.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lc := lifecycle{version: c.legacyOffer()}
+	if c.cfg.version == "" || isModern(c.cfg.version) {
+		if lc, err = c.discover(ctx, s); err != nil {
+			s.kill(err)
+			return nil, err
+		}
+	}
+	if lc.modern {
+		c.adoptModern(s, lc)
+		return s, nil
+	}
+	if s.isDead() {
+		// Some older servers end the connection over an unknown request: the probe's price.
+		if s, err = c.open(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.initialize(ctx, s, lc.version); err != nil {
+		s.kill(err)
+		return nil, err
+	}
+	return s, nil
+}
+
+// adoptModern makes s a session of a stateless revision, as server/discover described it.
+func (c *Client) adoptModern(s *session, lc lifecycle) {
+	s.modern = true
+	s.init = InitializeResult{
+		ProtocolVersion: lc.version,
+		Capabilities:    lc.result.Capabilities,
+		ServerInfo:      lc.result.serverInfo(),
+		Instructions:    lc.result.Instructions,
+	}
+	s.receipts = c.cfg.receipts
+	if r, ok := lc.result.Capabilities.RequestReceipts(); ok {
+		s.receipts = r.Scope
+	}
+	if v, ok := s.conn.(transport.ProtocolVersionSetter); ok {
+		v.SetProtocolVersion(lc.version)
+	}
+	c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
+}
+
+// open connects and starts the goroutines of a new session.
+func (c *Client) open(ctx context.Context) (*session, error) {
 	conn, err := c.transport.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -188,11 +238,6 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 	c.mu.Unlock()
 	go s.readLoop()
 	go s.dispatchLoop()
-
-	if err := c.initialize(ctx, s); err != nil {
-		s.kill(err)
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -201,9 +246,9 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 // initialize only opens a session. The handshake stays out of the ledger: its id is never resent,
 // and a ledger full of the caller's uncertain requests must not keep the client from
 // reconnecting to settle them.
-func (c *Client) initialize(ctx context.Context, s *session) error {
+func (c *Client) initialize(ctx context.Context, s *session, offer string) error {
 	req, err := c.newRequest("initialize", InitializeParams{
-		ProtocolVersion: LatestProtocolVersion,
+		ProtocolVersion: offer,
 		Capabilities:    c.cfg.capabilities(),
 		ClientInfo:      c.cfg.info,
 	}, nil)
@@ -224,7 +269,7 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
 	}
-	if !isSupportedVersion(res.ProtocolVersion) {
+	if !isSupportedVersion(res.ProtocolVersion) || isModern(res.ProtocolVersion) {
 		return &Error{Code: CodeUnsupportedVersion, ID: req.id, Request: req, Attempts: 1,
 			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
 	}
@@ -241,7 +286,7 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
 		return err
 	}
-	if l, ok := s.conn.(transport.Listener); ok && c.cfg.listens() {
+	if l, ok := s.conn.(transport.Listener); ok && c.cfg.listens() { // legacy sessions only: stateless revisions have no such stream
 		l.Listen()
 	}
 	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
@@ -296,6 +341,9 @@ func (c *Client) keepalive(interval time.Duration) {
 		case <-c.ctx.Done():
 			return
 		case <-t.C:
+		}
+		if s := c.current(); s != nil && s.modern {
+			continue // stateless revisions have no ping; there is no connection to keep
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, interval)
 		if err := c.Ping(ctx); err != nil && c.ctx.Err() == nil {

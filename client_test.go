@@ -100,8 +100,8 @@ func assertFramesIdentical(t *testing.T, frames [][]byte, want int) {
 func TestConnectNegotiatesAndDeclaresReceipts(t *testing.T) {
 	srv := mcptest.NewTestServer(t, mcptest.WithMaxReceipts(7))
 	c := mcptest.NewClient(t, srv)
-	if got := c.ProtocolVersion(); got != mcpclient.LatestProtocolVersion {
-		t.Errorf("protocol %q, want %q", got, mcpclient.LatestProtocolVersion)
+	if got := c.ProtocolVersion(); got != mcpclient.LatestLegacyProtocolVersion {
+		t.Errorf("protocol %q, want %q", got, mcpclient.LatestLegacyProtocolVersion)
 	}
 	if c.ServerInfo().Name != "mcptest" {
 		t.Errorf("server info %+v", c.ServerInfo())

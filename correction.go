@@ -66,7 +66,7 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 			return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("params: %w", err)}
 		}
 	}
-	raw, err := setMeta(raw, "supersedes", json.RawMessage(prev.id.JSON()))
+	raw, err := setMeta(raw, map[string]json.RawMessage{"supersedes": json.RawMessage(prev.id.JSON())})
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: err}
 	}
@@ -80,27 +80,4 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 	next.supersedes = prev.id
 	next.reason = inspection.String()
 	return next, nil
-}
-
-// setMeta sets params._meta[key], keeping the other params and _meta keys.
-func setMeta(params json.RawMessage, key string, value json.RawMessage) (json.RawMessage, error) {
-	fields := map[string]json.RawMessage{}
-	if len(params) > 0 {
-		if err := json.Unmarshal(params, &fields); err != nil {
-			return nil, fmt.Errorf("params must be a JSON object: %w", err)
-		}
-	}
-	meta := map[string]json.RawMessage{}
-	if m, ok := fields["_meta"]; ok {
-		if err := json.Unmarshal(m, &meta); err != nil {
-			return nil, fmt.Errorf("params._meta must be a JSON object: %w", err)
-		}
-	}
-	meta[key] = value
-	m, err := json.Marshal(meta)
-	if err != nil {
-		return nil, err
-	}
-	fields["_meta"] = m
-	return json.Marshal(fields)
 }

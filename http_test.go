@@ -77,9 +77,11 @@ func TestHTTPSessionAndHeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		reqs := rec.all()
-		if len(reqs) < 3 {
-			t.Fatalf("%d requests", len(reqs))
+		// The client probes with server/discover first; mcptest speaks no stateless revision.
+		if len(reqs) < 4 || reqs[0].header.Get("Mcp-Method") != "server/discover" {
+			t.Fatalf("%d requests, the first %v", len(reqs), reqs[0].header)
 		}
+		reqs = reqs[1:]
 		for i, r := range reqs {
 			if r.method != http.MethodPost {
 				t.Errorf("request %d is a %s", i, r.method)
@@ -176,7 +178,7 @@ func TestHTTPSessionExpiryReinitializes(t *testing.T) {
 	}
 	inits := 0
 	for _, r := range rec.all() {
-		if r.method == http.MethodPost && r.header.Get("Mcp-Session-Id") == "" {
+		if r.method == http.MethodPost && r.header.Get("Mcp-Session-Id") == "" && r.header.Get("Mcp-Method") == "" {
 			inits++
 		}
 	}
@@ -581,7 +583,12 @@ func pollingServer(t *testing.T, answerAfter, getStatus int) (*httptest.Server, 
 			callID = m.ID
 			prime()
 		default:
-			w.WriteHeader(http.StatusAccepted)
+			if m.ID == nil {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, m.ID)
 		}
 	}))
 	t.Cleanup(srv.Close)

@@ -30,6 +30,7 @@ type config struct {
 	logHandler      LogHandler
 	resourceUpdated ResourceUpdatedHandler
 	keepalive       time.Duration
+	version         string // pinned protocol revision, or "" to negotiate
 }
 
 // listens reports whether the client has anything to receive from the server unprompted, so

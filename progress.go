@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/northstar-mcp/mcpclient/transport"
 )
 
 // Progress is one progress report of a request in flight (notifications/progress).
@@ -17,8 +19,9 @@ type Progress struct {
 	Message string  `json:"message,omitempty"`
 }
 
-// A ProgressHandler receives the progress of one request. It runs on the client's notification
-// goroutine: it must not block.
+// A ProgressHandler receives the progress of one request, every report sent before the answer
+// before the call returns. It runs on the goroutine that reads the connection: it must return
+// quickly and must not call the client.
 type ProgressHandler func(Progress)
 
 // WithProgress asks the server for progress reports of the request (a progressToken in its
@@ -85,6 +88,16 @@ func (r *progressRegistry) deliver(params json.RawMessage) {
 	}
 	if w.handler != nil {
 		w.handler(p.Progress)
+	}
+}
+
+// listenForProgress opens the transport's channel for unprompted messages (the HTTP GET stream
+// of the older revisions), where a server answering with plain JSON sends its progress reports.
+func (c *Client) listenForProgress() {
+	if s := c.current(); s != nil && !s.modern {
+		if l, ok := s.conn.(transport.Listener); ok {
+			l.Listen()
+		}
 	}
 }
 

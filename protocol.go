@@ -4,17 +4,22 @@ import "encoding/json"
 
 // MCP protocol revisions this client speaks, newest first.
 const (
+	ProtocolVersion20260728 = "2026-07-28"
 	ProtocolVersion20251125 = "2025-11-25"
 	ProtocolVersion20250618 = "2025-06-18"
 	ProtocolVersion20250326 = "2025-03-26"
 	ProtocolVersion20241105 = "2024-11-05"
 
-	// LatestProtocolVersion is the revision the client offers in initialize.
-	LatestProtocolVersion = ProtocolVersion20251125
+	// LatestProtocolVersion is the newest revision, the one the client tries first.
+	LatestProtocolVersion = ProtocolVersion20260728
+	// LatestLegacyProtocolVersion is the newest revision with the initialize handshake, the one
+	// the client offers there.
+	LatestLegacyProtocolVersion = ProtocolVersion20251125
 )
 
-// supportedVersions are the revisions a server may answer initialize with.
+// supportedVersions are the revisions the client speaks, newest first.
 var supportedVersions = []string{
+	ProtocolVersion20260728,
 	ProtocolVersion20251125,
 	ProtocolVersion20250618,
 	ProtocolVersion20250326,
@@ -29,6 +34,10 @@ func isSupportedVersion(v string) bool {
 	}
 	return false
 }
+
+// isModern reports whether revision v is stateless: no initialize, no sessions, every request
+// carrying its version, capabilities and client info in _meta (2026-07-28 and later).
+func isModern(v string) bool { return v >= ProtocolVersion20260728 }
 
 // Implementation names a client or server program.
 type Implementation struct {

@@ -29,6 +29,7 @@ type Request struct {
 	reason     string // why it supersedes, for the ledger
 	progress   ProgressHandler
 	idle, max  time.Duration
+	header     map[string]string // transport headers naming the request (stateless revisions)
 	owner      *Client
 }
 

@@ -51,6 +51,8 @@ func (s *routeFuzzServer) serve() {
 		case m.Method == "":
 			// The client's answer to a request the garbage carried.
 		case m.Method == "notifications/initialized":
+		case m.Method == "server/discover" && m.ID != nil: // a legacy server: the client falls back
+			out = append(out, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID))
 		case m.Method == "initialize" && m.ID != nil:
 			out = append(out, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`, m.ID))
 		case m.Method == "ping" && m.ID != nil:

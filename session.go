@@ -30,6 +30,7 @@ type session struct {
 	// Written once by dial before the session is published, read only after.
 	init     InitializeResult
 	receipts ReceiptScope
+	modern   bool // a stateless revision: requests carry their version and capabilities
 
 	// inbound carries notifications and server requests from the reader to the dispatcher, so
 	// that handlers never stall the routing of responses. The reader closes it when it exits.
@@ -129,11 +130,16 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 	s.pending[req.key] = p
 	s.mu.Unlock()
 
-	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method})
+	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: req.header})
 	if err != nil {
 		s.forget(req.key, p)
 		if connEnded(err) {
 			s.kill(err)
+		}
+		if ctx.Err() != nil && transport.OutcomeOf(err) == transport.Uncertain {
+			// The caller gave up while the answer was being read (an HTTP POST answered
+			// with JSON): the request was sent, so the server is told.
+			s.abandon(req, context.Cause(ctx))
 		}
 		return nil, withReply(err)
 	}
@@ -148,11 +154,18 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 		default:
 		}
 		cause := context.Cause(ctx)
-		if req.method != "initialize" { // the protocol forbids cancelling initialize
-			s.sendCancelled(req, cause)
-		}
+		s.abandon(req, cause)
 		return nil, cause
 	}
+}
+
+// abandon tells the server the client no longer waits for req, unless the protocol forbids it
+// (initialize) or the transport already did by closing the exchange.
+func (s *session) abandon(req *Request, cause error) {
+	if sc, ok := s.conn.(transport.StreamCanceler); req.method == "initialize" || (ok && sc.CancelsByClosing()) {
+		return
+	}
+	s.sendCancelled(req, cause)
 }
 
 // cancelNoticeTimeout bounds the sending of notifications/cancelled, which runs after the
@@ -255,6 +268,11 @@ func (s *session) route(frame []byte) {
 		case jsonrpc.KindResponse:
 			s.routeResponse(m)
 		case jsonrpc.KindNotification, jsonrpc.KindRequest:
+			if m.Method == "notifications/progress" {
+				// Inline, so that a call sees every report sent before its answer.
+				s.c.progress.deliver(m.Params)
+				continue
+			}
 			select {
 			case s.inbound <- m:
 			case <-s.ctx.Done():
@@ -329,8 +347,6 @@ func (s *session) notification(m jsonrpc.Message) {
 	switch m.Method {
 	case "notifications/tools/list_changed":
 		c.tools.invalidate()
-	case "notifications/progress":
-		c.progress.deliver(m.Params)
 	case "notifications/cancelled":
 		s.cancelServerRequest(m.Params)
 	case "notifications/message":

@@ -208,6 +208,8 @@ func newFake(t *testing.T, onRequest func(f *fakeServer, m wireMsg)) transport.T
 				case "initialize":
 					f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`)
 				case "notifications/initialized":
+				case "server/discover":
+					f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"method not found"}}`)
 				default:
 					onRequest(f, m)
 				}
@@ -391,6 +393,8 @@ func TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown(t *testing.T) {
 		case "tools/call":
 			calls++
 			w.Write([]byte(`{"jsonrpc":"2.0","id":"not-yours","result":{"content":[]}}`))
+		case "server/discover":
+			w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"no"}}`))
 		default:
 			w.WriteHeader(http.StatusAccepted)
 		}

@@ -134,17 +134,34 @@ type httpConn struct {
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id, once the server gave one; guarded by mu
 	version   string // MCP-Protocol-Version, once negotiated; guarded by mu
+	modern    bool   // a stateless revision: no session, no GET stream, no resumption; guarded by mu
 	listening bool   // the GET stream was asked for; guarded by mu
 	closed    bool   // guarded by mu
 
 	closeOnce sync.Once
 }
 
-// SetProtocolVersion makes every later request carry MCP-Protocol-Version.
+// SetProtocolVersion makes every later request carry MCP-Protocol-Version. A stateless revision
+// (2026-07-28 and later) also ends the session machinery: no session id, no GET stream, no
+// resumption, no DELETE, and abandoning a response stream is the cancellation.
 func (c *httpConn) SetProtocolVersion(v string) {
 	c.mu.Lock()
 	c.version = v
+	c.modern = v >= statelessRevision
+	if c.modern {
+		c.session = ""
+	}
 	c.mu.Unlock()
+}
+
+// statelessRevision is the first revision without sessions.
+const statelessRevision = "2026-07-28"
+
+// CancelsByClosing reports whether closing a request's response stream cancels it.
+func (c *httpConn) CancelsByClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.modern
 }
 
 // SessionID returns the session id the server assigned, or "".
@@ -160,7 +177,7 @@ func (c *httpConn) SessionID() string {
 // no stream, and that is no error.
 func (c *httpConn) Listen() {
 	c.mu.Lock()
-	start := !c.listening && !c.closed
+	start := !c.listening && !c.closed && !c.modern
 	c.listening = true
 	c.mu.Unlock()
 	if !start {
@@ -181,7 +198,7 @@ func (c *httpConn) Listen() {
 // listenTimeout bounds how long Listen waits for the server to answer the GET.
 const listenTimeout = 5 * time.Second
 
-func (c *httpConn) newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
+func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, msgHeader map[string]string) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -207,6 +224,9 @@ func (c *httpConn) newRequest(ctx context.Context, method string, body []byte) (
 		h.Set("Mcp-Protocol-Version", c.version)
 	}
 	c.mu.Unlock()
+	for k, v := range msgHeader {
+		h.Set(k, v)
+	}
 	if c.t.HeaderFunc != nil {
 		if err := c.t.HeaderFunc(ctx, h); err != nil {
 			return nil, err
@@ -232,7 +252,7 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	release := func() { stop(); cancel() }
 
 	wrote, traced := traceWrites(reqCtx)
-	req, err := c.newRequest(traced, http.MethodPost, msg.Frame)
+	req, err := c.newRequest(traced, http.MethodPost, msg.Frame, msg.Header)
 	if err != nil {
 		release()
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
@@ -244,7 +264,9 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	}
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		c.mu.Lock()
-		if c.session == "" {
+		// The id comes with the answer to initialize; one handed out before (to a probe) must
+		// not stand in its way.
+		if !c.modern && (c.session == "" || msg.Method == "initialize") {
 			c.session = sid
 		}
 		c.mu.Unlock()
@@ -365,11 +387,14 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Re
 func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id string) {
 	st := &stream{c: c, id: id}
 	err := st.read(ctx, body)
+	c.mu.Lock()
+	resumable := !c.modern // stateless revisions lose a broken stream's request
+	c.mu.Unlock()
 	for !st.answered {
 		if ctx.Err() != nil {
 			return // closed, or the caller stopped waiting
 		}
-		if errors.Is(err, ErrMessageTooLarge) || st.lastID == "" {
+		if errors.Is(err, ErrMessageTooLarge) || st.lastID == "" || !resumable {
 			// Without an event id there is nothing to resume from; an oversized event would
 			// only be replayed.
 			c.failExchange(ctx, id, Uncertain, err)
@@ -457,7 +482,7 @@ func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) 
 			}
 		}
 		st.failures++
-		req, err := st.c.newRequest(ctx, http.MethodGet, nil)
+		req, err := st.c.newRequest(ctx, http.MethodGet, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -569,7 +594,7 @@ func (c *httpConn) shutdown(endSession bool) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 		defer cancel()
-		req, err := c.newRequest(ctx, http.MethodDelete, nil)
+		req, err := c.newRequest(ctx, http.MethodDelete, nil, nil)
 		if err != nil {
 			return
 		}

@@ -69,6 +69,11 @@ type Message struct {
 
 	// Method is the JSON-RPC method, or empty for responses.
 	Method string
+
+	// Header holds transport headers that name the message (Mcp-Method, Mcp-Name,
+	// Mcp-Param-*, MCP-Protocol-Version of the stateless revisions), already encoded. Transports
+	// without headers ignore it.
+	Header map[string]string
 }
 
 // IsRequest reports whether m carries a request, which expects an answer.
@@ -98,6 +103,13 @@ type SessionIDer interface {
 // included, until it expires the session itself.
 type Detacher interface {
 	Detach() error
+}
+
+// StreamCanceler is implemented by connections on which abandoning an exchange is itself its
+// cancellation (closing the response stream, in the stateless revisions of Streamable HTTP), so
+// that the client sends no notifications/cancelled.
+type StreamCanceler interface {
+	CancelsByClosing() bool
 }
 
 // ErrClosed is returned by Send and Receive once the connection was closed.

@@ -157,7 +157,7 @@ func TestGeneratedIDsAreUniqueStrings(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	if len(ids) != 4 { // initialize and ping, twice
+	if len(ids) != 6 { // server/discover, initialize and ping, twice
 		t.Errorf("%d requests", len(ids))
 	}
 }

@@ -1,0 +1,266 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// The per-request _meta keys of the stateless revisions (2026-07-28 and later).
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// The error codes of the stateless revisions.
+const (
+	RPCHeaderMismatch                  = -32020
+	RPCMissingRequiredClientCapability = -32021
+	RPCUnsupportedProtocolVersion      = -32022
+)
+
+// ErrMethodRemoved reports a method the negotiated revision no longer has (ping, logging/setLevel,
+// resources/subscribe and the like in 2026-07-28). The client refuses it before sending.
+var ErrMethodRemoved = errors.New("mcpclient: method not in the negotiated protocol revision")
+
+// removedMethods are the client requests 2026-07-28 took out of the protocol.
+var removedMethods = map[string]bool{
+	"initialize":            true,
+	"ping":                  true,
+	"logging/setLevel":      true,
+	"resources/subscribe":   true,
+	"resources/unsubscribe": true,
+	"tasks/get":             true,
+	"tasks/result":          true,
+	"tasks/list":            true,
+	"tasks/cancel":          true,
+}
+
+// WithProtocolVersion pins the protocol revision. A stateless one (2026-07-28) is used without
+// the fallback to initialize; an older one skips server/discover and is the one offered in
+// initialize. Default: server/discover with LatestProtocolVersion, falling back to initialize
+// with LatestLegacyProtocolVersion for servers that do not speak a stateless revision.
+func WithProtocolVersion(v string) Option {
+	return optionFunc(func(c *config) { c.version = v })
+}
+
+// legacyOffer is the revision the client offers in initialize.
+func (c *Client) legacyOffer() string {
+	if c.cfg.version != "" && !isModern(c.cfg.version) {
+		return c.cfg.version
+	}
+	return LatestLegacyProtocolVersion
+}
+
+// DiscoverResult is a stateless server's answer to server/discover.
+type DiscoverResult struct {
+	SupportedVersions []string                   `json:"supportedVersions"`
+	Capabilities      ServerCapabilities         `json:"capabilities"`
+	Instructions      string                     `json:"instructions,omitempty"`
+	ServerInfo        *Implementation            `json:"serverInfo,omitempty"` // before the spec moved it into _meta
+	Meta              map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+func (d *DiscoverResult) serverInfo() Implementation {
+	var info Implementation
+	if raw, ok := d.Meta[MetaServerInfo]; ok && json.Unmarshal(raw, &info) == nil {
+		return info
+	}
+	if d.ServerInfo != nil {
+		return *d.ServerInfo
+	}
+	return info
+}
+
+// A lifecycle is what the opening exchange of a connection settled: a stateless revision, or the
+// initialize handshake with the revision to offer.
+type lifecycle struct {
+	modern  bool
+	version string // modern: the revision to use; legacy: the one to offer
+	result  *DiscoverResult
+}
+
+// discoverTimeout bounds the wait for an answer to server/discover: an older server may ignore
+// it, or answer 202 and nothing more.
+const discoverTimeout = 5 * time.Second
+
+var errNoDiscoverAnswer = errors.New("mcpclient: no answer to server/discover")
+
+// discoverAttempts bounds the server/discover exchanges of one connection: one, and one more
+// with the revision a -32022 refusal names.
+const discoverAttempts = 2
+
+// discover settles the lifecycle of a new connection by server/discover. Any answer other than
+// a DiscoverResult naming a stateless revision the client speaks, or a -32022 refusal naming one,
+// identifies an older server; errors are returned only when nothing was learned (the request did
+// not get through) or when the pinned stateless revision is refused.
+func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
+	pinned := c.cfg.version != "" && isModern(c.cfg.version)
+	version := LatestProtocolVersion
+	if pinned {
+		version = c.cfg.version
+	}
+	legacy := lifecycle{version: c.legacyOffer()}
+	for range discoverAttempts {
+		req, err := c.freezeModern("server/discover", nil, version)
+		if err != nil {
+			return lifecycle{}, err
+		}
+		probeCtx, cancel := context.WithTimeoutCause(ctx, discoverTimeout, errNoDiscoverAnswer)
+		raw, err := s.exchange(probeCtx, req)
+		cancel()
+		if errors.Is(err, errNoDiscoverAnswer) && ctx.Err() == nil {
+			return legacy, nil // no answer within reason: an older server
+		}
+		if err == nil {
+			var res DiscoverResult
+			if json.Unmarshal(raw, &res) != nil {
+				return legacy, nil
+			}
+			if v := bestVersion(res.SupportedVersions, version, true); v != "" {
+				return lifecycle{modern: true, version: v, result: &res}, nil
+			}
+			// A legacy server that answers every method with an empty result.
+			if pinned {
+				return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: fmt.Errorf("server/discover named no revision of %v", res.SupportedVersions)}
+			}
+			return legacy, nil
+		}
+		var rpc *RPCError
+		switch {
+		case errors.As(err, &rpc) && rpc.Code == RPCUnsupportedProtocolVersion:
+			supported := rpc.supportedVersions()
+			if v := bestVersion(supported, version, true); v != "" {
+				version = v
+				continue
+			}
+			if v := bestVersion(supported, "", false); v != "" && !pinned {
+				return lifecycle{version: v}, nil
+			}
+			return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Request: req, ID: req.id, Attempts: 1,
+				Err: fmt.Errorf("the server speaks %v; this client speaks %v: %w", supported, supportedVersions, err)}
+		case pinned && (rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered):
+			return lifecycle{}, &Error{Code: CodeServerError, Request: req, ID: req.id, Attempts: 1, Err: err}
+		case rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered || errors.Is(err, transport.ErrSessionNotFound):
+			return legacy, nil // whatever refused server/discover is an older server
+		}
+		return lifecycle{}, err // nothing got through; the caller dials again
+	}
+	return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: errors.New("the server kept refusing the protocol revision it named")}
+}
+
+// supportedVersions reads data.supported of a -32022 refusal.
+func (e *RPCError) supportedVersions() []string {
+	var data struct {
+		Supported []string `json:"supported"`
+	}
+	json.Unmarshal(e.Data, &data) // a refusal without the list names nothing
+	return data.Supported
+}
+
+// bestVersion picks from the server's list the revision to use: prefer if listed, else the
+// newest the client speaks of the wanted era. "" when there is none.
+func bestVersion(server []string, prefer string, modern bool) string {
+	if prefer != "" && slices.Contains(server, prefer) && isSupportedVersion(prefer) {
+		return prefer
+	}
+	for _, v := range supportedVersions {
+		if isModern(v) == modern && slices.Contains(server, v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// freezeModern freezes a request of a stateless revision: params get the per-request _meta, and
+// the request the headers that name it. It stays out of the ledger until sent through Do.
+func (c *Client) freezeModern(method string, params json.RawMessage, version string) (*Request, error) {
+	id, err := newID(c.cfg.idVersion)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Err: err}
+	}
+	raw, err := c.stampModern(params, version)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Err: err}
+	}
+	req := freeze(c, id, method, raw)
+	req.header = standardHeaders(method, raw, version)
+	return req, nil
+}
+
+// stampModern adds the per-request _meta of a stateless revision to params.
+func (c *Client) stampModern(params json.RawMessage, version string) (json.RawMessage, error) {
+	caps, err := json.Marshal(c.cfg.modernCapabilities())
+	if err != nil {
+		return nil, err
+	}
+	info, err := json.Marshal(c.cfg.info)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := json.Marshal(version) // a Go string always marshals
+	return setMeta(params, map[string]json.RawMessage{
+		MetaProtocolVersion:    v,
+		MetaClientCapabilities: caps,
+		MetaClientInfo:         info,
+	})
+}
+
+// modernCapabilities is what the client declares on each request of a stateless revision:
+// always a JSON object per capability, never null.
+func (c *config) modernCapabilities() map[string]json.RawMessage {
+	caps := map[string]json.RawMessage{}
+	if c.roots != nil {
+		caps["roots"] = json.RawMessage(`{}`)
+	}
+	if c.sampling != nil {
+		caps["sampling"] = json.RawMessage(`{}`)
+	}
+	if c.elicitation != nil {
+		caps["elicitation"] = json.RawMessage(`{"form":{},"url":{}}`)
+	}
+	return caps
+}
+
+// standardHeaders are the headers a stateless revision's HTTP request carries: its method, the
+// name or URI it is about, and the revision.
+func standardHeaders(method string, params json.RawMessage, version string) map[string]string {
+	h := map[string]string{"Mcp-Method": method, "Mcp-Protocol-Version": version}
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	switch method {
+	case "tools/call", "prompts/get":
+		if json.Unmarshal(params, &p) == nil {
+			h["Mcp-Name"] = encodeHeaderValue(p.Name)
+		}
+	case "resources/read":
+		if json.Unmarshal(params, &p) == nil {
+			h["Mcp-Name"] = encodeHeaderValue(p.URI)
+		}
+	}
+	return h
+}
+
+// encodeHeaderValue writes a value as an HTTP header may carry it: as it is when it is visible
+// ASCII (spaces allowed) without surrounding whitespace, else as =?base64?…?=, as is any value
+// that would read as that form.
+func encodeHeaderValue(v string) string {
+	plain := len(v) == 0 || (v[0] != ' ' && v[len(v)-1] != ' ')
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] >= 0x20 && v[i] <= 0x7e
+	}
+	if plain && !(len(v) >= len("=?base64??=") && v[:9] == "=?base64?" && v[len(v)-2:] == "?=") {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}

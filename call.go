@@ -58,6 +58,11 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 			return nil, &Error{Code: CodeInvalidArgument, Err: err}
 		}
 		header = standardHeaders(method, raw, s.init.ProtocolVersion)
+		if method == "tools/call" {
+			if err := c.addParamHeaders(header, toolNameOf(params, raw), raw); err != nil {
+				return nil, &Error{Code: CodeInvalidArgument, Err: err}
+			}
+		}
 	}
 	req := freeze(c, id, method, raw)
 	req.header = header
@@ -121,7 +126,8 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	return resp, returned(err)
 }
 
-func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
+// doOnce runs the attempt loop of one request: one id, one content.
+func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil || req.owner != c {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request was not made by this client")}
 	}

@@ -230,6 +230,36 @@ func (c *config) modernCapabilities() map[string]json.RawMessage {
 	return caps
 }
 
+// modern reports whether the current session speaks a stateless revision.
+func (c *Client) modern() bool {
+	s := c.current()
+	return s != nil && s.modern
+}
+
+// addParamHeaders adds the Mcp-Param-* headers a tools/call carries, from the listed tool's
+// x-mcp-header declarations. An unlisted tool gets none; a server that requires them answers
+// -32020, and the call is sent again after listing the tools.
+func (c *Client) addParamHeaders(h map[string]string, tool string, params json.RawMessage) error {
+	decl := c.tools.headerParamsOf(tool)
+	if len(decl) == 0 {
+		return nil
+	}
+	var p struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return err
+	}
+	extra, err := paramHeaders(decl, p.Arguments)
+	if err != nil {
+		return err
+	}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return nil
+}
+
 // standardHeaders are the headers a stateless revision's HTTP request carries: its method, the
 // name or URI it is about, and the revision.
 func standardHeaders(method string, params json.RawMessage, version string) map[string]string {

@@ -22,6 +22,7 @@ type toolCache struct {
 	list    []*Tool
 	byName  map[string]*Tool
 	schemas map[string]*jsonschema.Schema // compiled on first use; nil entry: not checkable
+	headers map[string][]headerParam      // the x-mcp-header declarations of each tool
 }
 
 func (t *toolCache) store(list []*Tool) {
@@ -29,16 +30,27 @@ func (t *toolCache) store(list []*Tool) {
 	defer t.mu.Unlock()
 	t.valid, t.list = true, list
 	t.byName = make(map[string]*Tool, len(list))
+	t.headers = make(map[string][]headerParam)
 	for _, tool := range list {
 		t.byName[tool.Name] = tool
+		if params, err := headerParams(tool.InputSchema); err == nil && len(params) > 0 {
+			t.headers[tool.Name] = params
+		}
 	}
 	t.schemas = make(map[string]*jsonschema.Schema)
+}
+
+// headerParamsOf returns the x-mcp-header declarations of a listed tool.
+func (t *toolCache) headerParamsOf(name string) []headerParam {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.headers[name]
 }
 
 func (t *toolCache) invalidate() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.valid, t.list, t.byName, t.schemas = false, nil, nil, nil
+	t.valid, t.list, t.byName, t.schemas, t.headers = false, nil, nil, nil, nil
 }
 
 func (t *toolCache) all() ([]*Tool, bool) {

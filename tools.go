@@ -88,12 +88,19 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 		if err != nil {
 			return nil, "", err
 		}
+		modern := c.modern()
 		tools := make([]*Tool, 0, len(page.Tools))
 		for _, t := range page.Tools {
-			if t != nil {
-				safe[t.Name] = t.Annotations.safeToRepeat()
-				tools = append(tools, t)
+			if t == nil {
+				continue
 			}
+			if _, err := headerParams(t.InputSchema); err != nil && modern {
+				// The protocol requires leaving out a tool whose headers cannot be sent right.
+				c.log.Warn("mcpclient: tool left out of the listing", "tool", t.Name, "err", err)
+				continue
+			}
+			safe[t.Name] = t.Annotations.safeToRepeat()
+			tools = append(tools, t)
 		}
 		listed = append(listed, tools...)
 		return tools, page.NextCursor, nil

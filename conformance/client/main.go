@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -33,7 +34,7 @@ func run(scenario, url string) error {
 		mcpclient.WithLogger(log),
 		mcpclient.WithClientInfo(mcpclient.Implementation{Name: "mcpclient-conformance", Version: mcpclient.Version}),
 	}
-	if scenario == "elicitation-sep1034-client-defaults" {
+	if scenario == "elicitation-sep1034-client-defaults" || scenario == "sep-2322-client-request-state" {
 		// Accept with nothing filled in: the client completes the form from the schema's
 		// defaults (SEP-1034).
 		opts = append(opts, mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
@@ -65,6 +66,49 @@ func run(scenario, url string) error {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "test_reconnection:", res.Text())
+	case "sep-2322-client-request-state":
+		// Multi round-trip calls: the library answers input_required rounds by itself.
+		if _, err := c.ListTools(ctx); err != nil {
+			return err
+		}
+		for _, tool := range []string{"test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state", "test_mrtr_no_result_type"} {
+			res, err := c.CallTool(ctx, tool, map[string]any{})
+			if err != nil {
+				return fmt.Errorf("%s: %w", tool, err)
+			}
+			fmt.Fprintln(os.Stderr, tool+":", res.Text())
+		}
+	case "http-standard-headers":
+		return touchEverything(ctx, c)
+	case "http-custom-headers":
+		var scenarioContext struct {
+			ToolCalls []struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"toolCalls"`
+		}
+		if err := json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &scenarioContext); err != nil {
+			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+		if _, err := c.ListTools(ctx); err != nil {
+			return err
+		}
+		for _, call := range scenarioContext.ToolCalls {
+			if _, err := c.CallTool(ctx, call.Name, call.Arguments); err != nil {
+				return fmt.Errorf("%s: %w", call.Name, err)
+			}
+		}
+	case "http-invalid-tool-headers":
+		// The library leaves out the tools whose headers are declared wrong.
+		tools, err := c.ListTools(ctx)
+		if err != nil {
+			return err
+		}
+		for _, tool := range tools {
+			if _, err := c.CallTool(ctx, tool.Name, map[string]any{"region": "us-west1"}); err != nil {
+				return fmt.Errorf("%s: %w", tool.Name, err)
+			}
+		}
 	case "elicitation-sep1034-client-defaults":
 		if _, err := c.ListTools(ctx); err != nil {
 			return err
@@ -78,6 +122,39 @@ func run(scenario, url string) error {
 		// The lifecycle alone: initialize, list what the server offers, shut down.
 		if _, err := c.ListTools(ctx); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// touchEverything lists tools, resources and prompts and uses one of each, so that every
+// request kind goes over the wire once.
+func touchEverything(ctx context.Context, c *mcpclient.Client) error {
+	tools, err := c.ListTools(ctx)
+	if err != nil {
+		return err
+	}
+	for _, tool := range tools {
+		if _, err := c.CallTool(ctx, tool.Name, map[string]any{}); err != nil {
+			return fmt.Errorf("%s: %w", tool.Name, err)
+		}
+	}
+	resources, err := c.ListResources(ctx)
+	if err != nil {
+		return err
+	}
+	if len(resources) > 0 {
+		if _, err := c.ReadResource(ctx, resources[0].URI); err != nil {
+			return err
+		}
+	}
+	prompts, err := c.ListPrompts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range prompts {
+		if _, err := c.GetPrompt(ctx, p.Name, nil); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
 		}
 	}
 	return nil

@@ -1,0 +1,161 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// A headerParam is a tool argument the stateless revisions mirror into an HTTP header: the
+// inputSchema property at path declares "x-mcp-header": name, and the call carries
+// Mcp-Param-<name> with the argument's value.
+type headerParam struct {
+	path []string
+	name string
+	typ  string // integer, string or boolean
+}
+
+// ErrInvalidToolHeaders reports a tool whose x-mcp-header declarations break the rules: such a
+// tool is left out of listings, as the protocol requires.
+var ErrInvalidToolHeaders = errors.New("mcpclient: invalid x-mcp-header declaration")
+
+var headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// schemaData are the keywords whose values are data, not schemas: an x-mcp-header inside them
+// is no declaration.
+var schemaData = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
+
+// headerParams reads the x-mcp-header declarations of an inputSchema. A declaration must be a
+// non-empty token, unique regardless of case, on a property of type integer, string or boolean,
+// reached from the root through properties alone.
+func headerParams(inputSchema json.RawMessage) ([]headerParam, error) {
+	if len(inputSchema) == 0 {
+		return nil, nil
+	}
+	var root any
+	if err := json.Unmarshal(inputSchema, &root); err != nil {
+		return nil, nil // not ours to judge: the schema is the server's
+	}
+	var params []headerParam
+	seen := map[string]bool{}
+	var walk func(node any, path []string, onChain bool) error
+	walk = func(node any, path []string, onChain bool) error {
+		switch n := node.(type) {
+		case []any:
+			for _, v := range n {
+				if err := walk(v, path, false); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			if decl, ok := n["x-mcp-header"]; ok {
+				name, _ := decl.(string)
+				typ, _ := n["type"].(string)
+				switch {
+				case !onChain || len(path) == 0:
+					return fmt.Errorf("%w: %q is not on a property reached through properties", ErrInvalidToolHeaders, decl)
+				case name == "" || !headerToken.MatchString(name):
+					return fmt.Errorf("%w: %q is not an HTTP token", ErrInvalidToolHeaders, decl)
+				case seen[strings.ToLower(name)]:
+					return fmt.Errorf("%w: %q declared twice", ErrInvalidToolHeaders, name)
+				case typ != "integer" && typ != "string" && typ != "boolean":
+					return fmt.Errorf("%w: %q is on a property of type %v", ErrInvalidToolHeaders, name, n["type"])
+				}
+				seen[strings.ToLower(name)] = true
+				params = append(params, headerParam{path: append([]string(nil), path...), name: name, typ: typ})
+			}
+			for k, v := range n {
+				switch {
+				case k == "x-mcp-header" || schemaData[k]:
+				case k == "properties":
+					props, ok := v.(map[string]any)
+					if !ok {
+						continue
+					}
+					for name, sub := range props {
+						if err := walk(sub, append(path, name), onChain); err != nil {
+							return err
+						}
+					}
+				default:
+					if err := walk(v, path, false); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(root, nil, true); err != nil {
+		return nil, err
+	}
+	return params, nil
+}
+
+// paramHeaders computes the Mcp-Param-* headers of a call with arguments args. An argument that
+// is absent or null sends no header; false, 0 and "" are sent.
+func paramHeaders(params []headerParam, args json.RawMessage) (map[string]string, error) {
+	if len(params) == 0 || len(args) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var root any
+	if err := dec.Decode(&root); err != nil {
+		return nil, err
+	}
+	h := map[string]string{}
+	for _, p := range params {
+		v, ok := root, true
+		for _, key := range p.path {
+			obj, isObj := v.(map[string]any)
+			if v, ok = obj[key]; !isObj || !ok {
+				break
+			}
+		}
+		if !ok || v == nil {
+			continue
+		}
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case bool:
+			s = strconv.FormatBool(x)
+		case json.Number:
+			n, err := integerText(x)
+			if err != nil {
+				return nil, fmt.Errorf("argument %s for header %s: %w", strings.Join(p.path, "."), p.name, err)
+			}
+			s = n
+		default:
+			return nil, fmt.Errorf("argument %s for header %s is no string, integer or boolean", strings.Join(p.path, "."), p.name)
+		}
+		h["Mcp-Param-"+p.name] = encodeHeaderValue(s)
+	}
+	return h, nil
+}
+
+// maxSafeInteger is the largest integer a header may carry: 2^53 - 1, exact in every JSON
+// implementation.
+const maxSafeInteger = 1<<53 - 1
+
+// integerText writes a JSON number as a decimal integer, never in exponent form.
+func integerText(n json.Number) (string, error) {
+	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+		if i > maxSafeInteger || i < -maxSafeInteger {
+			return "", fmt.Errorf("%d is beyond ±(2^53-1)", i)
+		}
+		return strconv.FormatInt(i, 10), nil
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+		return "", fmt.Errorf("%s is no integer within ±(2^53-1)", n)
+	}
+	return strconv.FormatInt(int64(f), 10), nil
+}

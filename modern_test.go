@@ -1,0 +1,385 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// statelessServer is a scripted 2026-07-28 server: it answers server/discover and hands every
+// other request to answer, recording what it received.
+type statelessServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	got    []statelessRequest
+	answer func(r statelessRequest) (status int, body string)
+}
+
+type statelessRequest struct {
+	httpMethod string
+	header     http.Header
+	ID         json.RawMessage            `json:"id"`
+	Method     string                     `json:"method"`
+	Params     map[string]json.RawMessage `json:"params"`
+}
+
+func (r statelessRequest) meta() map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	json.Unmarshal(r.Params["_meta"], &m)
+	return m
+}
+
+func newStatelessServer(t *testing.T, answer func(r statelessRequest) (int, string)) *statelessServer {
+	s := &statelessServer{answer: answer}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+		r := statelessRequest{httpMethod: hr.Method, header: hr.Header.Clone()}
+		json.NewDecoder(hr.Body).Decode(&r)
+		s.mu.Lock()
+		s.got = append(s.got, r)
+		s.mu.Unlock()
+		if hr.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", "not-for-stateless-clients")
+		status, body := 0, ""
+		if r.Method == "server/discover" {
+			status, body = 200, result(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"stateless","version":"1"}},"ttlMs":0,"cacheScope":"private"}`)
+		}
+		if answer != nil {
+			if st, b := answer(r); st != 0 {
+				status, body = st, b
+			}
+		}
+		if status == 0 {
+			status, body = 200, result(`{"resultType":"complete"}`)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		if r.ID != nil {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,%s}`, r.ID, body)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *statelessServer) requests() []statelessRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]statelessRequest(nil), s.got...)
+}
+
+func result(r string) string { return `"result":` + r }
+
+func connectStateless(t *testing.T, s *statelessServer, opts ...mcpclient.Option) *mcpclient.Client {
+	t.Helper()
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: s.URL},
+		append([]mcpclient.Option{noWait, mcpclient.WithLogger(mcptest.TestLogger(t))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestStatelessSessionCarriesMetaAndHeaders(t *testing.T) {
+	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+		switch r.Method {
+		case "tools/list":
+			return 200, result(`{"resultType":"complete","tools":[{"name":"add","inputSchema":{"type":"object"}}]}`)
+		case "tools/call":
+			return 200, result(`{"resultType":"complete","content":[{"type":"text","text":"3"}]}`)
+		}
+		return 0, ""
+	})
+	c := connectStateless(t, s, mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+		return &mcpclient.ElicitResult{Action: mcpclient.ElicitDecline}, nil
+	}))
+	if c.ProtocolVersion() != mcpclient.ProtocolVersion20260728 || c.ServerInfo().Name != "stateless" || c.SessionID() != "" {
+		t.Fatalf("protocol %q, server %+v, session %q", c.ProtocolVersion(), c.ServerInfo(), c.SessionID())
+	}
+	ctx := context.Background()
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.CallTool(ctx, "add", map[string]int{"a": 1, "b": 2}); err != nil || res.Text() != "3" {
+		t.Fatalf("%v %v", res, err)
+	}
+	c.Close()
+	reqs := s.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests: want discover, list and call, and no notification, GET or DELETE", len(reqs))
+	}
+	for _, r := range reqs {
+		m := r.meta()
+		var caps map[string]json.RawMessage
+		json.Unmarshal(m[mcpclient.MetaClientCapabilities], &caps)
+		switch {
+		case r.header.Get("Mcp-Method") != r.Method:
+			t.Errorf("%s: Mcp-Method %q", r.Method, r.header.Get("Mcp-Method"))
+		case r.header.Get("Mcp-Protocol-Version") != "2026-07-28" || string(m[mcpclient.MetaProtocolVersion]) != `"2026-07-28"`:
+			t.Errorf("%s: version header %q, _meta %s", r.Method, r.header.Get("Mcp-Protocol-Version"), m[mcpclient.MetaProtocolVersion])
+		case string(caps["elicitation"]) != `{"form":{},"url":{}}`:
+			t.Errorf("%s: clientCapabilities %s", r.Method, m[mcpclient.MetaClientCapabilities])
+		case len(m[mcpclient.MetaClientInfo]) == 0:
+			t.Errorf("%s: no clientInfo", r.Method)
+		case r.header.Get("Mcp-Session-Id") != "":
+			t.Errorf("%s: echoed a session id", r.Method)
+		}
+	}
+	if reqs[2].header.Get("Mcp-Name") != "add" {
+		t.Errorf("tools/call Mcp-Name %q", reqs[2].header.Get("Mcp-Name"))
+	}
+}
+
+func TestStatelessVersionRefusalIsRetriedInTheNamedRevision(t *testing.T) {
+	var refused sync.Once
+	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+		if r.Method == "tools/call" {
+			first := false
+			refused.Do(func() { first = true })
+			if first {
+				return 400, `"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}`
+			}
+			return 200, result(`{"content":[]}`)
+		}
+		return 0, ""
+	})
+	c := connectStateless(t, s)
+	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Request.ID() == req.ID() || resp.Request.Supersedes() != req.ID() {
+		t.Errorf("the re-issue %v does not replace %v", resp.Request.ID(), req.ID())
+	}
+	if e, _ := c.Ledger().Lookup(req.ID()); e.State != mcpclient.StateFailed || e.SupersededBy != resp.Request.ID() {
+		t.Errorf("ledger %+v", e)
+	}
+}
+
+func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
+	s := newStatelessServer(t, nil)
+	c := connectStateless(t, s)
+	before := len(s.requests())
+	for name, call := range map[string]func() error{
+		"ping":             func() error { return c.Ping(context.Background()) },
+		"logging/setLevel": func() error { return c.SetLoggingLevel(context.Background(), mcpclient.LevelInfo) },
+		"subscribe":        func() error { return c.Subscribe(context.Background(), "file:///x") },
+	} {
+		if err := call(); !errors.Is(err, mcpclient.ErrMethodRemoved) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			t.Errorf("%s: %v, want ErrMethodRemoved", name, err)
+		}
+	}
+	if len(s.requests()) != before {
+		t.Error("a removed method was sent")
+	}
+}
+
+func TestStatelessMultiRoundTrip(t *testing.T) {
+	var mu sync.Mutex
+	var rounds []statelessRequest
+	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+		if r.Method != "tools/call" {
+			return 0, ""
+		}
+		mu.Lock()
+		rounds = append(rounds, r)
+		n := len(rounds)
+		mu.Unlock()
+		switch n {
+		case 1:
+			return 200, result(`{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"ada"},"age":{"type":"integer","default":30}}}}}},"requestState":"{\"n\":1}"}`)
+		case 2:
+			return 200, result(`{"resultType":"input_required","inputRequests":{"model":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}}}`)
+		}
+		return 200, result(`{"content":[{"type":"text","text":"done"}]}`)
+	})
+	c := connectStateless(t, s,
+		mcpclient.WithElicitationHandler(func(_ context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+			return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"age": 31}}, nil
+		}),
+		mcpclient.WithSamplingHandler(func(context.Context, *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {
+			return &mcpclient.CreateMessageResult{Role: "assistant", Model: "m", Content: mcpclient.SamplingContent{mcpclient.TextContent("hi")}}, nil
+		}))
+	res, err := c.CallTool(context.Background(), "ask", map[string]string{"q": "x"})
+	if err != nil || res.Text() != "done" {
+		t.Fatalf("%v %v", res, err)
+	}
+	if len(rounds) != 3 {
+		t.Fatalf("%d rounds", len(rounds))
+	}
+	ids := map[string]bool{}
+	for _, r := range rounds {
+		ids[string(r.ID)] = true
+		if string(r.Params["arguments"]) != `{"q":"x"}` {
+			t.Errorf("round changed the arguments: %s", r.Params["arguments"])
+		}
+	}
+	if len(ids) != 3 {
+		t.Errorf("rounds reused ids: %v", ids)
+	}
+	if string(rounds[1].Params["requestState"]) != `"{\"n\":1}"` {
+		t.Errorf("requestState not echoed exactly: %s", rounds[1].Params["requestState"])
+	}
+	var answers map[string]mcpclient.ElicitResult
+	json.Unmarshal(rounds[1].Params["inputResponses"], &answers)
+	if answers["who"].Content["name"] != "ada" || answers["who"].Content["age"] != float64(31) {
+		t.Errorf("elicitation answer %+v: defaults fill only what the handler left out", answers["who"])
+	}
+	if _, ok := rounds[2].Params["requestState"]; ok {
+		t.Errorf("a round without requestState sent one: %s", rounds[2].Params["requestState"])
+	}
+	if len(rounds[2].Params["inputResponses"]) == 0 || rounds[2].header.Get("Mcp-Name") != "ask" {
+		t.Errorf("third round %+v", rounds[2].Params)
+	}
+}
+
+func TestStatelessMultiRoundTripRefusals(t *testing.T) {
+	for name, reply := range map[string]string{
+		"undeclared capability": `{"resultType":"input_required","inputRequests":{"r":{"method":"roots/list","params":{}}}}`,
+		"unknown resultType":    `{"resultType":"task","content":[]}`,
+		"endless rounds":        `{"resultType":"input_required","requestState":"again"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+				if r.Method == "tools/call" {
+					return 200, result(reply)
+				}
+				return 0, ""
+			})
+			c := connectStateless(t, s)
+			_, err := c.CallTool(context.Background(), "t", nil)
+			if mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+				t.Fatalf("error %v, want a protocol error", err)
+			}
+		})
+	}
+}
+
+func TestStatelessHeaderMismatchRelistsTools(t *testing.T) {
+	var mu sync.Mutex
+	lists := 0
+	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+		switch r.Method {
+		case "tools/list":
+			mu.Lock()
+			lists++
+			mu.Unlock()
+			return 200, result(`{"tools":[{"name":"geo","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},` +
+				`{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}}]}`)
+		case "tools/call":
+			if r.header.Get("Mcp-Param-Region") != "eu" {
+				return 400, `"error":{"code":-32020,"message":"Header mismatch"}`
+			}
+			return 200, result(`{"content":[]}`)
+		}
+		return 0, ""
+	})
+	c := connectStateless(t, s)
+	// Not listed yet: the first call goes without the header, is refused, and goes again after
+	// the client lists the tools.
+	if _, err := c.CallTool(context.Background(), "geo", map[string]string{"region": "eu"}); err != nil {
+		t.Fatal(err)
+	}
+	if lists != 1 {
+		t.Errorf("%d listings, want 1", lists)
+	}
+	tools, err := c.ListTools(context.Background())
+	if err != nil || len(tools) != 1 || tools[0].Name != "geo" {
+		t.Errorf("the tool with a number header should be left out: %v %v", tools, err)
+	}
+}
+
+func TestStatelessCancellationClosesTheStream(t *testing.T) {
+	release := make(chan struct{})
+	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+		if r.Method == "tools/call" {
+			<-release
+		}
+		return 0, ""
+	})
+	defer close(release)
+	c := connectStateless(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.CallTool(ctx, "slow", nil); !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("error %v", err)
+	}
+	for _, r := range s.requests() {
+		if r.Method == "notifications/cancelled" {
+			t.Fatal("a stateless HTTP client cancels by closing the stream, not with a notification")
+		}
+	}
+}
+
+func TestDiscoverWithoutAnswerFallsBackToInitialize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// An older server that ignores server/discover entirely.
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		tr := transport.DialFunc(func(context.Context) (transport.Conn, error) {
+			client, server := transport.Pipe()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					frame, err := server.Receive(context.Background())
+					if err != nil {
+						return
+					}
+					var m wireMsg
+					json.Unmarshal(frame, &m)
+					if m.Method == "initialize" {
+						server.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) +
+							`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"old","version":"0"}}}`)})
+					}
+				}
+			}()
+			return client, nil
+		})
+		start := time.Now()
+		c, err := mcpclient.Connect(context.Background(), tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if c.ProtocolVersion() != mcpclient.LatestLegacyProtocolVersion || time.Since(start) != 5*time.Second {
+			t.Errorf("protocol %q after %v", c.ProtocolVersion(), time.Since(start))
+		}
+	})
+}
+
+func TestPinnedLegacyVersionSkipsDiscovery(t *testing.T) {
+	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+		if r.Method == "initialize" {
+			return 200, result(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
+		}
+		return 0, ""
+	})
+	c := connectStateless(t, s, mcpclient.WithProtocolVersion(mcpclient.ProtocolVersion20250618))
+	if c.ProtocolVersion() != mcpclient.ProtocolVersion20250618 {
+		t.Fatalf("protocol %q", c.ProtocolVersion())
+	}
+	for _, r := range s.requests() {
+		if r.Method == "server/discover" {
+			t.Fatal("probed although the revision was pinned")
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package mcpclient
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func TestEncodeHeaderValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"us-west1":            "us-west1",
+		"":                    "",
+		"us west 1":           "us west 1",
+		"Hello, 世界":           "=?base64?SGVsbG8sIOS4lueVjA==?=",
+		" padded ":            "=?base64?IHBhZGRlZCA=?=",
+		" us-west1":           "=?base64?IHVzLXdlc3Qx?=",
+		"us-west1 ":           "=?base64?dXMtd2VzdDEg?=",
+		"line1\nline2":        "=?base64?bGluZTEKbGluZTI=?=",
+		"\tindented":          "=?base64?CWluZGVudGVk?=",
+		"=?base64?literal?=":  "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=",
+		"file:///a%20b.txt":   "file:///a%20b.txt",
+		"https://x/r?id=123":  "https://x/r?id=123",
+		"=?base64?":           "=?base64?",
+		"SELECT * FROM users": "SELECT * FROM users",
+	} {
+		if got := encodeHeaderValue(in); got != want {
+			t.Errorf("encodeHeaderValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestHeaderParams(t *testing.T) {
+	valid := []struct {
+		schema string
+		want   []headerParam
+	}{
+		{`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`,
+			[]headerParam{{path: []string{"region"}, name: "Region", typ: "string"}}},
+		{`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"integer","x-mcp-header":"B"}}}}}`,
+			[]headerParam{{path: []string{"a", "b"}, name: "B", typ: "integer"}}},
+		{`{"type":"object","properties":{"x":{"type":"string","default":{"x-mcp-header":"ignored"},"enum":["a"]}}}`, nil},
+		{`{"type":"object"}`, nil},
+		{``, nil},
+	}
+	for _, tt := range valid {
+		got, err := headerParams(json.RawMessage(tt.schema))
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("headerParams(%s) = %+v, %v; want %+v", tt.schema, got, err, tt.want)
+		}
+	}
+	for _, schema := range []string{
+		`{"properties":{"r":{"type":"string","x-mcp-header":""}}}`,
+		`{"properties":{"r":{"type":"string","x-mcp-header":"Region Primary"}}}`,
+		`{"properties":{"r":{"type":"string","x-mcp-header":"Region:Primary"}}}`,
+		`{"properties":{"r":{"type":"string","x-mcp-header":"Région"}}}`,
+		`{"properties":{"r":{"type":"string","x-mcp-header":"Region\t1"}}}`,
+		`{"properties":{"r":{"type":"string","x-mcp-header":7}}}`,
+		`{"properties":{"a":{"type":"string","x-mcp-header":"Dup"},"b":{"type":"string","x-mcp-header":"dup"}}}`,
+		`{"properties":{"n":{"type":"number","x-mcp-header":"N"}}}`,
+		`{"properties":{"o":{"type":"object","x-mcp-header":"O"}}}`,
+		`{"properties":{"m":{"x-mcp-header":"M"}}}`,
+		`{"properties":{"m":{"type":["string","null"],"x-mcp-header":"M"}}}`,
+		`{"properties":{"l":{"type":"array","items":{"type":"string","x-mcp-header":"L"}}}}`,
+		`{"properties":{"u":{"anyOf":[{"type":"string","x-mcp-header":"U"}]}}}`,
+		`{"$defs":{"d":{"type":"string","x-mcp-header":"D"}},"properties":{"d":{"$ref":"#/$defs/d"}}}`,
+		`{"type":"string","x-mcp-header":"Root"}`,
+	} {
+		if _, err := headerParams(json.RawMessage(schema)); !errors.Is(err, ErrInvalidToolHeaders) {
+			t.Errorf("headerParams(%s) accepted the declaration (err %v)", schema, err)
+		}
+	}
+}
+
+func TestParamHeaders(t *testing.T) {
+	params := []headerParam{
+		{path: []string{"region"}, name: "Region", typ: "string"},
+		{path: []string{"priority"}, name: "Priority", typ: "integer"},
+		{path: []string{"verbose"}, name: "Verbose", typ: "boolean"},
+		{path: []string{"empty"}, name: "Empty", typ: "string"},
+		{path: []string{"nested", "zone"}, name: "Zone", typ: "string"},
+		{path: []string{"absent"}, name: "Absent", typ: "string"},
+	}
+	got, err := paramHeaders(params, json.RawMessage(`{"region":" us-west1","priority":42,"verbose":false,"empty":"","nested":{"zone":"b"},"query":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"Mcp-Param-Region":   "=?base64?IHVzLXdlc3Qx?=",
+		"Mcp-Param-Priority": "42",
+		"Mcp-Param-Verbose":  "false",
+		"Mcp-Param-Empty":    "",
+		"Mcp-Param-Zone":     "b",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("paramHeaders = %v, want %v", got, want)
+	}
+	got, err = paramHeaders(params, json.RawMessage(`{"region":"r","verbose":null,"priority":4.2e1}`))
+	if err != nil || got["Mcp-Param-Priority"] != "42" || len(got) != 2 {
+		t.Errorf("null is omitted and 4.2e1 is sent as 42: %v, %v", got, err)
+	}
+	for _, args := range []string{`{"priority":9007199254740992}`, `{"priority":1.5}`, `{"region":["a"]}`} {
+		if _, err := paramHeaders(params, json.RawMessage(args)); err == nil {
+			t.Errorf("paramHeaders(%s) accepted a value a header cannot carry", args)
+		}
+	}
+}

@@ -188,8 +188,9 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 		c.adoptModern(s, lc)
 		return s, nil
 	}
-	if s.isDead() {
-		// Some older servers end the connection over an unknown request: the probe's price.
+	if lc.redial || s.isDead() {
+		// Some older servers end the session over an unknown request: the probe's price.
+		s.kill(errProbeCostSession)
 		if s, err = c.open(ctx); err != nil {
 			return nil, err
 		}
@@ -200,6 +201,8 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 	}
 	return s, nil
 }
+
+var errProbeCostSession = errors.New("mcpclient: the server ended the session over server/discover")
 
 // adoptModern makes s a session of a stateless revision, as server/discover described it.
 func (c *Client) adoptModern(s *session, lc lifecycle) {

@@ -86,6 +86,9 @@ type lifecycle struct {
 	modern  bool
 	version string // modern: the revision to use; legacy: the one to offer
 	result  *DiscoverResult
+	// redial: the probe cost the connection (an older server that ended the session over it);
+	// initialize needs a new one.
+	redial bool
 }
 
 // discoverTimeout bounds the wait for an answer to server/discover: an older server may ignore
@@ -149,7 +152,10 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 				Err: fmt.Errorf("the server speaks %v; this client speaks %v: %w", supported, supportedVersions, err)}
 		case pinned && (rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered):
 			return lifecycle{}, &Error{Code: CodeServerError, Request: req, ID: req.id, Attempts: 1, Err: err}
-		case rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered || errors.Is(err, transport.ErrSessionNotFound):
+		case errors.Is(err, transport.ErrSessionNotFound):
+			legacy.redial = true
+			return legacy, nil
+		case rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered:
 			return legacy, nil // whatever refused server/discover is an older server
 		}
 		return lifecycle{}, err // nothing got through; the caller dials again

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -41,6 +42,7 @@ type Client struct {
 	tools     toolCache
 	progress  progressRegistry
 	roots     rootsState
+	logLevel  atomic.Value // string: the log level stateless requests ask for, once set
 
 	mu      sync.Mutex
 	sess    *session              // the current session; nil before the first and after loss

@@ -36,8 +36,14 @@ func WithLogHandler(h LogHandler) Option {
 	return optionFunc(func(c *config) { c.logHandler = h })
 }
 
-// SetLoggingLevel asks the server to send log records of level and above.
+// SetLoggingLevel asks the server to send log records of level and above. In the older
+// revisions it sends logging/setLevel; in the stateless ones, which ask per request, every
+// request made from now on carries the level in _meta (io.modelcontextprotocol/logLevel).
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts ...CallOption) error {
+	if c.modern() {
+		c.logLevel.Store(string(level))
+		return nil
+	}
 	return c.call(ctx, "logging/setLevel", struct {
 		Level LoggingLevel `json:"level"`
 	}{level}, nil, opts...)

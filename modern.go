@@ -18,6 +18,7 @@ const (
 	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
 
 // The error codes of the stateless revisions.
@@ -35,7 +36,6 @@ var ErrMethodRemoved = errors.New("mcpclient: method not in the negotiated proto
 var removedMethods = map[string]bool{
 	"initialize":            true,
 	"ping":                  true,
-	"logging/setLevel":      true,
 	"resources/subscribe":   true,
 	"resources/unsubscribe": true,
 	"tasks/get":             true,
@@ -213,11 +213,15 @@ func (c *Client) stampModern(params json.RawMessage, version string) (json.RawMe
 		return nil, err
 	}
 	v, _ := json.Marshal(version) // a Go string always marshals
-	return setMeta(params, map[string]json.RawMessage{
+	meta := map[string]json.RawMessage{
 		MetaProtocolVersion:    v,
 		MetaClientCapabilities: caps,
 		MetaClientInfo:         info,
-	})
+	}
+	if level, _ := c.logLevel.Load().(string); level != "" {
+		meta[MetaLogLevel], _ = json.Marshal(level)
+	}
+	return setMeta(params, meta)
 }
 
 // modernCapabilities is what the client declares on each request of a stateless revision:

@@ -180,7 +180,6 @@ func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
 	before := len(s.requests())
 	for name, call := range map[string]func() error{
 		"ping":             func() error { return c.Ping(context.Background()) },
-		"logging/setLevel": func() error { return c.SetLoggingLevel(context.Background(), mcpclient.LevelInfo) },
 		"subscribe":        func() error { return c.Subscribe(context.Background(), "file:///x") },
 	} {
 		if err := call(); !errors.Is(err, mcpclient.ErrMethodRemoved) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
@@ -381,5 +380,24 @@ func TestPinnedLegacyVersionSkipsDiscovery(t *testing.T) {
 		if r.Method == "server/discover" {
 			t.Fatal("probed although the revision was pinned")
 		}
+	}
+}
+
+func TestStatelessLogLevelTravelsWithEachRequest(t *testing.T) {
+	s := newStatelessServer(t, nil)
+	c := connectStateless(t, s)
+	before := len(s.requests())
+	if err := c.SetLoggingLevel(context.Background(), mcpclient.LevelWarning); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.requests()) != before {
+		t.Fatal("SetLoggingLevel sent a request in a stateless revision")
+	}
+	if _, err := c.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.requests()
+	if got := string(reqs[len(reqs)-1].meta()[mcpclient.MetaLogLevel]); got != `"warning"` {
+		t.Errorf("logLevel in _meta: %s", got)
 	}
 }

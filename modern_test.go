@@ -179,8 +179,8 @@ func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
 	c := connectStateless(t, s)
 	before := len(s.requests())
 	for name, call := range map[string]func() error{
-		"ping":             func() error { return c.Ping(context.Background()) },
-		"subscribe":        func() error { return c.Subscribe(context.Background(), "file:///x") },
+		"ping":      func() error { return c.Ping(context.Background()) },
+		"subscribe": func() error { return c.Subscribe(context.Background(), "file:///x") },
 	} {
 		if err := call(); !errors.Is(err, mcpclient.ErrMethodRemoved) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
 			t.Errorf("%s: %v, want ErrMethodRemoved", name, err)

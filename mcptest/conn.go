@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"sync"
@@ -32,6 +33,9 @@ func (c *conn) serve() {
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
+		if st := s.sessionState(nil, c.sessionID()); st != nil {
+			st.lose() // its pending server requests will get no answer
+		}
 	}()
 	for {
 		frame, err := c.mc.Receive(s.ctx)
@@ -66,11 +70,9 @@ func (c *conn) onFrame(frame []byte) {
 			}
 			c.start(m, id.JSON(), frame)
 		case jsonrpc.KindNotification:
-			if m.Method == "notifications/cancelled" {
-				s.cancelRequest(c.sessionID(), m.Params)
-			}
+			s.onNotification(c.sessionID(), m)
 		case jsonrpc.KindResponse:
-			// The server sends no requests, so there is nothing to match an answer to.
+			s.onResponse(c.sessionID(), m)
 		default:
 			c.reply(m, errorAnswer(mcpclient.RPCInvalidRequest, "not a JSON-RPC 2.0 request", nil))
 		}
@@ -87,7 +89,7 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 	}
 	go func() {
 		defer s.untrack(session, key, t)
-		v := s.process(t.ctx, t.ep, session, m, key)
+		v := s.process(t.ctx, t.ep, session, m, key, outletFunc(c.send))
 		switch {
 		case v.refuse != nil:
 			c.failExchange(key, transport.NotDelivered, v.refuse, v.retryAfter)
@@ -98,10 +100,18 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 				c.mu.Lock()
 				c.session = v.session
 				c.mu.Unlock()
+				if st := s.sessionState(t.ep, v.session); st != nil {
+					st.attach(outletFunc(c.send))
+				}
 			}
 			c.reply(m, v.answer)
 		}
 	}()
+}
+
+// send is the connection's outlet: what the server sends its client unasked.
+func (c *conn) send(ctx context.Context, frame []byte) error {
+	return c.mc.Send(ctx, &transport.Message{Frame: frame})
 }
 
 func (c *conn) reply(m jsonrpc.Message, a answer) {

@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,16 @@ func (e *eventStore) newStream() string {
 		e.order = e.order[1:]
 	}
 	return id
+}
+
+// forget drops a stream: a resumption of it fails.
+func (e *eventStore) forget(stream string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.streams, stream)
+	if i := slices.Index(e.order, stream); i >= 0 {
+		e.order = slices.Delete(e.order, i, i+1)
+	}
 }
 
 // add appends an event to a stream and returns the event's id.

@@ -13,7 +13,9 @@ const (
 	// (uncertain) and nothing ran.
 	DropBeforeExecution FaultKind = iota + 1
 	// DropAfterExecution runs the request, keeps its receipt, and loses the reply: the client
-	// sees the exchange break (uncertain) although the request ran.
+	// sees the exchange break (uncertain) although the request ran. Over HTTP with SSE answers,
+	// a response stream the tool already opened (ToolCall.Progress, ToolCall.Request) breaks
+	// after its events, and a resumption finds no answer.
 	DropAfterExecution
 	// Delay holds the request for Fault.Delay before it is handled.
 	Delay

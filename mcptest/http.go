@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
@@ -113,8 +115,10 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		if !h.checkSession(w, session) {
 			return
 		}
-		if m.Method == "notifications/cancelled" {
-			h.cancelRequest(session, m.Params)
+		if m.Kind() == jsonrpc.KindResponse {
+			h.onResponse(session, m)
+		} else {
+			h.onNotification(session, m)
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -133,13 +137,26 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.untrack(session, key, t)
 
-	v := h.process(t.ctx, t.ep, session, m, key)
+	// What the server sends while the request runs (progress, its own requests) goes on the
+	// request's SSE stream, which opens once the request is admitted, or else to the session's
+	// GET stream.
+	var sw *sseResponse
+	var out outlet = h.sessionOutlet(t.ep, session)
+	if h.sse != nil {
+		sw = &sseResponse{w: w, ep: t.ep, srv: h.Server, session: session, retry: *h.sse}
+		out = sw
+	}
+	defer sw.close()
+	v := h.process(t.ctx, t.ep, session, m, key, out)
 	switch {
 	case v.refuse != nil:
 		h.refuse(w, v)
 		return
 	case v.drop:
-		panic(http.ErrAbortHandler) // resets the connection without a response
+		// Resets the connection; an SSE stream already open breaks, and its events are
+		// forgotten: a resumption finds nothing.
+		sw.abandon()
+		panic(http.ErrAbortHandler)
 	case v.inFlight:
 		writeFrame(w, h.inFlightStatus, reply(m, v.answer))
 		return
@@ -149,23 +166,123 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Mcp-Session-Id", session)
 	}
 	frame := reply(m, v.answer)
-	if h.sse == nil {
+	if sw == nil {
 		writeFrame(w, http.StatusOK, frame)
 		return
 	}
-	st := h.sessionState(t.ep, session)
-	if st == nil { // restarted meanwhile
+	if !sw.finish(session, frame, v.breakStream) {
+		// Restarted meanwhile, or a BreakStream fault: the answer, if stored, waits for a
+		// resumption.
 		panic(http.ErrAbortHandler)
 	}
-	stream := st.events.newStream()
-	sseHeaders(w)
-	w.WriteHeader(http.StatusOK)
-	writeEvent(w, st.events.add(stream, nil), *h.sse, nil)
-	answerID := st.events.add(stream, frame)
-	if v.breakStream {
-		panic(http.ErrAbortHandler) // the answer waits in the store for a resumption
+}
+
+// sessionOutlet sends to the session's GET stream.
+func (s *Server) sessionOutlet(ep *epoch, session string) outletFunc {
+	return func(ctx context.Context, frame []byte) error {
+		st := s.sessionState(ep, session)
+		if st == nil {
+			return errSessionLost
+		}
+		return st.send(ctx, frame)
 	}
-	writeEvent(w, answerID, 0, frame)
+}
+
+// An sseResponse is the SSE stream answering one POST. It opens (status, headers, a priming
+// event with the retry: hint) once the request is admitted, before it runs (see outlet.prime),
+// or with the answer for a request that never got that far (initialize).
+type sseResponse struct {
+	w       http.ResponseWriter
+	srv     *Server
+	ep      *epoch
+	session string
+	retry   time.Duration
+
+	mu      sync.Mutex
+	started bool
+	closed  bool // the handler returned: the ResponseWriter is no longer ours
+	st      *sessionState
+	stream  string
+}
+
+var errStreamClosed = errors.New("mcptest: the request's SSE stream has ended")
+
+func (r *sseResponse) startLocked() error {
+	if r.started {
+		return nil
+	}
+	st := r.srv.sessionState(r.ep, r.session)
+	if st == nil {
+		return errSessionLost
+	}
+	r.st, r.stream, r.started = st, st.events.newStream(), true
+	sseHeaders(r.w)
+	r.w.WriteHeader(http.StatusOK)
+	writeEvent(r.w, st.events.add(r.stream, nil), r.retry, nil)
+	return nil
+}
+
+func (r *sseResponse) prime() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		r.startLocked()
+	}
+}
+
+// abandon ends the stream without an answer and forgets its events; nil-safe.
+func (r *sseResponse) abandon() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.started {
+		r.st.events.forget(r.stream)
+	}
+}
+
+// send writes a message of the server's on the stream, as an event kept for resumption.
+func (r *sseResponse) send(_ context.Context, frame []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return errStreamClosed
+	}
+	if err := r.startLocked(); err != nil {
+		return err
+	}
+	writeEvent(r.w, r.st.events.add(r.stream, frame), 0, frame)
+	return nil
+}
+
+// finish writes the answer and ends the stream. It reports false when the stream must break
+// instead: the session is gone, or breakStream asks for it after storing the answer.
+func (r *sseResponse) finish(session string, frame []byte, breakStream bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.session = session // initialize opened it
+	if r.startLocked() != nil {
+		return false
+	}
+	id := r.st.events.add(r.stream, frame)
+	if breakStream {
+		return false
+	}
+	writeEvent(r.w, id, 0, frame)
+	return true
+}
+
+// close ends the stream for late senders; nil-safe.
+func (r *sseResponse) close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 }
 
 // start registers a request as running, under its id. ok is false when an error answer was
@@ -269,8 +386,12 @@ func (h *HTTPServer) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mu.Lock()
+	st := h.epoch.sessions[session]
 	delete(h.epoch.sessions, session)
 	h.mu.Unlock()
+	if st != nil {
+		st.lose()
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -1,6 +1,8 @@
 package mcptest
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -30,6 +32,20 @@ type legacySession struct {
 
 func (l *legacySession) end() { l.once.Do(func() { close(l.done) }) }
 
+var errLegacyStreamEnded = errors.New("mcptest: the HTTP+SSE stream ended")
+
+// send is the session's outlet: its stream carries everything the server sends.
+func (l *legacySession) send(ctx context.Context, frame []byte) error {
+	select {
+	case l.outbox <- frame:
+		return nil
+	case <-l.done:
+		return errLegacyStreamEnded
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // SSETransport returns a legacy HTTP+SSE transport to this server.
 func (h *HTTPServer) SSETransport() transport.Transport {
 	return &transport.SSE{URL: h.URL + legacyStreamPath, Client: h.ts.Client()}
@@ -55,6 +71,12 @@ func (h *HTTPServer) legacyStream(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
 		delete(h.legacy, id)
 		h.mu.Unlock()
+		ls.mu.Lock()
+		session := ls.session
+		ls.mu.Unlock()
+		if st := h.sessionState(nil, session); st != nil {
+			st.lose() // its pending server requests will get no answer
+		}
 	}()
 
 	sseHeaders(w)
@@ -99,10 +121,12 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 	session := ls.session
 	ls.mu.Unlock()
 	switch m.Kind() {
-	case jsonrpc.KindNotification, jsonrpc.KindResponse:
-		if m.Method == "notifications/cancelled" {
-			h.cancelRequest(session, m.Params)
-		}
+	case jsonrpc.KindNotification:
+		h.onNotification(session, m)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case jsonrpc.KindResponse:
+		h.onResponse(session, m)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case jsonrpc.KindRequest:
@@ -115,13 +139,14 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.untrack(session, key, t)
-	v := h.process(t.ctx, t.ep, session, m, key)
+	out := &legacyRequest{ls: ls, w: w}
+	v := h.process(t.ctx, t.ep, session, m, key, out)
 	switch {
 	case v.refuse != nil:
 		h.refuse(w, v)
 		return
 	case v.drop:
-		w.WriteHeader(http.StatusAccepted)
+		out.accept()
 		ls.end()
 		return
 	}
@@ -129,12 +154,45 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 		ls.mu.Lock()
 		ls.session = v.session
 		ls.mu.Unlock()
+		if st := h.sessionState(t.ep, v.session); st != nil {
+			st.attach(outletFunc(ls.send))
+		}
 	}
-	w.WriteHeader(http.StatusAccepted)
+	out.accept()
 	select {
 	case ls.outbox <- reply(m, v.answer):
 	case <-ls.done:
 	case <-t.ctx.Done():
+	}
+}
+
+// legacyRequest is the outlet of one POST: the session's stream, and the POST's 202, written as
+// soon as the request is admitted so that the client can go on (and cancel it) while it runs.
+type legacyRequest struct {
+	ls       *legacySession
+	w        http.ResponseWriter
+	accepted bool // only the handler's goroutine touches it
+}
+
+func (r *legacyRequest) send(ctx context.Context, frame []byte) error { return r.ls.send(ctx, frame) }
+
+// prime answers 202 before the request runs. The response is complete at its headers, and its
+// connection is not reused, since the handler keeps it until the request is done.
+func (r *legacyRequest) prime() {
+	if r.accepted {
+		return
+	}
+	r.w.Header().Set("Content-Length", "0")
+	r.w.Header().Set("Connection", "close")
+	r.accept()
+	r.w.(http.Flusher).Flush()
+}
+
+// accept answers 202, once.
+func (r *legacyRequest) accept() {
+	if !r.accepted {
+		r.accepted = true
+		r.w.WriteHeader(http.StatusAccepted)
 	}
 }
 

@@ -90,7 +90,8 @@ func (s *Server) cancelRequest(session string, params json.RawMessage) {
 
 // process runs one request through the faults that match it, the session check, the server's
 // mode and the method itself.
-func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonrpc.Message, key string) verdict {
+// out is the way back to the client while the request runs (progress, server requests).
+func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonrpc.Message, key string, out outlet) verdict {
 	plan := s.takeFaults(m.Method, toolName(m))
 	if plan.fail {
 		return verdict{refuse: ErrUnavailable, retryAfter: plan.retryAfter}
@@ -113,6 +114,9 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 		}
 		defer s.releaseInFlight(ep, key)
 	}
+	if out != nil && m.Method != "initialize" {
+		out.prime()
+	}
 
 	var v verdict
 	switch m.Method {
@@ -123,7 +127,23 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	case "tools/list":
 		v.answer = s.listTools(m)
 	case "tools/call":
-		v.answer = s.callTool(ctx, ep, m, key)
+		v.answer = s.callTool(ctx, ep, m, key, s.sessionState(ep, session), out)
+	case "resources/list":
+		v.answer = s.listResources(m)
+	case "resources/templates/list":
+		v.answer = s.listResourceTemplates(m)
+	case "resources/read":
+		v.answer = s.readResource(ctx, m)
+	case "resources/subscribe", "resources/unsubscribe":
+		v.answer = s.subscribe(s.sessionState(ep, session), m)
+	case "prompts/list":
+		v.answer = s.listPrompts(m)
+	case "prompts/get":
+		v.answer = s.getPrompt(ctx, m)
+	case "completion/complete":
+		v.answer = s.complete(ctx, m)
+	case "logging/setLevel":
+		v.answer = s.setLogLevel(s.sessionState(ep, session), m)
 	default:
 		v.answer = errorAnswer(mcpclient.RPCMethodNotFound, "method not found: "+m.Method, nil)
 	}
@@ -168,63 +188,110 @@ func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
 	if slices.Contains(s.versions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	caps := mcpclient.ServerCapabilities{Tools: &mcpclient.ListChangedCapability{}}
+	caps := mcpclient.ServerCapabilities{
+		Tools:   &mcpclient.ListChangedCapability{},
+		Logging: json.RawMessage(`{}`),
+	}
 	if s.mode == ModeReceipts {
 		decl, _ := json.Marshal(mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeProcess, MaxReceipts: s.maxReceipts})
 		caps.Experimental = map[string]json.RawMessage{mcpclient.RequestReceiptsKey: decl}
 	}
 	sid := uuid.NewString()
 	s.mu.Lock()
-	ep.sessions[sid] = newSessionState()
+	if len(s.resources) > 0 || len(s.templates) > 0 {
+		caps.Resources = &mcpclient.ResourcesCapability{Subscribe: true, ListChanged: true}
+	}
+	if len(s.prompts) > 0 {
+		caps.Prompts = &mcpclient.ListChangedCapability{ListChanged: true}
+	}
+	if s.completion != nil {
+		caps.Completions = json.RawMessage(`{}`)
+	}
+	s.sessionSeq++
+	st := newSessionState(sid, s.sessionSeq)
+	st.version, st.client, st.caps = version, p.ClientInfo, p.Capabilities
+	ep.sessions[sid] = st
 	s.mu.Unlock()
 	return resultAnswer(mcpclient.InitializeResult{ProtocolVersion: version, Capabilities: caps, ServerInfo: s.info}), sid
 }
 
 func (s *Server) listTools(m jsonrpc.Message) answer {
-	var p mcpclient.ListToolsParams
-	if len(m.Params) > 0 {
-		if err := json.Unmarshal(m.Params, &p); err != nil {
-			return errorAnswer(mcpclient.RPCInvalidParams, "tools/list params: "+err.Error(), nil)
-		}
-	}
-	start := 0
-	if p.Cursor != "" {
-		n, err := strconv.Atoi(p.Cursor)
-		if err != nil || n < 0 {
-			return errorAnswer(mcpclient.RPCInvalidParams, "invalid cursor", nil)
-		}
-		start = n
+	cursor, bad := cursorOf(m)
+	if bad != nil {
+		return *bad
 	}
 	s.mu.Lock()
-	names := s.toolOrder
-	end := len(names)
-	if s.pageSize > 0 && start+s.pageSize < end {
-		end = start + s.pageSize
-	}
-	res := mcpclient.ListToolsResult{Tools: []*mcpclient.Tool{}}
-	for _, name := range names[min(start, len(names)):end] {
+	names, next, ok := page(s.toolOrder, cursor, s.pageSize)
+	res := mcpclient.ListToolsResult{Tools: []*mcpclient.Tool{}, NextCursor: next}
+	for _, name := range names {
 		t := s.tools[name].tool
 		res.Tools = append(res.Tools, &t)
 	}
-	if end < len(names) {
-		res.NextCursor = strconv.Itoa(end)
-	}
 	s.mu.Unlock()
+	if !ok {
+		return errorAnswer(mcpclient.RPCInvalidParams, "invalid cursor", nil)
+	}
 	return resultAnswer(res)
+}
+
+// cursorOf reads the cursor of a paginated list request; bad is the error answer to params that
+// are no object.
+func cursorOf(m jsonrpc.Message) (cursor string, bad *answer) {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	if len(m.Params) > 0 {
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			a := errorAnswer(mcpclient.RPCInvalidParams, m.Method+" params: "+err.Error(), nil)
+			return "", &a
+		}
+	}
+	return p.Cursor, nil
+}
+
+// page returns the page of items that cursor (an offset, "" for the first page) starts, size
+// items long (all when size <= 0), and the cursor of the next page. ok is false for a cursor
+// that is no offset.
+func page[T any](items []T, cursor string, size int) (out []T, next string, ok bool) {
+	start := 0
+	if cursor != "" {
+		n, err := strconv.Atoi(cursor)
+		if err != nil || n < 0 {
+			return nil, "", false
+		}
+		start = min(n, len(items))
+	}
+	end := len(items)
+	if size > 0 && start+size < end {
+		end = start + size
+	}
+	if end < len(items) {
+		next = strconv.Itoa(end)
+	}
+	return items[start:end], next, true
 }
 
 // callTool runs tools/call under the server's mode: with receipts, the same id and content get
 // the one reply and the tool runs once; other content under a known id is refused.
-func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key string) answer {
+func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key string, st *sessionState, out outlet) answer {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
+		Meta      struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
 		return errorAnswer(mcpclient.RPCInvalidParams, "tools/call needs params with a name", nil)
 	}
+	var id mcpclient.ID
+	json.Unmarshal([]byte(key), &id) // key came from a parsed id
+	call := &ToolCall{ID: id, Name: p.Name, Arguments: p.Arguments, srv: s, session: st, out: out}
+	if len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
+		call.ProgressToken = p.Meta.ProgressToken
+	}
 	if s.mode != ModeReceipts {
-		return s.execute(ctx, p.Name, p.Arguments, key)
+		return s.execute(ctx, call, key)
 	}
 	fp, err := fingerprint(m.Method, m.Params)
 	if err != nil {
@@ -246,12 +313,13 @@ func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key
 			return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil)
 		}
 	}
-	r.reply = s.execute(ctx, p.Name, p.Arguments, key)
+	r.reply = s.execute(ctx, call, key)
 	close(r.done)
 	return r.reply
 }
 
-func (s *Server) execute(ctx context.Context, name string, args json.RawMessage, key string) answer {
+func (s *Server) execute(ctx context.Context, call *ToolCall, key string) answer {
+	name := call.Name
 	s.mu.Lock()
 	te := s.tools[name]
 	if te != nil {
@@ -262,9 +330,7 @@ func (s *Server) execute(ctx context.Context, name string, args json.RawMessage,
 	if te == nil {
 		return errorAnswer(mcpclient.RPCInvalidParams, "unknown tool: "+name, nil)
 	}
-	var id mcpclient.ID
-	json.Unmarshal([]byte(key), &id) // key came from a parsed id
-	res, err := runTool(ctx, te.fn, &ToolCall{ID: id, Name: name, Arguments: args})
+	res, err := runTool(ctx, te.fn, call)
 	if err != nil {
 		res = &mcpclient.CallToolResult{IsError: true, Content: []mcpclient.Content{mcpclient.TextContent(err.Error())}}
 	}

@@ -1,6 +1,11 @@
 // Package mcptest is an in-memory MCP server for tests and demos: tools are Go funcs, request
 // receipts follow the "Northstar" receipt design, and faults can be injected at will.
 //
+// Besides tools it serves resources and resource templates (with subscriptions, see
+// ResourceUpdated), prompts, completion and logging (see Log); a running tool reports progress
+// and asks its client (sampling, elicitation, roots, ...) through its ToolCall. SessionInfos and
+// NotificationsReceived show what clients declared and sent.
+//
 // A Server works outside tests too (the quickstart uses one). In tests, NewTestServer and
 // NewClient wire cleanup and logging to testing.TB.
 package mcptest
@@ -46,11 +51,20 @@ const DefaultMaxReceipts = 1024
 // cancels the request.
 type ToolFunc func(ctx context.Context, call *ToolCall) (*mcpclient.CallToolResult, error)
 
-// ToolCall is what a ToolFunc is called with.
+// ToolCall is what a ToolFunc is called with. Besides the request, it is the tool's way back to
+// the client that called it while it runs: Progress reports progress, Request asks the client
+// (sampling, elicitation, roots, ...).
 type ToolCall struct {
 	ID        mcpclient.ID
 	Name      string
 	Arguments []byte // raw JSON, nil when absent
+	// ProgressToken is the request's _meta.progressToken, raw JSON; nil when the client asked
+	// for no progress reports.
+	ProgressToken []byte
+
+	srv     *Server
+	session *sessionState // nil for a call outside a live session
+	out     outlet        // the way to the calling client: see Progress
 }
 
 // Server is an in-memory MCP server. Create it with NewServer; it is ready at once, and each
@@ -86,6 +100,17 @@ type Server struct {
 	executedBy  map[execKey]int           // tool and id -> executions
 	received    map[string][][]byte       // request id -> frames received
 	framesTotal int
+
+	resources     map[string]*resourceEntry // by URI
+	resourceOrder []string
+	templates     []*templateEntry // in registration order
+	prompts       map[string]*promptEntry
+	promptOrder   []string
+	completion    CompletionFunc
+	notes         map[string]int // notification method -> received
+	noteSignal    chan struct{}  // closed and replaced when a notification arrives
+	sessionSeq    int            // sessions opened
+	requestSeq    int            // server requests sent
 }
 
 // An epoch is the life of the server between restarts: its sessions, receipts and in-flight
@@ -129,7 +154,8 @@ func WithTool(tool mcpclient.Tool, fn ToolFunc) Option {
 	return optionFunc(func(s *Server) { s.addToolLocked(tool, fn) })
 }
 
-// WithPageSize makes tools/list answer n tools a page. Default: all tools in one page.
+// WithPageSize makes tools/list, resources/list, resources/templates/list and prompts/list
+// answer n items a page. Default: all items in one page.
 func WithPageSize(n int) Option { return optionFunc(func(s *Server) { s.pageSize = n }) }
 
 // WithProtocolVersions sets the revisions the server speaks, preferred first; it answers
@@ -154,7 +180,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithSSEResponses makes an HTTPServer answer requests with SSE streams: a priming event with
-// an event id and, if retry > 0, a retry: hint, then the answer. Default: JSON bodies.
+// an event id and, if retry > 0, a retry: hint, sent as soon as the request is admitted; then
+// what a tool sends while it runs (ToolCall.Progress, ToolCall.Request); then the answer.
+// Default: JSON bodies, with what a tool sends going to the session's GET stream.
 func WithSSEResponses(retry time.Duration) Option {
 	return optionFunc(func(s *Server) { s.sse = &retry })
 }
@@ -190,6 +218,10 @@ func NewServer(opts ...Option) *Server {
 		executions:     make(map[string]int),
 		executedBy:     make(map[execKey]int),
 		received:       make(map[string][][]byte),
+		resources:      make(map[string]*resourceEntry),
+		prompts:        make(map[string]*promptEntry),
+		notes:          make(map[string]int),
+		noteSignal:     make(chan struct{}),
 	}
 	s.epoch = s.newEpoch()
 	for _, o := range opts {
@@ -366,9 +398,15 @@ func (s *Server) Receipts() int {
 
 func (s *Server) String() string { return fmt.Sprintf("mcptest.Server(%s)", s.info.Name) }
 
-// Notify sends a notification to every connection with a live session, as a server announces
-// list changes or log messages. params may be nil.
+// Notify sends a notification to every live session, as a server announces list changes:
+// over its in-memory connection or legacy stream, or to its Streamable HTTP GET stream (dropped
+// there when the client does not listen). params may be nil.
 func (s *Server) Notify(method string, params any) error {
+	return s.notifySessions(method, params, func(*sessionState) bool { return true })
+}
+
+// notifySessions sends a notification to the live sessions that want it.
+func (s *Server) notifySessions(method string, params any, wants func(*sessionState) bool) error {
 	var raw []byte
 	if params != nil {
 		var err error
@@ -377,27 +415,12 @@ func (s *Server) Notify(method string, params any) error {
 		}
 	}
 	frame := jsonrpc.AppendRequest(nil, "", method, raw)
-	s.mu.Lock()
-	ep := s.epoch
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		if s.sessionLive(ep, c.sessionID()) {
-			if err := c.mc.Send(s.ctx, &transport.Message{Frame: frame, Method: method}); err != nil {
-				s.log.Debug("mcptest: notification not sent", "err", err)
-			}
+	for _, st := range s.liveSessions() {
+		if !wants(st) {
+			continue
 		}
-	}
-	// HTTP sessions get it on their GET stream, if they listen.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, st := range ep.sessions {
-		select {
-		case st.outbox <- frame:
-		default:
+		if err := st.notify(s.ctx, frame); err != nil {
+			s.log.Debug("mcptest: notification not sent", "method", method, "err", err)
 		}
 	}
 	return nil

@@ -1,0 +1,417 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+func TestFeaturesSampling(t *testing.T) {
+	featEach(t, func(t *testing.T, b featBackend) {
+		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
+		var mu sync.Mutex
+		var seen []*mcpclient.CreateMessageParams
+		c := mcptest.NewClient(t, d, mcpclient.WithSamplingHandler(func(_ context.Context, p *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {
+			mu.Lock()
+			seen = append(seen, p)
+			mu.Unlock()
+			switch text := p.Messages[0].Content[0].Text; text {
+			case "fail":
+				return nil, errors.New("the model is down")
+			case "refuse":
+				return nil, &mcpclient.RPCError{Code: -1, Message: "User rejected sampling request"}
+			case "panic":
+				panic("handler bug")
+			default:
+				return &mcpclient.CreateMessageResult{Role: "assistant", Model: "test-model", StopReason: "endTurn",
+					Content: mcpclient.SamplingContent{mcpclient.TextContent("echo: " + text)}}, nil
+			}
+		}))
+		ask := func(text string) map[string]any {
+			return map[string]any{
+				"messages":     []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": text}}},
+				"systemPrompt": "be brief",
+				"maxTokens":    64,
+			}
+		}
+
+		res, rpc := featAskClient(t, c, "sampling/createMessage", ask("hello"))
+		if rpc != nil {
+			t.Fatalf("sampling failed: %v", rpc)
+		}
+		var msg mcpclient.CreateMessageResult
+		if err := json.Unmarshal(res, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if msg.Role != "assistant" || msg.Model != "test-model" || msg.StopReason != "endTurn" ||
+			len(msg.Content) != 1 || msg.Content[0].Text != "echo: hello" {
+			t.Errorf("sampling result %s", res)
+		}
+		// A single content block travels as an object, as 2025-06-18 servers expect.
+		if !strings.Contains(string(res), `"content":{"type":"text"`) {
+			t.Errorf("content not sent as one object: %s", res)
+		}
+		mu.Lock()
+		if p := seen[0]; p.MaxTokens != 64 || p.SystemPrompt != "be brief" || p.Messages[0].Role != "user" {
+			t.Errorf("the handler saw %+v", p)
+		}
+		mu.Unlock()
+
+		for _, tc := range []struct {
+			text string
+			code int64
+			msg  string
+		}{
+			{"fail", mcpclient.RPCInternalError, "the model is down"},
+			{"refuse", -1, "User rejected sampling request"},
+			{"panic", mcpclient.RPCInternalError, ""},
+		} {
+			_, rpc := featAskClient(t, c, "sampling/createMessage", ask(tc.text))
+			if rpc == nil || rpc.Code != tc.code || !strings.Contains(rpc.Message, tc.msg) {
+				t.Errorf("%s: error %v, want %d %q", tc.text, rpc, tc.code, tc.msg)
+			}
+		}
+		// After a panicking handler the client keeps working, and so does its handler.
+		if err := c.Ping(featCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if _, rpc := featAskClient(t, c, "sampling/createMessage", ask("again")); rpc != nil {
+			t.Errorf("sampling after a panic: %v", rpc)
+		}
+		// Malformed params are the server's mistake.
+		_, rpc = featAskClient(t, c, "sampling/createMessage", map[string]any{"messages": "nope"})
+		if rpc == nil || rpc.Code != mcpclient.RPCInvalidParams {
+			t.Errorf("malformed params: %v, want -32602", rpc)
+		}
+	})
+}
+
+// featElicitSchema gives a default to one property of each kind, and none to email.
+const featElicitSchema = `{"type":"object","properties":{
+	"name":{"type":"string","default":"anonymous"},
+	"age":{"type":"integer","default":42},
+	"ratio":{"type":"number","default":0.5},
+	"color":{"type":"string","enum":["red","green"],"default":"green"},
+	"subscribe":{"type":"boolean","default":true},
+	"email":{"type":"string"}
+},"required":["email"]}`
+
+func TestFeaturesElicitation(t *testing.T) {
+	featEach(t, func(t *testing.T, b featBackend) {
+		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
+		seen := make(chan *mcpclient.ElicitParams, 8)
+		c := mcptest.NewClient(t, d, mcpclient.WithElicitationHandler(func(_ context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+			seen <- p
+			switch {
+			case p.Mode == mcpclient.ElicitModeURL:
+				return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept}, nil
+			case p.Message == "decline":
+				return &mcpclient.ElicitResult{Action: mcpclient.ElicitDecline}, nil
+			case p.Message == "cancel":
+				return &mcpclient.ElicitResult{Action: mcpclient.ElicitCancel}, nil
+			case p.Message == "all":
+				return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{
+					"name": "Ada", "age": 36, "ratio": 1.5, "color": "red", "subscribe": false, "email": "ada@example.com"}}, nil
+			}
+			return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"name": "Ada", "email": "ada@example.com"}}, nil
+		}))
+		form := func(message string) map[string]any {
+			return map[string]any{"message": message, "requestedSchema": json.RawMessage(featElicitSchema)}
+		}
+		type result struct {
+			Action  string         `json:"action"`
+			Content map[string]any `json:"content"`
+		}
+		elicit := func(params any) result {
+			t.Helper()
+			raw, rpc := featAskClient(t, c, "elicitation/create", params)
+			if rpc != nil {
+				t.Fatalf("elicitation failed: %v", rpc)
+			}
+			var r result
+			if err := json.Unmarshal(raw, &r); err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+
+		// SEP-1034: the fields the user left out take the schema's defaults, with their JSON
+		// types; fields without a default stay out.
+		got := elicit(form("partial"))
+		want := map[string]any{"name": "Ada", "email": "ada@example.com", "age": 42.0, "ratio": 0.5, "color": "green", "subscribe": true}
+		if got.Action != "accept" || !reflect.DeepEqual(got.Content, want) {
+			t.Errorf("partial form: %+v, want accept with %v", got, want)
+		}
+		if p := featRecv(t, seen, "the form request"); p.Message != "partial" || !strings.Contains(string(p.RequestedSchema), `"default":42`) {
+			t.Errorf("the handler saw %+v", p)
+		}
+		// What the user gave is kept, falsy values included.
+		got = elicit(form("all"))
+		want = map[string]any{"name": "Ada", "email": "ada@example.com", "age": 36.0, "ratio": 1.5, "color": "red", "subscribe": false}
+		if !reflect.DeepEqual(got.Content, want) {
+			t.Errorf("full form: %v, want %v", got.Content, want)
+		}
+		featRecv(t, seen, "the full form request")
+
+		for _, action := range []string{"decline", "cancel"} {
+			got := elicit(form(action))
+			if got.Action != action || got.Content != nil {
+				t.Errorf("%s: %+v, want the action and no content", action, got)
+			}
+			featRecv(t, seen, "the "+action+" request")
+		}
+
+		got = elicit(map[string]any{"mode": "url", "message": "sign in", "url": "https://example.com/auth?x=1", "elicitationId": "el-7"})
+		if got.Action != "accept" || got.Content != nil {
+			t.Errorf("url mode: %+v, want accept without content", got)
+		}
+		p := featRecv(t, seen, "the url request")
+		if p.Mode != mcpclient.ElicitModeURL || p.URL != "https://example.com/auth?x=1" || p.ElicitationID != "el-7" || p.Message != "sign in" {
+			t.Errorf("url mode: the handler saw %+v", p)
+		}
+	})
+}
+
+func TestFeaturesElicitationHandlerErrors(t *testing.T) {
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(featAskTool, featAsk))
+	c := mcptest.NewClient(t, srv, mcpclient.WithElicitationHandler(func(_ context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+		if p.Message == "nil" {
+			return nil, nil
+		}
+		return nil, errors.New("no user at the keyboard")
+	}))
+	for msg, want := range map[string]string{"nil": "no result", "err": "no user at the keyboard"} {
+		_, rpc := featAskClient(t, c, "elicitation/create", map[string]any{"message": msg, "requestedSchema": json.RawMessage(`{"type":"object"}`)})
+		if rpc == nil || rpc.Code != mcpclient.RPCInternalError || !strings.Contains(rpc.Message, want) {
+			t.Errorf("%s: %v, want -32603 with %q", msg, rpc, want)
+		}
+	}
+}
+
+func TestFeaturesRoots(t *testing.T) {
+	featEach(t, func(t *testing.T, b featBackend) {
+		srv, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
+		c := mcptest.NewClient(t, d, mcpclient.WithRoots(mcpclient.Root{URI: "file:///work", Name: "work"}))
+		type roots struct {
+			Roots []mcpclient.Root `json:"roots"`
+		}
+		list := func() []mcpclient.Root {
+			t.Helper()
+			raw, rpc := featAskClient(t, c, "roots/list", nil)
+			if rpc != nil {
+				t.Fatalf("roots/list: %v", rpc)
+			}
+			var r roots
+			if err := json.Unmarshal(raw, &r); err != nil {
+				t.Fatal(err)
+			}
+			return r.Roots
+		}
+		if got := list(); len(got) != 1 || got[0].URI != "file:///work" || got[0].Name != "work" {
+			t.Errorf("roots %+v", got)
+		}
+
+		if err := c.SetRoots(featCtx(t), mcpclient.Root{URI: "file:///a"}, mcpclient.Root{URI: "file:///b", Name: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.AwaitNotifications(featCtx(t), "notifications/roots/list_changed", 1); err != nil {
+			t.Fatal(err)
+		}
+		got := list()
+		if len(got) != 2 || got[0].URI != "file:///a" || got[1].URI != "file:///b" || got[1].Name != "b" {
+			t.Errorf("roots after SetRoots %+v", got)
+		}
+		// An empty list is a list.
+		if err := c.SetRoots(featCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := featAskClient(t, c, "roots/list", nil)
+		if string(raw) != `{"roots":[]}` {
+			t.Errorf("no roots answered %s", raw)
+		}
+	})
+}
+
+func TestFeaturesSetRootsWithoutCapability(t *testing.T) {
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(featAskTool, featAsk))
+	c := mcptest.NewClient(t, srv, mcpclient.WithRequestHandler("x/listen", func(context.Context, json.RawMessage) (any, error) { return struct{}{}, nil }))
+	err := c.SetRoots(featCtx(t), mcpclient.Root{URI: "file:///x"})
+	if mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+		t.Errorf("SetRoots without WithRoots: %v, want CodeInvalidArgument", err)
+	}
+	asError(t, err)
+	if _, rpc := featAskClient(t, c, "roots/list", nil); rpc == nil || rpc.Code != mcpclient.RPCMethodNotFound {
+		t.Errorf("roots/list without WithRoots: %v, want -32601", rpc)
+	}
+	if n := srv.NotificationsReceived("notifications/roots/list_changed"); n != 0 {
+		t.Errorf("%d list_changed sent", n)
+	}
+}
+
+func TestFeaturesCustomServerRequests(t *testing.T) {
+	featEach(t, func(t *testing.T, b featBackend) {
+		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
+		c := mcptest.NewClient(t, d,
+			mcpclient.WithRequestHandler("x/echo", func(_ context.Context, params json.RawMessage) (any, error) {
+				return map[string]json.RawMessage{"echo": params}, nil
+			}),
+			mcpclient.WithRequestHandler("x/array", func(context.Context, json.RawMessage) (any, error) {
+				return []int{1}, nil // not an object
+			}),
+			// A typed option wins over WithRequestHandler for its method.
+			mcpclient.WithRequestHandler("roots/list", func(context.Context, json.RawMessage) (any, error) {
+				return map[string]string{"from": "generic"}, nil
+			}),
+			mcpclient.WithRoots())
+
+		raw, rpc := featAskClient(t, c, "x/echo", map[string]int{"n": 7})
+		if rpc != nil || string(raw) != `{"echo":{"n":7}}` {
+			t.Errorf("x/echo: %s, %v", raw, rpc)
+		}
+		if _, rpc := featAskClient(t, c, "x/array", nil); rpc == nil || rpc.Code != mcpclient.RPCInternalError {
+			t.Errorf("a handler answering no object: %v, want -32603", rpc)
+		}
+		if raw, rpc := featAskClient(t, c, "roots/list", nil); rpc != nil || string(raw) != `{"roots":[]}` {
+			t.Errorf("roots/list: %s, %v; want the typed answer", raw, rpc)
+		}
+		for _, method := range []string{"x/unknown", "sampling/createMessage", "elicitation/create"} {
+			if _, rpc := featAskClient(t, c, method, nil); rpc == nil || rpc.Code != mcpclient.RPCMethodNotFound {
+				t.Errorf("%s: %v, want -32601", method, rpc)
+			}
+		}
+		if raw, rpc := featAskClient(t, c, "ping", nil); rpc != nil || string(raw) != "{}" {
+			t.Errorf("ping: %s, %v", raw, rpc)
+		}
+	})
+}
+
+// TestFeaturesServerCancelsItsRequest has the server give up on a sampling request: the client's
+// handler sees its context end.
+func TestFeaturesServerCancelsItsRequest(t *testing.T) {
+	featEach(t, func(t *testing.T, b featBackend) {
+		handling := make(chan struct{})
+		handlerDone := make(chan error, 1)
+		toolErr := make(chan error, 1)
+		_, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "impatient"}, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			go func() {
+				<-handling
+				cancel()
+			}()
+			_, err := call.Request(ctx, "sampling/createMessage", map[string]any{"messages": []any{}, "maxTokens": 1})
+			toolErr <- err
+			return featText("gave up"), nil
+		}))
+		c := mcptest.NewClient(t, d, mcpclient.WithSamplingHandler(func(ctx context.Context, _ *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {
+			close(handling)
+			<-ctx.Done()
+			handlerDone <- ctx.Err()
+			return nil, ctx.Err()
+		}))
+		res, err := c.CallTool(featCtx(t), "impatient", nil)
+		if err != nil || res.Text() != "gave up" {
+			t.Fatalf("got %+v, %v", res, err)
+		}
+		if err := featRecv(t, toolErr, "the tool's request to end"); !errors.Is(err, context.Canceled) {
+			t.Errorf("Request returned %v, want context.Canceled", err)
+		}
+		if err := featRecv(t, handlerDone, "the handler's context to end"); !errors.Is(err, context.Canceled) {
+			t.Errorf("the handler's context ended with %v", err)
+		}
+		if err := c.Ping(featCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestFeaturesClientCapabilities(t *testing.T) {
+	noop := func(context.Context, json.RawMessage) (any, error) { return struct{}{}, nil }
+	tests := []struct {
+		name string
+		opts []mcpclient.Option
+		want string // the capabilities as the server received them
+	}{
+		{"none", nil, `{}`},
+		{"roots", []mcpclient.Option{mcpclient.WithRoots()}, `{"roots":{"listChanged":true}}`},
+		{"sampling", []mcpclient.Option{mcpclient.WithSamplingHandler(func(context.Context, *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {
+			return nil, nil
+		})}, `{"sampling":{}}`},
+		{"elicitation", []mcpclient.Option{mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+			return nil, nil
+		})}, `{"elicitation":{"form":{},"url":{}}}`},
+		{"handlers declare nothing", []mcpclient.Option{
+			mcpclient.WithRequestHandler("x/y", noop),
+			mcpclient.WithLogHandler(func(context.Context, *mcpclient.LogMessage) {}),
+			mcpclient.WithResourceUpdatedHandler(func(context.Context, string) {}),
+		}, `{}`},
+		{"all", []mcpclient.Option{
+			mcpclient.WithRoots(mcpclient.Root{URI: "file:///"}),
+			mcpclient.WithSamplingHandler(func(context.Context, *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {
+				return nil, nil
+			}),
+			mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+				return nil, nil
+			}),
+		}, `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`},
+	}
+	featEach(t, func(t *testing.T, b featBackend) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				srv, d := b.start(t)
+				opts := append([]mcpclient.Option{mcpclient.WithClientInfo(mcpclient.Implementation{Name: "feat", Version: "9"})}, tt.opts...)
+				c := mcptest.NewClient(t, d, opts...)
+				infos := srv.SessionInfos()
+				if len(infos) != 1 {
+					t.Fatalf("%d sessions", len(infos))
+				}
+				got, _ := json.Marshal(infos[0].ClientCapabilities)
+				if string(got) != tt.want {
+					t.Errorf("capabilities %s, want %s", got, tt.want)
+				}
+				if infos[0].ClientInfo.Name != "feat" || infos[0].ClientInfo.Version != "9" {
+					t.Errorf("clientInfo %+v", infos[0].ClientInfo)
+				}
+				if infos[0].ProtocolVersion != c.ProtocolVersion() {
+					t.Errorf("the server negotiated %q, the client %q", infos[0].ProtocolVersion, c.ProtocolVersion())
+				}
+				if sid := c.SessionID(); sid != "" && sid != infos[0].ID {
+					t.Errorf("session %q, the client has %q", infos[0].ID, sid)
+				}
+			})
+		}
+	})
+}
+
+// TestFeaturesServerRequestAfterConnectionLoss: a server request whose client went away ends
+// with an error instead of waiting forever.
+func TestFeaturesServerRequestAfterConnectionLoss(t *testing.T) {
+	requested := make(chan struct{})
+	toolErr := make(chan error, 1)
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "orphan"}, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		_, err := call.Request(context.WithoutCancel(ctx), "x/slow", nil)
+		toolErr <- err
+		return nil, err
+	}))
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(),
+		mcpclient.WithRequestHandler("x/slow", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			close(requested)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go c.CallTool(context.Background(), "orphan", nil)
+	featRecv(t, requested, "the server's request")
+	c.Close()
+	if err := featRecv(t, toolErr, "the request to fail"); err == nil {
+		t.Error("Request succeeded without a client")
+	}
+}

@@ -1,0 +1,161 @@
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+)
+
+// Progress sends notifications/progress for the call to the client that made it, if its request
+// carried a _meta.progressToken; otherwise it does nothing. total 0 means the total is unknown
+// (it is left out). In memory the report goes on the call's connection; over Streamable HTTP on
+// the call's SSE response stream when the server answers with SSE (WithSSEResponses), otherwise
+// to the session's GET stream, where it is dropped if the client does not listen; over legacy
+// HTTP+SSE on the session's stream. A report that cannot be sent is logged and dropped.
+func (c *ToolCall) Progress(progress, total float64, message string) {
+	if len(c.ProgressToken) == 0 || c.out == nil {
+		return
+	}
+	params, _ := json.Marshal(struct {
+		Token    json.RawMessage `json:"progressToken"`
+		Progress float64         `json:"progress"`
+		Total    float64         `json:"total,omitempty"`
+		Message  string          `json:"message,omitempty"`
+	}{c.ProgressToken, progress, total, message}) // plain values
+	frame := jsonrpc.AppendRequest(nil, "", "notifications/progress", params)
+	ctx, cancel := context.WithTimeout(c.srv.ctx, sendTimeout)
+	defer cancel()
+	if err := c.out.send(ctx, frame); err != nil {
+		c.srv.log.Debug("mcptest: progress not sent", "id", c.ID.JSON(), "err", err)
+	}
+}
+
+// sendTimeout bounds the sending of a notification to a client that does not read.
+const sendTimeout = 5 * time.Second
+
+// errNoClient fails a server request of a call that has no way back to its client.
+var errNoClient = errors.New("mcptest: the call has no session to send requests on")
+
+// Request sends a request (sampling/createMessage, elicitation/create, roots/list, ...) to the
+// client that made the call, by the way Progress describes, and waits for its answer: the
+// result, or the client's JSON-RPC error as an *mcpclient.RPCError. params may be nil. If ctx
+// ends first, the client is sent notifications/cancelled for the request and Request returns
+// ctx's error; if the session's connection ends first, an error. Request ids are strings
+// unique to the server ("mcptest-1", ...).
+func (c *ToolCall) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if c.session == nil || c.out == nil {
+		return nil, errNoClient
+	}
+	var raw []byte
+	if params != nil {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return nil, fmt.Errorf("mcptest: params of %s: %w", method, err)
+		}
+		if string(raw) == "null" {
+			raw = nil
+		}
+	}
+	key := c.srv.nextRequestKey()
+	st := c.session
+	ch := st.await(key)
+	defer st.forget(key)
+	if err := c.out.send(ctx, jsonrpc.AppendRequest(nil, key, method, raw)); err != nil {
+		return nil, fmt.Errorf("mcptest: sending %s: %w", method, err)
+	}
+	select {
+	case a := <-ch:
+		if a.isError {
+			rpc := new(mcpclient.RPCError)
+			if err := json.Unmarshal(a.body, rpc); err != nil {
+				return nil, fmt.Errorf("mcptest: malformed error answer to %s: %s", method, a.body)
+			}
+			return nil, rpc
+		}
+		return json.RawMessage(a.body), nil
+	case <-st.lost:
+		return nil, errSessionLost
+	case <-ctx.Done():
+		params, _ := json.Marshal(struct {
+			RequestID json.RawMessage `json:"requestId"`
+			Reason    string          `json:"reason,omitempty"`
+		}{json.RawMessage(key), context.Cause(ctx).Error()})
+		sctx, cancel := context.WithTimeout(c.srv.ctx, sendTimeout)
+		defer cancel()
+		if err := c.out.send(sctx, jsonrpc.AppendRequest(nil, "", "notifications/cancelled", params)); err != nil {
+			c.srv.log.Debug("mcptest: notifications/cancelled not sent", "id", key, "err", err)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// nextRequestKey returns the JSON text of a fresh server request id.
+func (s *Server) nextRequestKey() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requestSeq++
+	return strconv.Quote("mcptest-" + strconv.Itoa(s.requestSeq))
+}
+
+// onResponse routes the client's answer to one of the server's requests to the session's
+// ToolCall.Request awaiting it.
+func (s *Server) onResponse(session string, m jsonrpc.Message) {
+	var id mcpclient.ID
+	st := s.sessionState(nil, session)
+	if st == nil || json.Unmarshal(m.ID, &id) != nil {
+		s.log.Debug("mcptest: dropped a response", "session", session, "id", string(m.ID))
+		return
+	}
+	a := answer{body: m.Result}
+	if m.Error != nil {
+		a = answer{body: m.Error, isError: true}
+	}
+	if !st.resolve(id.JSON(), a) {
+		s.log.Debug("mcptest: dropped a response nobody awaits", "id", id.JSON())
+	}
+}
+
+// onNotification records a notification from a client and acts on notifications/cancelled.
+func (s *Server) onNotification(session string, m jsonrpc.Message) {
+	s.mu.Lock()
+	s.notes[m.Method]++
+	close(s.noteSignal)
+	s.noteSignal = make(chan struct{})
+	s.mu.Unlock()
+	if m.Method == "notifications/cancelled" {
+		s.cancelRequest(session, m.Params)
+	}
+}
+
+// NotificationsReceived returns how many notifications named method the server received from
+// all clients (notifications/initialized, notifications/cancelled,
+// notifications/roots/list_changed, ...).
+func (s *Server) NotificationsReceived(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notes[method]
+}
+
+// AwaitNotifications waits until the server has received n notifications named method, or ctx
+// ends (its error is returned).
+func (s *Server) AwaitNotifications(ctx context.Context, method string, n int) error {
+	for {
+		s.mu.Lock()
+		got, signal := s.notes[method], s.noteSignal
+		s.mu.Unlock()
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-signal:
+		case <-ctx.Done():
+			return fmt.Errorf("mcptest: %d of %d %s received: %w", got, n, method, ctx.Err())
+		}
+	}
+}

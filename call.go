@@ -391,6 +391,7 @@ var safeMethods = map[string]bool{
 	"resources/subscribe":      true,
 	"resources/unsubscribe":    true,
 	"logging/setLevel":         true,
+	"subscriptions/listen":     true,
 }
 
 func (c *Client) safeToRepeat(req *Request) bool {

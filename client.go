@@ -43,6 +43,7 @@ type Client struct {
 	progress  progressRegistry
 	roots     rootsState
 	logLevel  atomic.Value // string: the log level stateless requests ask for, once set
+	acks      acks
 
 	mu      sync.Mutex
 	sess    *session              // the current session; nil before the first and after loss

@@ -401,3 +401,76 @@ func TestStatelessLogLevelTravelsWithEachRequest(t *testing.T) {
 		t.Errorf("logLevel in _meta: %s", got)
 	}
 }
+
+func TestStatelessListenDeliversSubscribedNotifications(t *testing.T) {
+	var mu sync.Mutex
+	var listens []statelessRequest
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
+		var r statelessRequest
+		json.NewDecoder(hr.Body).Decode(&r)
+		switch r.Method {
+		case "server/discover":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}}`, r.ID)
+		case "tools/list":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}}`, r.ID)
+		case "subscriptions/listen":
+			mu.Lock()
+			listens = append(listens, r)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			sid := string(r.ID)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"%s\":%s},\"notifications\":{\"toolsListChanged\":true}}}\n\n", mcpclient.MetaSubscriptionID, sid)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"%s\":%s}}}\n\n", mcpclient.MetaSubscriptionID, sid)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///a\",\"_meta\":{\"%s\":%s}}}\n\n", mcpclient.MetaSubscriptionID, sid)
+			w.(http.Flusher).Flush()
+			<-hr.Context().Done() // until the client closes the stream
+		}
+	}))
+	defer srv.Close()
+	updated := make(chan string, 1)
+	changed := make(chan struct{}, 1)
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL},
+		mcpclient.WithResourceUpdatedHandler(func(_ context.Context, uri string) { updated <- uri }),
+		mcpclient.WithNotificationHandler("notifications/tools/list_changed", func(context.Context, string, json.RawMessage) { changed <- struct{}{} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ListTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.Listen(context.Background(), mcpclient.SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sub.Acknowledged.ToolsListChanged || len(sub.Acknowledged.ResourceSubscriptions) != 0 {
+		t.Errorf("acknowledged %+v", sub.Acknowledged)
+	}
+	if uri := <-updated; uri != "file:///a" {
+		t.Errorf("updated %q", uri)
+	}
+	<-changed
+	if tools, _ := c.ListTools(context.Background()); len(tools) != 1 {
+		t.Errorf("tools %v", tools)
+	}
+	if err := sub.Close(); err != nil || sub.Err() != nil {
+		t.Errorf("close: %v / %v", err, sub.Err())
+	}
+	var filter struct {
+		Notifications mcpclient.SubscriptionFilter `json:"notifications"`
+	}
+	json.Unmarshal(listens[0].Params["notifications"], &filter.Notifications)
+	if filter.Notifications.ResourceSubscriptions[0] != "file:///a" || len(listens[0].meta()) == 0 {
+		t.Errorf("listen params %s", listens[0].Params)
+	}
+}
+
+func TestListenNeedsAStatelessSession(t *testing.T) {
+	srv := mcptest.NewTestServer(t)
+	c := mcptest.NewClient(t, srv)
+	if _, err := c.Listen(context.Background(), mcpclient.SubscriptionFilter{}); !errors.Is(err, mcpclient.ErrNotStateless) {
+		t.Fatalf("error %v", err)
+	}
+}

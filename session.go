@@ -349,6 +349,8 @@ func (s *session) notification(m jsonrpc.Message) {
 		c.tools.invalidate()
 	case "notifications/cancelled":
 		s.cancelServerRequest(m.Params)
+	case "notifications/subscriptions/acknowledged":
+		c.acks.deliver(m.Params)
 	case "notifications/message":
 		if c.cfg.logHandler != nil {
 			var msg LogMessage

@@ -392,6 +392,10 @@ var safeMethods = map[string]bool{
 	"resources/unsubscribe":    true,
 	"logging/setLevel":         true,
 	"subscriptions/listen":     true,
+	"tasks/get":                true,
+	"tasks/list":               true,
+	"tasks/result":             true, // blocks until the task ends, reads its result
+	"tasks/cancel":             true, // idempotent: a repeat finds the task cancelled
 }
 
 func (c *Client) safeToRepeat(req *Request) bool {

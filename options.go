@@ -31,13 +31,16 @@ type config struct {
 	resourceUpdated ResourceUpdatedHandler
 	keepalive       time.Duration
 	version         string // pinned protocol revision, or "" to negotiate
+	taskStatus      TaskStatusHandler
+	taskPoll        time.Duration // AwaitTask's interval when the server suggests none; 0: default
 }
 
 // listens reports whether the client has anything to receive from the server unprompted, so
 // that a transport with a separate channel for it (the HTTP GET stream) opens one.
 func (c *config) listens() bool {
 	return len(c.notifications) > 0 || len(c.requestHandlers) > 0 || c.sampling != nil ||
-		c.elicitation != nil || c.roots != nil || c.logHandler != nil || c.resourceUpdated != nil
+		c.elicitation != nil || c.roots != nil || c.logHandler != nil || c.resourceUpdated != nil ||
+		c.taskStatus != nil
 }
 
 // capabilities is what the client declares in initialize.

@@ -106,7 +106,14 @@ type Tool struct {
 	InputSchema  json.RawMessage  `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	Execution    *ToolExecution   `json:"execution,omitempty"` // nil: never run as a task
 	Meta         json.RawMessage  `json:"_meta,omitempty"`
+}
+
+// ToolExecution is how a tool may be run (2025-11-25). TaskSupport is TaskSupportRequired,
+// TaskSupportOptional or TaskSupportForbidden; "" means forbidden. See CallToolTask.
+type ToolExecution struct {
+	TaskSupport string `json:"taskSupport,omitempty"`
 }
 
 // ToolAnnotations are a server's hints about a tool's behaviour. The client trusts two of them

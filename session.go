@@ -358,6 +358,8 @@ func (s *session) notification(m jsonrpc.Message) {
 				c.cfg.logHandler(s.ctx, &msg)
 			}
 		}
+	case "notifications/tasks/status":
+		c.taskStatusNotified(s.ctx, m.Params)
 	case "notifications/resources/updated":
 		if c.cfg.resourceUpdated != nil {
 			var p uriParams

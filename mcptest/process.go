@@ -122,12 +122,15 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	switch m.Method {
 	case "initialize":
 		v.answer, v.session = s.initialize(ep, m)
+		v.answer = s.declareTasks(v.answer)
 	case "ping":
 		v.answer = answer{body: []byte("{}")}
 	case "tools/list":
 		v.answer = s.listTools(m)
 	case "tools/call":
-		v.answer = s.callTool(ctx, ep, m, key, s.sessionState(ep, session), out)
+		v.answer = s.toolsCall(ctx, ep, m, key, s.sessionState(ep, session), out)
+	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+		v.answer = s.taskMethod(ctx, ep, m)
 	case "resources/list":
 		v.answer = s.listResources(m)
 	case "resources/templates/list":

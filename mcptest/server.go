@@ -65,6 +65,7 @@ type ToolCall struct {
 	srv     *Server
 	session *sessionState // nil for a call outside a live session
 	out     outlet        // the way to the calling client: see Progress
+	task    *task         // the task the call runs as; nil for a plain tools/call
 }
 
 // Server is an in-memory MCP server. Create it with NewServer; it is ready at once, and each
@@ -111,6 +112,9 @@ type Server struct {
 	noteSignal    chan struct{}  // closed and replaced when a notification arrives
 	sessionSeq    int            // sessions opened
 	requestSeq    int            // server requests sent
+
+	taskPoll time.Duration // pollInterval of tasks; see WithTaskPollInterval
+	maxTasks int           // bound of each epoch's task store; see WithMaxTasks
 }
 
 // An epoch is the life of the server between restarts: its sessions, receipts and in-flight
@@ -121,6 +125,10 @@ type epoch struct {
 	sessions map[string]*sessionState
 	receipts map[string]*receipt
 	inFlight map[string]bool
+	// tasks are the tasks of the epoch, by id, and their ids in creation order, for
+	// tasks/list; made on first use, guarded by Server.mu (see tasks.go).
+	tasks     map[string]*task
+	taskOrder []string
 }
 
 type execKey struct{ tool, id string }

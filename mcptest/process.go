@@ -293,32 +293,7 @@ func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key
 	if len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
 		call.ProgressToken = p.Meta.ProgressToken
 	}
-	if s.mode != ModeReceipts {
-		return s.execute(ctx, call, key)
-	}
-	fp, err := fingerprint(m.Method, m.Params)
-	if err != nil {
-		return errorAnswer(mcpclient.RPCInvalidParams, err.Error(), nil)
-	}
-	r, fresh, full := s.claimReceipt(ep, key, fp)
-	switch {
-	case full:
-		return errorAnswer(-32000, "receipt store full: new request ids are refused",
-			map[string]any{"code": "MCP_RECEIPTS_FULL", "maxReceipts": s.maxReceipts})
-	case !fresh && r.fp != fp:
-		return errorAnswer(mcpclient.RPCInvalidRequest, mcpclient.ReusedIDMarker+": request id already used with different content",
-			map[string]any{"code": mcpclient.ReusedIDMarker})
-	case !fresh:
-		select {
-		case <-r.done:
-			return r.reply
-		case <-ctx.Done():
-			return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil)
-		}
-	}
-	r.reply = s.execute(ctx, call, key)
-	close(r.done)
-	return r.reply
+	return s.withReceipt(ctx, ep, m, key, func() answer { return s.execute(ctx, call, key) })
 }
 
 func (s *Server) execute(ctx context.Context, call *ToolCall, key string) answer {

@@ -2,9 +2,13 @@ package mcptest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 )
 
 // A receipt is the server's memory of one request id: the fingerprint of the validated request,
@@ -76,4 +80,35 @@ func (s *Server) releaseInFlight(ep *epoch, key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(ep.inFlight, key)
+}
+
+// withReceipt answers a tools/call under the server's mode, the receipt store of seed "Northstar": with receipts,
+// run runs once per id, and the same id with the same content gets its answer.
+func (s *Server) withReceipt(ctx context.Context, ep *epoch, m jsonrpc.Message, key string, run func() answer) answer {
+	if s.mode != ModeReceipts {
+		return run()
+	}
+	fp, err := fingerprint(m.Method, m.Params)
+	if err != nil {
+		return errorAnswer(mcpclient.RPCInvalidParams, err.Error(), nil)
+	}
+	r, fresh, full := s.claimReceipt(ep, key, fp)
+	switch {
+	case full:
+		return errorAnswer(-32000, "receipt store full: new request ids are refused",
+			map[string]any{"code": "MCP_RECEIPTS_FULL", "maxReceipts": s.maxReceipts})
+	case !fresh && r.fp != fp:
+		return errorAnswer(mcpclient.RPCInvalidRequest, mcpclient.ReusedIDMarker+": request id already used with different content",
+			map[string]any{"code": mcpclient.ReusedIDMarker})
+	case !fresh:
+		select {
+		case <-r.done:
+			return r.reply
+		case <-ctx.Done():
+			return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil)
+		}
+	}
+	r.reply = run()
+	close(r.done)
+	return r.reply
 }

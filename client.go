@@ -114,13 +114,16 @@ func (c *Client) firstSession(ctx context.Context) error {
 	if errors.As(err, &e) {
 		return e
 	}
+	if transport.OutcomeOf(err) == OutcomeAnswered {
+		return &Error{Code: CodeServerError, Attempts: attempts, Err: err}
+	}
 	return &Error{Code: CodeNotDelivered, Attempts: attempts, Err: err}
 }
 
 // isDefinite reports whether a dial error settles the matter: retrying cannot help.
 func isDefinite(err error) bool {
 	var e *Error
-	return errors.As(err, &e) || errors.Is(err, transport.ErrMisconfigured)
+	return errors.As(err, &e) || errors.Is(err, transport.ErrMisconfigured) || transport.OutcomeOf(err) == OutcomeAnswered
 }
 
 // session returns the live session, dialing a new one if there is none. One dial runs at a
@@ -290,6 +293,9 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	}
 	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
 	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
+		if transport.OutcomeOf(err) == OutcomeAnswered {
+			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err} // refused: definite
+		}
 		return err
 	}
 	if l, ok := s.conn.(transport.Listener); ok && c.cfg.listens() { // legacy sessions only: stateless revisions have no such stream

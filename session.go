@@ -269,9 +269,12 @@ func (s *session) route(frame []byte) {
 			s.routeResponse(m)
 		case jsonrpc.KindNotification, jsonrpc.KindRequest:
 			if m.Method == "notifications/progress" {
-				// Inline, so that a call sees every report sent before its answer.
+				// Inline, so that a call sees every report sent before its answer; the
+				// caller's own handler, if any, still gets it in order below.
 				s.c.progress.deliver(m.Params)
-				continue
+				if s.c.cfg.notifications["notifications/progress"] == nil && s.c.cfg.notifications["*"] == nil {
+					continue
+				}
 			}
 			select {
 			case s.inbound <- m:

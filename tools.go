@@ -133,7 +133,11 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 	if err != nil {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("arguments of tool %s: %w", name, err)})
 	}
-	req, err := c.newRequest("tools/call", CallToolParams{Name: name, Arguments: rawArgs}, opts)
+	params := CallToolParams{Name: name}
+	if rawArgs != nil { // a nil RawMessage in the interface would go out as null
+		params.Arguments = rawArgs
+	}
+	req, err := c.newRequest("tools/call", params, opts)
 	if err != nil {
 		return nil, returned(err)
 	}

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -294,6 +296,21 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	}
 }
 
+// sessionRefusal recognizes how TypeScript SDK servers refuse an unknown session: 400 with a
+// -32000 error about the session id, where the protocol says 404. Only a request that carried a
+// session id is judged by it.
+func sessionRefusal(body []byte) bool {
+	var e struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}
+	obj := errorObject(body)
+	if obj == nil || json.Unmarshal(obj, &e) != nil || e.Code != -32000 {
+		return false
+	}
+	return strings.Contains(strings.ToLower(e.Message), "session")
+}
+
 // traceWrites returns ctx with a trace recording whether the whole request was written: until
 // then, a failure cannot have let the server run it (it needs the whole body).
 func traceWrites(ctx context.Context) (*atomic.Bool, context.Context) {
@@ -309,8 +326,8 @@ func traceWrites(ctx context.Context) (*atomic.Bool, context.Context) {
 
 // deliveryFailure reads an error of http.Client.Do as a delivery outcome.
 func deliveryFailure(ctx context.Context, id string, wrote bool, err error) error {
-	if ctx.Err() != nil {
-		err = fmt.Errorf("%w: %w", ctx.Err(), err)
+	if cause := context.Cause(ctx); cause != nil {
+		err = fmt.Errorf("%w: %w", cause, err)
 	}
 	if wrote {
 		return &Error{Outcome: Uncertain, ID: id, Err: err}
@@ -327,7 +344,7 @@ func postFailure(resp *http.Response, id string, sessionKnown bool) error {
 	body := readStart(resp.Body)
 	status := &StatusError{code, body}
 	switch {
-	case code == http.StatusNotFound && sessionKnown:
+	case code == http.StatusNotFound && sessionKnown, code == http.StatusBadRequest && sessionKnown && sessionRefusal(body):
 		return &Error{Outcome: NotDelivered, ID: id, Err: fmt.Errorf("%w: %w", ErrSessionNotFound, status)}
 	case code == http.StatusConflict:
 		return &Error{Outcome: Conflict, ID: id, Reply: errorObject(body), Err: status}

@@ -83,8 +83,10 @@ func TestHTTPSessionAndHeaders(t *testing.T) {
 		}
 		reqs = reqs[1:]
 		for i, r := range reqs {
-			if r.method != http.MethodPost {
-				t.Errorf("request %d is a %s", i, r.method)
+			if r.method == http.MethodGet { // the standalone stream
+				if r.header.Get("Mcp-Session-Id") != c.SessionID() {
+					t.Errorf("GET without the session: %v", r.header)
+				}
 				continue
 			}
 			if got := r.header.Get("Accept"); !strings.Contains(got, "application/json") || !strings.Contains(got, "text/event-stream") {
@@ -597,7 +599,7 @@ func pollingServer(t *testing.T, answerAfter, getStatus int) (*httptest.Server, 
 
 func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
 	srv, gets := pollingServer(t, 6, 0)
-	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 2}, noWait)
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 2}, noWait, mcpclient.WithoutServerStream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +614,7 @@ func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
 
 func TestHTTPResumptionIsBounded(t *testing.T) {
 	srv, gets := pollingServer(t, 0, http.StatusInternalServerError)
-	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 3}, noWait)
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 3}, noWait, mcpclient.WithoutServerStream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,5 +625,41 @@ func TestHTTPResumptionIsBounded(t *testing.T) {
 	}
 	if *gets != 3 {
 		t.Errorf("%d resumption attempts, want 3", *gets)
+	}
+}
+
+func TestHTTPServerStreamOpensAtOnceUnlessQuiet(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		t.Run(fmt.Sprint("quiet=", quiet), func(t *testing.T) {
+			pinged := make(chan error, 1)
+			srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+				ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				defer cancel()
+				_, err := call.Request(ctx, "ping", nil)
+				pinged <- err
+				return &mcpclient.CallToolResult{}, nil
+			}))
+			var opts []mcpclient.Option
+			if quiet {
+				opts = append(opts, mcpclient.WithoutServerStream())
+			}
+			c, rec := httpClient(t, srv, opts...)
+			if _, err := c.CallTool(context.Background(), "reserve", nil); err != nil {
+				t.Fatal(err)
+			}
+			gets := 0
+			for _, r := range rec.all() {
+				if r.method == http.MethodGet {
+					gets++
+				}
+			}
+			err := <-pinged
+			switch {
+			case !quiet && (gets != 1 || err != nil):
+				t.Errorf("default: %d GETs, server ping %v; want the stream open and the ping answered", gets, err)
+			case quiet && (gets != 0 || err == nil):
+				t.Errorf("quiet: %d GETs, server ping %v; want no stream", gets, err)
+			}
+		})
 	}
 }

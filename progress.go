@@ -19,9 +19,11 @@ type Progress struct {
 	Message string  `json:"message,omitempty"`
 }
 
-// A ProgressHandler receives the progress of one request, every report sent before the answer
-// before the call returns. It runs on the goroutine that reads the connection: it must return
-// quickly and must not call the client.
+// A ProgressHandler receives the progress of one request. Reports sent on the answer's own stream
+// arrive before the call returns; over the older Streamable HTTP revisions a server answering
+// with plain JSON sends them on the GET stream, and they may arrive up to half a second after the
+// call returned. It runs on the goroutine that reads the connection: it must return quickly and
+// must not call the client.
 type ProgressHandler func(Progress)
 
 // WithProgress asks the server for progress reports of the request (a progressToken in its
@@ -91,6 +93,21 @@ func (r *progressRegistry) deliver(params json.RawMessage) {
 	}
 }
 
+// progressTrail is how long a call's progress handler outlives the call when its reports travel
+// on another stream than its answer.
+const progressTrail = 500 * time.Millisecond
+
+// progressMayTrail reports whether progress can arrive after the answer: on an older HTTP
+// session, where a server answering with JSON sends it on the GET stream.
+func (c *Client) progressMayTrail() bool {
+	s := c.current()
+	if s == nil || s.modern {
+		return false
+	}
+	_, ok := s.conn.(transport.Listener)
+	return ok
+}
+
 // listenForProgress opens the transport's channel for unprompted messages (the HTTP GET stream
 // of the older revisions), where a server answering with plain JSON sends its progress reports.
 func (c *Client) listenForProgress() {
@@ -123,8 +140,14 @@ func (c *Client) watchCall(ctx context.Context, req *Request) (context.Context, 
 		w.touch = func() { idle.Reset(req.idle) }
 	}
 	remove := c.progress.add(req.key, w)
+	trail := c.progressMayTrail()
 	return ctx, func() {
-		remove()
+		if trail && req.progress != nil {
+			// Reports on another stream than the answer may still be on their way.
+			time.AfterFunc(progressTrail, remove)
+		} else {
+			remove()
+		}
 		for _, t := range timers {
 			t.Stop()
 		}

@@ -220,16 +220,22 @@ func (s *session) forget(key string, p *pendingCall) {
 // resolve hands r to the call awaiting key. It reports false when no call awaits it: an unknown
 // id, or a second answer to one id.
 func (s *session) resolve(key string, r reply) bool {
+	p := s.take(key)
+	if p != nil {
+		p.ch <- r
+	}
+	return p != nil
+}
+
+// take removes and returns the call awaiting key, or nil.
+func (s *session) take(key string) *pendingCall {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	p, ok := s.pending[key]
 	if ok {
 		delete(s.pending, key)
 	}
-	s.mu.Unlock()
-	if ok {
-		p.ch <- r
-	}
-	return ok
+	return p
 }
 
 // readLoop routes everything the server sends until the connection ends.
@@ -241,12 +247,17 @@ func (s *session) readLoop() {
 		if err != nil {
 			var te *transport.Error
 			if errors.As(err, &te) && te.ID != "" {
+				if errors.Is(err, transport.ErrSessionNotFound) {
+					// Dead before the caller hears of it, so that its retry finds a new session.
+					p := s.take(te.ID)
+					s.kill(err)
+					if p != nil {
+						p.ch <- reply{err: err}
+					}
+					return
+				}
 				if !s.resolve(te.ID, reply{err: err}) {
 					s.c.log.Debug("mcpclient: exchange failure for a request nobody awaits", "id", te.ID, "err", err)
-				}
-				if errors.Is(err, transport.ErrSessionNotFound) {
-					s.kill(err)
-					return
 				}
 				continue
 			}

@@ -37,6 +37,9 @@ const checkTimeout = 30 * time.Second
 
 var matrixMu sync.Mutex
 
+// noteSep separates the notes of a matrix row (run.sh splits on it).
+const noteSep = " ¦ "
+
 // A combo is one cell of the matrix: one server, over one transport, at one protocol revision.
 // Its checks are subtests; at the end it logs one matrix line and appends it to $matrixEnv.
 type combo struct {
@@ -130,13 +133,13 @@ func (cb *combo) record() {
 	}
 	detail := ""
 	if len(cb.failed) > 0 {
-		detail = "failed: " + strings.Join(cb.failed, ", ")
+		detail = "failed: " + strings.Join(cb.failed, "; ")
 	}
 	if len(cb.skipped) > 0 {
 		if detail != "" {
-			detail += "; "
+			detail += " / "
 		}
-		detail += "skipped: " + strings.Join(cb.skipped, ", ")
+		detail += "skipped: " + strings.Join(cb.skipped, "; ")
 	}
 	t.Logf("MATRIX %s | %s | %s | negotiated %s | %s | %s", cb.server, cb.transport, cb.revision, negotiated, result, detail)
 
@@ -146,7 +149,7 @@ func (cb *combo) record() {
 	}
 	clean := func(s string) string { return strings.NewReplacer("\t", " ", "\n", " ").Replace(s) }
 	row := strings.Join([]string{cb.server, cb.transport, cb.revision, negotiated, result,
-		clean(strings.Join(cb.failed, ", ")), clean(strings.Join(cb.skipped, ", ")), clean(strings.Join(cb.notes, "; "))}, "\t")
+		clean(strings.Join(cb.failed, "; ")), clean(strings.Join(cb.skipped, "; ")), clean(strings.Join(cb.notes, noteSep))}, "\t")
 	matrixMu.Lock()
 	defer matrixMu.Unlock()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -307,6 +310,22 @@ func (w *wireLog) since(i int) string {
 	return b.String()
 }
 
+// streamOpen reports whether a GET of session got an event stream.
+func (w *wireLog) streamOpen(session string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ex := range w.exchanges {
+		ex.mu.Lock()
+		ok := strings.HasPrefix(ex.req, "GET ") && strings.Contains(ex.req, "Mcp-Session-Id: "+session+";") &&
+			strings.HasPrefix(ex.resp, "200 ") && strings.Contains(ex.resp, "text/event-stream")
+		ex.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
 // client returns an HTTP client of its own that records into w; its idle connections are
 // closed at cleanup.
 func (w *wireLog) client(t *testing.T) *http.Client {
@@ -387,7 +406,8 @@ func (r rawReply) String() string {
 }
 
 // rawHTTP sends one request outside the client, for probing a server, and reads the whole answer.
-func rawHTTP(t *testing.T, hc *http.Client, method, url, session, version, body string) rawReply {
+// It is safe to call from any goroutine: a failure is reported with t.Error and Status -1.
+func rawHTTP(t *testing.T, hc *http.Client, method, url, session, version, body string, header ...string) rawReply {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -397,7 +417,8 @@ func rawHTTP(t *testing.T, hc *http.Client, method, url, session, version, body 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return rawReply{Status: -1, Body: err.Error()}
 	}
 	if method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
@@ -409,9 +430,13 @@ func rawHTTP(t *testing.T, hc *http.Client, method, url, session, version, body 
 	if version != "" {
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatalf("raw %s %s: %v", method, url, err)
+		t.Errorf("raw %s %s: %v", method, url, err)
+		return rawReply{Status: -1, Body: err.Error()}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -4,12 +4,15 @@ package gosdkserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -44,7 +47,14 @@ type AddOut struct {
 type Executions struct {
 	Add  int64 `json:"add"`
 	Fail int64 `json:"fail"`
+	// Pings counts the pings the server received from clients.
+	Pings int64 `json:"pings"`
+	// Subscriptions is the number of live resources/subscribe.
+	Subscriptions int64 `json:"subscriptions"`
 }
+
+// CompletionValues are what completion/complete offers for the greet prompt's name argument.
+var CompletionValues = []string{"Ada", "Alan", "Alonzo", "Barbara"}
 
 // Options configure New.
 type Options struct {
@@ -58,15 +68,49 @@ type Options struct {
 //
 // Tools: add (numbers in, text and structuredContent out, with an outputSchema), fail (an
 // isError result), echo (annotated read-only and idempotent), executions (how often add and fail
-// ran), slow (sleeps ms milliseconds), pingback (pings the client, server to client), progress
-// (sends notifications/progress to the request's progress token) and, with AllowExit, exit.
-// One resource, one resource template and one prompt.
+// ran, pings received, live subscriptions), slow (sleeps ms milliseconds), pingback (pings the
+// client, server to client), progress (sends notifications/progress to the request's progress
+// token), log (sends a log record), touch (notifies resources/updated for the greeting), ask
+// (asks the client for a sampling, an elicitation or its roots, as a multi round-trip request
+// that the SDK turns into server requests for clients before 2026-07-28), badstruct (a
+// structuredContent that does not match its outputSchema) and, with AllowExit, exit.
+// One resource (subscribable), one resource template, one prompt with completion.
 func New(opts Options) *mcp.Server {
-	var adds, fails atomic.Int64
-	s := mcp.NewServer(&mcp.Implementation{Name: Name, Version: Version}, &mcp.ServerOptions{
+	var adds, fails, pings, subs atomic.Int64
+	var s *mcp.Server
+	s = mcp.NewServer(&mcp.Implementation{Name: Name, Version: Version}, &mcp.ServerOptions{
 		Instructions:              Instructions,
 		PageSize:                  PageSize,
 		SupportedProtocolVersions: opts.Versions,
+		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			res := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
+			if req.Params.Ref == nil || req.Params.Ref.Name != PromptName || req.Params.Argument.Name != "name" {
+				return res, nil
+			}
+			for _, v := range CompletionValues {
+				if strings.HasPrefix(v, req.Params.Argument.Value) {
+					res.Completion.Values = append(res.Completion.Values, v)
+				}
+			}
+			res.Completion.Total = len(res.Completion.Values)
+			return res, nil
+		},
+		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
+			subs.Add(1)
+			return nil
+		},
+		UnsubscribeHandler: func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			subs.Add(-1)
+			return nil
+		},
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "ping" {
+				pings.Add(1)
+			}
+			return next(ctx, method, req)
+		}
 	})
 
 	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Adds two numbers."},
@@ -94,7 +138,7 @@ func New(opts Options) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "executions", Description: "How often add and fail ran.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, Executions, error) {
-			return nil, Executions{Add: adds.Load(), Fail: fails.Load()}, nil
+			return nil, Executions{Add: adds.Load(), Fail: fails.Load(), Pings: pings.Load(), Subscriptions: subs.Load()}, nil
 		})
 
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Sleeps ms milliseconds."},
@@ -134,6 +178,57 @@ func New(opts Options) *mcp.Server {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "progressed"}}}, nil, nil
 		})
 
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Sends a log record at info level."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "interop", Data: "hello from the log tool"}); err != nil {
+				return nil, nil, fmt.Errorf("logging: %w", err)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil, nil
+		})
+
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Notifies that the greeting resource changed."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			if err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: GreetingURI}); err != nil {
+				return nil, nil, fmt.Errorf("notifying: %w", err)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, nil
+		})
+
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Asks the client: kind is sample, elicit or roots."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Kind string `json:"kind"`
+		}) (*mcp.CallToolResult, any, error) {
+			if resp, ok := req.Params.InputResponses["q"]; ok {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: describeInput(resp)}}}, nil, nil
+			}
+			var ir mcp.InputRequest
+			switch in.Kind {
+			case "sample":
+				ir = &mcp.CreateMessageParams{MaxTokens: 16,
+					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "What is 2+2?"}}}}
+			case "elicit":
+				ir = &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: &jsonschema.Schema{Type: "object",
+					Properties: map[string]*jsonschema.Schema{
+						"name":  {Type: "string"},
+						"color": {Type: "string", Default: json.RawMessage(`"blue"`)},
+					}, Required: []string{"name"}}}
+			case "roots":
+				ir = &mcp.ListRootsParams{}
+			default:
+				return nil, nil, fmt.Errorf("unknown kind %q", in.Kind)
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": ir}}, nil, nil
+		})
+
+	s.AddTool(&mcp.Tool{Name: "badstruct", Description: "Returns structuredContent that breaks its outputSchema.",
+		InputSchema: &jsonschema.Schema{Type: "object"},
+		OutputSchema: &jsonschema.Schema{Type: "object", Required: []string{"sum"},
+			Properties: map[string]*jsonschema.Schema{"sum": {Type: "number"}}}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"sum":"three"}`}},
+				StructuredContent: map[string]any{"sum": "three"}}, nil
+		})
+
 	if opts.AllowExit {
 		mcp.AddTool(s, &mcp.Tool{Name: "exit", Description: "Ends the server process without answering."},
 			func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
@@ -160,4 +255,28 @@ func New(opts Options) *mcp.Server {
 				{Role: "user", Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["name"] + "!"}}}}, nil
 		})
 	return s
+}
+
+// describeInput renders the client's answer to an ask input request.
+func describeInput(r mcp.InputResponse) string {
+	switch r := r.(type) {
+	case *mcp.CreateMessageWithToolsResult:
+		var texts []string
+		for _, c := range r.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				texts = append(texts, t.Text)
+			}
+		}
+		return fmt.Sprintf("sampled %s from %s", strings.Join(texts, " "), r.Model)
+	case *mcp.ElicitResult:
+		b, _ := json.Marshal(r.Content)
+		return fmt.Sprintf("elicited %s %s", r.Action, b)
+	case *mcp.ListRootsResult:
+		var uris []string
+		for _, root := range r.Roots {
+			uris = append(uris, root.URI)
+		}
+		return "roots " + strings.Join(uris, " ")
+	}
+	return fmt.Sprintf("unexpected input response %T", r)
 }

@@ -599,7 +599,7 @@ func pollingServer(t *testing.T, answerAfter, getStatus int) (*httptest.Server, 
 
 func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
 	srv, gets := pollingServer(t, 6, 0)
-	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 2}, noWait, mcpclient.WithoutServerStream())
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 2}, noWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +614,7 @@ func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
 
 func TestHTTPResumptionIsBounded(t *testing.T) {
 	srv, gets := pollingServer(t, 0, http.StatusInternalServerError)
-	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 3}, noWait, mcpclient.WithoutServerStream())
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 3}, noWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,9 +628,9 @@ func TestHTTPResumptionIsBounded(t *testing.T) {
 	}
 }
 
-func TestHTTPServerStreamOpensAtOnceUnlessQuiet(t *testing.T) {
-	for _, quiet := range []bool{false, true} {
-		t.Run(fmt.Sprint("quiet=", quiet), func(t *testing.T) {
+func TestHTTPServerStreamOpensOnlyWhenAsked(t *testing.T) {
+	for _, asked := range []bool{false, true} {
+		t.Run(fmt.Sprint("asked=", asked), func(t *testing.T) {
 			pinged := make(chan error, 1)
 			srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -640,8 +640,8 @@ func TestHTTPServerStreamOpensAtOnceUnlessQuiet(t *testing.T) {
 				return &mcpclient.CallToolResult{}, nil
 			}))
 			var opts []mcpclient.Option
-			if quiet {
-				opts = append(opts, mcpclient.WithoutServerStream())
+			if asked {
+				opts = append(opts, mcpclient.WithServerStream())
 			}
 			c, rec := httpClient(t, srv, opts...)
 			if _, err := c.CallTool(context.Background(), "reserve", nil); err != nil {
@@ -655,10 +655,10 @@ func TestHTTPServerStreamOpensAtOnceUnlessQuiet(t *testing.T) {
 			}
 			err := <-pinged
 			switch {
-			case !quiet && (gets != 1 || err != nil):
-				t.Errorf("default: %d GETs, server ping %v; want the stream open and the ping answered", gets, err)
-			case quiet && (gets != 0 || err == nil):
-				t.Errorf("quiet: %d GETs, server ping %v; want no stream", gets, err)
+			case asked && (gets != 1 || err != nil):
+				t.Errorf("asked: %d GETs, server ping %v; want the stream open and the ping answered", gets, err)
+			case !asked && (gets != 0 || err == nil):
+				t.Errorf("default: %d GETs, server ping %v; want no stream", gets, err)
 			}
 		})
 	}

@@ -33,15 +33,14 @@ type config struct {
 	version         string // pinned protocol revision, or "" to negotiate
 	taskStatus      TaskStatusHandler
 	taskPoll        time.Duration // AwaitTask's interval when the server suggests none; 0: default
-	quiet           bool          // open the listening channel only for handlers
+	serverStream    bool          // open the listening channel at once
 }
 
 // listens reports whether the client has anything to receive from the server unprompted, so
-// that a transport with a separate channel for it (the HTTP GET stream) opens one. It always has,
-// unless told otherwise: the server's pings, which the protocol asks every client to answer,
-// and the progress of calls answered with plain JSON travel there.
+// that a transport with a separate channel for it (the HTTP GET stream) opens one: handlers for
+// what comes there, or WithServerStream.
 func (c *config) listens() bool {
-	return !c.quiet || len(c.notifications) > 0 || len(c.requestHandlers) > 0 || c.sampling != nil ||
+	return c.serverStream || len(c.notifications) > 0 || len(c.requestHandlers) > 0 || c.sampling != nil ||
 		c.elicitation != nil || c.roots != nil || c.logHandler != nil || c.resourceUpdated != nil ||
 		c.taskStatus != nil
 }
@@ -151,12 +150,14 @@ func WithKeepalive(interval time.Duration) Option {
 	return optionFunc(func(c *config) { c.keepalive = interval })
 }
 
-// WithoutServerStream opens the transport's channel for unprompted server messages (the
-// Streamable HTTP GET stream of the older revisions) only when the client has handlers for what
-// comes there, or a call asks for progress, instead of at once. The server's pings then go
-// unanswered until it opens; some servers end sessions whose pings fail. Default: open at once.
-func WithoutServerStream() Option {
-	return optionFunc(func(c *config) { c.quiet = true })
+// WithServerStream opens the transport's channel for unprompted server messages (the Streamable
+// HTTP GET stream of the older revisions) as soon as the session starts, so that the server's
+// pings are answered: some servers (the go-sdk's with a keepalive) end sessions whose pings fail.
+// It costs a long-lived request and a goroutine per session. Default: the channel opens when the
+// client has handlers for what comes there (notifications, logs, sampling, elicitation, roots,
+// task status) or a call asks for progress.
+func WithServerStream() Option {
+	return optionFunc(func(c *config) { c.serverStream = true })
 }
 
 // WithOptions bundles options into one, for plugin authors who hand out a configuration.

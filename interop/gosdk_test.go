@@ -475,7 +475,14 @@ func runGoSDK(t *testing.T, bin string, m gosdkMode, rev string) {
 		}
 	})
 
-	cb.check("server-to-client ping, client without handlers", func(t *testing.T) {
+	cb.check("server-to-client ping, client with WithServerStream", func(t *testing.T) {
+		// Without handlers the client opens the GET stream only when asked to: a server that
+		// pings its clients there needs WithServerStream.
+		c, _, err := cb.connect(t, env.transport(), mcpclient.WithServerStream())
+		if err != nil {
+			t.Fatalf("Connect: %s", errorChain(err))
+		}
+		defer c.Close()
 		res, err := c.CallTool(ctxFor(t), "pingback", nil)
 		if err != nil {
 			t.Fatalf("pingback: %s", errorChain(err))

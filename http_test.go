@@ -663,3 +663,61 @@ func TestHTTPServerStreamOpensOnlyWhenAsked(t *testing.T) {
 		})
 	}
 }
+
+// A 404 on one request ends the session for new requests only: a concurrent call the server is
+// still executing gets its answer, rather than an unknown outcome it did nothing to earn.
+func TestHTTPSessionExpiryLetsConcurrentCallsFinish(t *testing.T) {
+	for _, sse := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "sse"}[sse], func(t *testing.T) {
+			started := make(chan struct{})
+			release := make(chan struct{})
+			slow := func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+				close(started)
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("done")}}, nil
+			}
+			var k counter
+			opts := []mcptest.Option{
+				mcptest.WithTool(mcpclient.Tool{Name: "slow"}, slow),
+				mcptest.WithTool(unsafeTool, k.tool),
+				mcptest.WithFault(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "reserve"}),
+			}
+			if sse {
+				opts = append(opts, mcptest.WithSSEResponses(0))
+			}
+			srv := mcptest.NewTestHTTPServer(t, opts...)
+			c, _ := httpClient(t, srv, noWait)
+			first := c.SessionID()
+
+			type outcome struct {
+				resp *mcpclient.Response
+				err  error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				resp, err := c.Do(context.Background(), callReq(t, c, "slow", nil))
+				done <- outcome{resp, err}
+			}()
+			<-started
+			resp, err := c.Do(context.Background(), callReq(t, c, "reserve", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Attempts != 2 || c.SessionID() == first {
+				t.Errorf("reserve: %d attempts, session %q (was %q)", resp.Attempts, c.SessionID(), first)
+			}
+			close(release)
+			o := <-done
+			if o.err != nil {
+				t.Fatalf("the concurrent call: %v", o.err)
+			}
+			if o.resp.Attempts != 1 {
+				t.Errorf("the concurrent call took %d attempts, want 1", o.resp.Attempts)
+			}
+		})
+	}
+}

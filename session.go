@@ -24,8 +24,12 @@ type session struct {
 
 	mu      sync.Mutex
 	pending map[string]*pendingCall // guarded by mu
-	dead    bool                    // guarded by mu
-	cause   error                   // why it died; guarded by mu
+	// dead: the session takes no new requests. ended: its connection is closed and every
+	// pending call was failed. A retired session is dead but not ended until its pending calls
+	// have their answers.
+	dead  bool  // guarded by mu
+	ended bool  // guarded by mu
+	cause error // why it died; guarded by mu
 
 	// Written once by dial before the session is published, read only after.
 	init     InitializeResult
@@ -81,14 +85,46 @@ func (s *session) isDead() bool {
 // its bytes were sent and no answer will come.
 func (s *session) kill(cause error) { s.end(cause, false) }
 
-// end kills the session; detach leaves the server session open if the transport can.
-func (s *session) end(cause error, detach bool) {
+// retire makes the session dead to new requests but lets the calls awaiting answers on it have
+// them, then ends it. A server that forgot the session (404) may still answer the requests it
+// was executing, over their own streams: killing the session would make each of those outcomes
+// unknown, and every request that was merely concurrent with the lost one would pay for it.
+func (s *session) retire(cause error) {
 	s.mu.Lock()
 	if s.dead {
 		s.mu.Unlock()
 		return
 	}
 	s.dead, s.cause = true, cause
+	drained := len(s.pending) == 0
+	s.mu.Unlock()
+	if drained {
+		s.end(cause, false)
+	}
+}
+
+// endIfDrained ends a retired session once no call awaits an answer on it.
+func (s *session) endIfDrained() {
+	s.mu.Lock()
+	drained := s.dead && !s.ended && len(s.pending) == 0
+	cause := s.cause
+	s.mu.Unlock()
+	if drained {
+		s.end(cause, false)
+	}
+}
+
+// end kills the session; detach leaves the server session open if the transport can.
+func (s *session) end(cause error, detach bool) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	if !s.dead {
+		s.dead, s.cause = true, cause
+	}
+	s.ended = true
 	pending := s.pending
 	s.pending = nil
 	s.mu.Unlock()
@@ -133,7 +169,10 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: req.header})
 	if err != nil {
 		s.forget(req.key, p)
-		if connEnded(err) {
+		switch {
+		case errors.Is(err, transport.ErrSessionNotFound):
+			s.retire(err)
+		case connEnded(err):
 			s.kill(err)
 		}
 		if ctx.Err() != nil && transport.OutcomeOf(err) == transport.Uncertain {
@@ -215,6 +254,7 @@ func (s *session) forget(key string, p *pendingCall) {
 		delete(s.pending, key)
 	}
 	s.mu.Unlock()
+	s.endIfDrained()
 }
 
 // resolve hands r to the call awaiting key. It reports false when no call awaits it: an unknown
@@ -230,10 +270,13 @@ func (s *session) resolve(key string, r reply) bool {
 // take removes and returns the call awaiting key, or nil.
 func (s *session) take(key string) *pendingCall {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	p, ok := s.pending[key]
 	if ok {
 		delete(s.pending, key)
+	}
+	s.mu.Unlock()
+	if ok {
+		s.endIfDrained()
 	}
 	return p
 }
@@ -248,13 +291,13 @@ func (s *session) readLoop() {
 			var te *transport.Error
 			if errors.As(err, &te) && te.ID != "" {
 				if errors.Is(err, transport.ErrSessionNotFound) {
-					// Dead before the caller hears of it, so that its retry finds a new session.
-					p := s.take(te.ID)
-					s.kill(err)
-					if p != nil {
+					// Dead before the caller hears of it, so that its retry finds a new
+					// session; the reader goes on for the calls still awaiting answers.
+					s.retire(err)
+					if p := s.take(te.ID); p != nil {
 						p.ch <- reply{err: err}
 					}
-					return
+					continue
 				}
 				if !s.resolve(te.ID, reply{err: err}) {
 					s.c.log.Debug("mcpclient: exchange failure for a request nobody awaits", "id", te.ID, "err", err)

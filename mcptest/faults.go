@@ -50,7 +50,8 @@ type Fault struct {
 
 type activeFault struct {
 	Fault
-	left int // hits left; negative for unlimited
+	left   int           // hits left; negative for unlimited
+	random *randomFaults // set for the entry of RandomFaults (see random.go), which draws its own kind
 }
 
 // ErrUnavailable is the cause a Fail fault reports to the client.
@@ -100,6 +101,11 @@ func (s *Server) takeFaults(method, tool string) faultPlan {
 	defer s.mu.Unlock()
 	kept := s.faults[:0]
 	for _, f := range s.faults {
+		if f.random != nil {
+			f.random.take(method, tool, &p)
+			kept = append(kept, f)
+			continue
+		}
 		if f.matches(method, tool) {
 			switch f.Kind {
 			case Fail:

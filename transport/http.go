@@ -181,12 +181,14 @@ func (c *httpConn) Listen() {
 	c.mu.Lock()
 	start := !c.listening && !c.closed && !c.modern
 	c.listening = true
+	if start {
+		c.streams.Add(1) // under mu: shutdown waits for streams only after it set closed
+	}
 	c.mu.Unlock()
 	if !start {
 		return
 	}
 	opened := make(chan struct{})
-	c.streams.Add(1)
 	go c.serverStream(opened)
 	t := time.NewTimer(listenTimeout)
 	defer t.Stop()
@@ -384,7 +386,11 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Re
 		}
 		return nil
 	case "text/event-stream":
-		c.streams.Add(1)
+		if !c.startStream() {
+			release()
+			resp.Body.Close()
+			return &Error{Outcome: Uncertain, ID: id, Err: ErrClosed}
+		}
 		go func() {
 			defer c.streams.Done()
 			defer release()
@@ -396,6 +402,18 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Re
 	release()
 	return &Error{Outcome: Uncertain, ID: id, Err: fmt.Errorf("transport: unexpected Content-Type %q: %w",
 		resp.Header.Get("Content-Type"), &StatusError{resp.StatusCode, body})}
+}
+
+// startStream counts a stream goroutine about to start, unless the connection is closed: shutdown
+// sets closed before it waits for the count, so no stream starts after that wait began.
+func (c *httpConn) startStream() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.streams.Add(1)
+	return true
 }
 
 // responseStream reads the SSE stream answering request id, resuming it by GET with

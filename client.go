@@ -266,6 +266,10 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	}
 	raw, err := s.exchange(ctx, req)
 	if err != nil {
+		if errors.Is(err, transport.ErrInvalidSessionID) {
+			// Not a refusal: the server answered with a session id no request may carry.
+			return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: err}
+		}
 		var rpc *RPCError
 		if errors.As(err, &rpc) || transport.OutcomeOf(err) == OutcomeAnswered {
 			// The server refused the session (a JSON-RPC error, an HTTP 403): asking again

@@ -40,3 +40,11 @@ func (l *Ledger) JoinedForTest(id ID) int {
 	}
 	return 0
 }
+
+// SetInboxHardLimitForTest lowers the bytes a session queues for its handlers while calls
+// await answers, and returns a func restoring it.
+func SetInboxHardLimitForTest(n int) (restore func()) {
+	old := inboxHardLimitBytes
+	inboxHardLimitBytes = n
+	return func() { inboxHardLimitBytes = old }
+}

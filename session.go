@@ -36,17 +36,12 @@ type session struct {
 	receipts ReceiptScope
 	modern   bool // a stateless revision: requests carry their version and capabilities
 
-	// inbound carries notifications and server requests from the reader to the dispatcher, so
-	// that handlers never stall the routing of responses. The reader closes it when it exits.
-	inbound chan jsonrpc.Message
+	// inbound carries notifications and server requests from the reader to the dispatcher.
+	inbound *inbox
 
 	// requests are the server's requests being handled.
 	requests serverRequests
 }
-
-// inboundBuffer bounds the notifications waiting for their handlers; a full buffer makes the
-// reader wait, the backpressure a slow handler deserves.
-const inboundBuffer = 64
 
 // A pendingCall waits for the answer to one request sent on the session. ch is buffered and
 // receives exactly one reply; whoever removes the call from the pending map sends it.
@@ -67,7 +62,7 @@ func newSession(c *Client, conn transport.Conn) *session {
 		ctx:     ctx,
 		cancel:  cancel,
 		pending: make(map[string]*pendingCall),
-		inbound: make(chan jsonrpc.Message, inboundBuffer),
+		inbound: newInbox(),
 		requests: serverRequests{
 			cancels: make(map[string]context.CancelFunc),
 			slots:   make(chan struct{}, maxServerRequests),
@@ -165,6 +160,9 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 	}
 	s.pending[req.key] = p
 	s.mu.Unlock()
+	// A reader waiting for room in the inbox must not wait any longer: this call's answer
+	// may come behind the messages it would hold up (see inbox).
+	signal(s.inbound.wake)
 
 	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: req.header})
 	if err != nil {
@@ -284,7 +282,7 @@ func (s *session) take(key string) *pendingCall {
 // readLoop routes everything the server sends until the connection ends.
 func (s *session) readLoop() {
 	defer s.c.sessionEnded(s)
-	defer close(s.inbound)
+	defer s.inbound.close()
 	for {
 		frame, err := s.conn.Receive(s.ctx)
 		if err != nil {
@@ -307,15 +305,36 @@ func (s *session) readLoop() {
 			s.kill(err)
 			return
 		}
-		s.route(frame)
+		if err := s.route(frame); err != nil {
+			s.kill(err)
+			return
+		}
 	}
 }
 
-func (s *session) route(frame []byte) {
+// awaitingAnswers reports whether a call awaits an answer on the session.
+func (s *session) awaitingAnswers() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending) > 0
+}
+
+// route hands what the server sent to the calls awaiting answers and to the dispatcher. An error
+// ends the session.
+func (s *session) route(frame []byte) error {
 	msgs, err := jsonrpc.Decode(frame)
 	if err != nil {
-		s.c.log.Warn("mcpclient: dropped a malformed frame", "err", err, "frame", truncate(frame, 200))
-		return
+		answered := false
+		for _, raw := range jsonrpc.ResponseIDs(frame) {
+			var id ID
+			if json.Unmarshal(raw, &id) == nil && s.resolve(id.JSON(), reply{err: &errMalformedAnswer{err}}) {
+				answered = true
+			}
+		}
+		if !answered {
+			s.c.log.Warn("mcpclient: dropped a malformed frame", "err", err, "frame", truncate(frame, 200))
+		}
+		return nil
 	}
 	for _, m := range msgs {
 		switch m.Kind() {
@@ -330,30 +349,38 @@ func (s *session) route(frame []byte) {
 					continue
 				}
 			}
-			select {
-			case s.inbound <- m:
-			case <-s.ctx.Done():
-				return
+			if err := s.inbound.put(s.ctx, m, s.awaitingAnswers); err != nil {
+				return err
 			}
 		default:
 			// A reply-shaped message for an id we await is its answer, if an unusable one:
 			// failing the call now beats leaving it to time out.
 			var id ID
 			if m.Method == "" && m.ID != nil && json.Unmarshal(m.ID, &id) == nil &&
-				s.resolve(id.JSON(), reply{err: &errMalformedAnswer{errors.New("a response must carry exactly one of result and error")}}) {
+				s.resolve(id.JSON(), reply{err: &errMalformedAnswer{invalidResponse(m)}}) {
 				continue
 			}
 			s.c.log.Warn("mcpclient: dropped a message that is no JSON-RPC request, notification or response", "frame", truncate(frame, 200))
 		}
 	}
+	return nil
 }
 
-// errMalformedAnswer marks a response whose id matched but whose error object is not one. It is
-// an answer all the same: resending would only fetch the same garbage.
+// invalidResponse says what is wrong with a response-shaped message of KindInvalid.
+func invalidResponse(m jsonrpc.Message) error {
+	if m.JSONRPC != jsonrpc.Version {
+		return fmt.Errorf("jsonrpc version %q, want %q", m.JSONRPC, jsonrpc.Version)
+	}
+	return errors.New("a response must carry exactly one of result and error")
+}
+
+// errMalformedAnswer marks a response whose id matched but which is no valid answer: an error
+// object that is not one, both result and error, an envelope that does not decode. It is an
+// answer all the same: resending would only fetch the same garbage.
 type errMalformedAnswer struct{ err error }
 
 func (e *errMalformedAnswer) Error() string {
-	return "malformed error object in response: " + e.err.Error()
+	return "malformed response: " + e.err.Error()
 }
 func (e *errMalformedAnswer) Unwrap() error { return e.err }
 
@@ -384,7 +411,11 @@ func (s *session) routeResponse(m jsonrpc.Message) {
 func (s *session) dispatchLoop() {
 	defer s.c.wg.Done()
 	defer s.requests.wg.Wait() // server request handlers end with the session's context
-	for m := range s.inbound {
+	for {
+		m, ok := s.inbound.take()
+		if !ok {
+			return
+		}
 		if m.Kind() == jsonrpc.KindRequest {
 			s.startServerRequest(m)
 			continue

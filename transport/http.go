@@ -264,16 +264,30 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	resp, err := c.client.Do(req)
 	if err != nil {
 		release()
-		return deliveryFailure(ctx, msg.ID, wrote.Load(), err)
+		return deliveryFailure(ctx, msg.ID, wrote.Load(), redactQuery(err))
 	}
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		valid := validSessionID(sid)
 		c.mu.Lock()
 		// The id comes with the answer to initialize; one handed out before (to a probe) must
 		// not stand in its way.
-		if !c.modern && (c.session == "" || msg.Method == "initialize") {
+		adopt := !c.modern && (c.session == "" || msg.Method == "initialize")
+		if adopt && valid {
 			c.session = sid
 		}
 		c.mu.Unlock()
+		if adopt && !valid {
+			// The protocol allows visible ASCII only, and the id would be echoed in the
+			// headers of every later request (net/http passes spaces and bytes over 0x7E).
+			// A session opened with one is refused, definitely: asking again gets the same
+			// id. The id itself stays out of errors and logs.
+			if msg.Method == "initialize" {
+				release()
+				resp.Body.Close()
+				return &Error{Outcome: Answered, ID: msg.ID, Err: fmt.Errorf("%w (%d bytes, not all visible ASCII)", ErrInvalidSessionID, len(sid))}
+			}
+			c.log.Debug("transport: ignored an Mcp-Session-Id that is not visible ASCII", "method", msg.Method)
+		}
 	}
 
 	switch code := resp.StatusCode; {
@@ -296,6 +310,20 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 		defer release()
 		return postFailure(resp, msg.ID, sessionKnown)
 	}
+}
+
+// ErrInvalidSessionID reports an Mcp-Session-Id that is not visible ASCII (0x21 to 0x7E), as the
+// protocol requires. The answer to initialize that carries one fails with it, as an Answered
+// *Error: the client never sends such an id.
+var ErrInvalidSessionID = errors.New("transport: Mcp-Session-Id is not visible ASCII")
+
+func validSessionID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7E {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // sessionRefusal recognizes how TypeScript SDK servers refuse an unknown session: 400 with a
@@ -717,8 +745,13 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 var sharedHTTPClient = sync.OnceValue(func() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 64
+	// MCP's headers are a few hundred bytes; net/http would read 10 MiB of them per response.
+	t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 	return &http.Client{Transport: t}
 })
+
+// maxResponseHeaderBytes bounds the response headers the shared client reads.
+const maxResponseHeaderBytes = 1 << 20
 
 // sameOriginCredentials returns a copy of c (or of the shared client) whose redirects never
 // carry credentials to another origin. net/http keeps them for subdomains; an MCP endpoint's
@@ -731,9 +764,14 @@ func sameOriginCredentials(c *http.Client) *http.Client {
 	next := c.CheckRedirect
 	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if !sameOrigin(req.URL, via[0].URL) {
-			req.Header.Del("Authorization")
-			req.Header.Del("Proxy-Authorization")
-			req.Header.Del("Cookie")
+			// Any header the caller set may be a credential (an API key under a name of its
+			// own), and the session id is a bearer of the session: only the headers the
+			// protocol itself needs go to another origin.
+			for name := range req.Header {
+				if !crossOriginHeader(name) {
+					req.Header.Del(name)
+				}
+			}
 		}
 		if next != nil {
 			return next(req, via)
@@ -744,6 +782,16 @@ func sameOriginCredentials(c *http.Client) *http.Client {
 		return nil
 	}
 	return &cp
+}
+
+// crossOriginHeader reports whether a redirect to another origin keeps the header.
+func crossOriginHeader(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Accept", "Accept-Encoding", "Content-Type", "User-Agent", "Last-Event-Id",
+		"Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name":
+		return true
+	}
+	return strings.HasPrefix(http.CanonicalHeaderKey(name), "Mcp-Param-")
 }
 
 func sameOrigin(a, b *url.URL) bool {

@@ -94,11 +94,12 @@ func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 		endpoint, err := streamURL.Parse(string(bytes.TrimSpace(ev.Data)))
 		if err != nil {
 			resp.Body.Close()
-			return fail(fmt.Errorf("transport: endpoint event %q: %w", ev.Data, err))
+			// Not the event's text: it holds the session id (see redactQuery).
+			return fail(fmt.Errorf("transport: the endpoint event is no URL: %w", errors.Unwrap(err)))
 		}
 		if !sameOrigin(endpoint, streamURL) {
 			resp.Body.Close()
-			return fail(fmt.Errorf("%w: stream %s, endpoint %s", ErrCrossOriginEndpoint, streamURL.Redacted(), endpoint.Redacted()))
+			return fail(fmt.Errorf("%w: stream %s, endpoint %s", ErrCrossOriginEndpoint, streamURL.Redacted(), redactedURL(endpoint.String())))
 		}
 		c.endpoint = endpoint.String()
 		break
@@ -177,7 +178,7 @@ func (c *sseConn) Send(ctx context.Context, msg *Message) error {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return deliveryFailure(ctx, msg.ID, wrote.Load(), err)
+		return deliveryFailure(ctx, msg.ID, wrote.Load(), redactQuery(err))
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		drain(resp.Body)

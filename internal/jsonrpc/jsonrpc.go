@@ -135,3 +135,31 @@ func appendString(b []byte, s string) []byte {
 	enc, _ := json.Marshal(s) // a Go string always marshals
 	return append(b, enc...)
 }
+
+// ResponseIDs returns the ids of the response-shaped objects (an id, no method) in a frame that
+// Decode refused, as far as it can read them: a server that writes "jsonrpc":2.0 still names the
+// call it answers, and that call should fail at once rather than wait for an answer that has
+// come. It returns nil for a frame that is not a JSON object or array of objects.
+func ResponseIDs(frame []byte) []json.RawMessage {
+	trimmed := bytes.TrimLeft(frame, " \t\r\n")
+	var objs []map[string]json.RawMessage
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if json.Unmarshal(trimmed, &objs) != nil {
+			return nil
+		}
+	} else {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(trimmed, &obj) != nil {
+			return nil
+		}
+		objs = append(objs, obj)
+	}
+	var ids []json.RawMessage
+	for _, o := range objs {
+		id, hasID := o["id"]
+		if _, hasMethod := o["method"]; hasID && !hasMethod && !bytes.Equal(id, []byte("null")) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}

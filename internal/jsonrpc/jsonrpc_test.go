@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -378,4 +379,29 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestResponseIDsOfRefusedFrames(t *testing.T) {
+	for _, tc := range []struct {
+		frame string
+		want  []string
+	}{
+		{`{"jsonrpc":2.0,"id":"a","result":{}}`, []string{`"a"`}},
+		{`[{"jsonrpc":2.0,"id":1,"result":{}},{"jsonrpc":2.0,"method":"x","id":2},{"id":null,"error":{}}]`, []string{`1`}},
+		{`{"jsonrpc":2.0,"method":"notifications/x"}`, nil},
+		{`not json`, nil},
+		{`[1,2]`, nil},
+		{`"string"`, nil},
+	} {
+		if _, err := jsonrpc.Decode([]byte(tc.frame)); err == nil {
+			t.Errorf("Decode(%s) succeeded; the case needs a refused frame", tc.frame)
+		}
+		var got []string
+		for _, id := range jsonrpc.ResponseIDs([]byte(tc.frame)) {
+			got = append(got, string(id))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ResponseIDs(%s) = %v, want %v", tc.frame, got, tc.want)
+		}
+	}
 }

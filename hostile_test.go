@@ -1,0 +1,956 @@
+package mcpclient_test
+
+// Hostile servers (issue 5, item 3). Each test lets a server misbehave in one way, checks that
+// the client fails the affected call with an *mcpclient.Error of a sensible Code (or, where the
+// misbehaviour is survivable, returns the right answer), and then checks that a normal call on the
+// same Client succeeds.
+//
+// Related tests elsewhere, whose cases are not repeated here (the tests below add what they
+// lack: the follow-up call, other transports):
+//   - TestHTTPOversizedAnswerIsTypedAndNotRefetched (http_test.go): an oversized JSON body or SSE
+//     event is CodeProtocol and not fetched again (here: the same, plus the follow-up call, plus
+//     stdio-style streams).
+//   - TestResponsesForUnknownIDsAndDuplicatesAreDropped (session_test.go): unknown ids,
+//     duplicates and garbage over a pipe, with a follow-up ping (here: the HTTP forms).
+//   - TestResponseShapes (session_test.go): a result and an error together over a pipe is
+//     CodeProtocol (here: over HTTP too, with a follow-up call).
+//   - TestMalformedErrorObjectIsProtocolError (session_test.go): an error that is no object.
+//   - TestServerLyingAboutIDsLeavesOutcomeUnknown, TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown
+//     (session_test.go): answers for other ids only, over a pipe and an HTTP JSON body.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// hMsg is a JSON-RPC message as the hostile servers read it.
+type hMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+const (
+	hInitResult = `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"hostile","version":"0"}}`
+	hToolResult = `{"content":[{"type":"text","text":"ok"}]}`
+	hSessionID  = "hostile-session-1"
+)
+
+func hResult(id json.RawMessage, result string) string {
+	return `{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + `}`
+}
+
+func hNoMethod(id json.RawMessage) string {
+	return `{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32601,"message":"method not found"}}`
+}
+
+// hOnce returns a function that reports true the first time only: a server misbehaving once.
+func hOnce() func() bool {
+	var done atomic.Bool
+	return func() bool { return done.CompareAndSwap(false, true) }
+}
+
+// hCtx bounds a call so that a broken test fails instead of hanging.
+func hCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// hostileHTTP is a Streamable HTTP server that behaves (initialize with a session id,
+// server/discover refused, 202 for notifications and answers, 405 for the GET stream, a text
+// result for tools/call, {} for ping), except for the POSTs misbehave says it answered itself:
+// misbehave sees every POST first. It counts the tools/call POSTs it sees.
+type hostileHTTP struct {
+	*httptest.Server
+	toolCalls atomic.Int32
+	cancelled atomic.Int32 // notifications/cancelled received
+}
+
+func newHostileHTTP(t *testing.T, misbehave func(w http.ResponseWriter, r *http.Request, m hMsg) bool) *hostileHTTP {
+	h := &hostileHTTP{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		case http.MethodDelete:
+			return
+		}
+		var m hMsg
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m); err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		switch {
+		case m.Method == "tools/call":
+			h.toolCalls.Add(1)
+		case m.Method == "notifications/cancelled":
+			h.cancelled.Add(1)
+		}
+		if misbehave != nil && misbehave(w, r, m) {
+			return
+		}
+		switch {
+		case m.Method == "initialize":
+			w.Header().Set("Mcp-Session-Id", hSessionID)
+			hJSON(w, hResult(m.ID, hInitResult))
+			return
+		case m.Method == "server/discover":
+			hJSON(w, hNoMethod(m.ID))
+			return
+		case m.ID == nil || m.Method == "":
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		switch m.Method {
+		case "tools/call":
+			hJSON(w, hResult(m.ID, hToolResult))
+		case "ping":
+			hJSON(w, hResult(m.ID, `{}`))
+		default:
+			hJSON(w, hNoMethod(m.ID))
+		}
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func hJSON(w http.ResponseWriter, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, body)
+}
+
+// hSSE opens an SSE answer and returns a function writing one event of data.
+func hSSE(w http.ResponseWriter) func(id, data string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	return func(id, data string) {
+		if id != "" {
+			fmt.Fprintf(w, "id: %s\n", id)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		w.(http.Flusher).Flush()
+	}
+}
+
+// hConnect connects to tr with the test's logger and no waits between attempts.
+func hConnect(t *testing.T, tr transport.Transport, opts ...mcpclient.Option) *mcpclient.Client {
+	t.Helper()
+	opts = append([]mcpclient.Option{mcpclient.WithLogger(mcptest.TestLogger(t)), noWait}, opts...)
+	c, err := mcpclient.Connect(hCtx(t), tr, opts...)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// hStillUsable checks the client after a hostile episode: a tool call and a ping succeed.
+func hStillUsable(t *testing.T, c *mcpclient.Client) {
+	t.Helper()
+	res, err := c.CallTool(hCtx(t), "reserve", nil)
+	if err != nil {
+		t.Fatalf("the client is not usable after the episode: %v", err)
+	}
+	if res.Text() != "ok" {
+		t.Fatalf("follow-up call answered %q, want the server's own answer %q", res.Text(), "ok")
+	}
+	if err := c.Ping(hCtx(t)); err != nil {
+		t.Fatalf("ping after the episode: %v", err)
+	}
+}
+
+// hPipeServer is a scripted server at the far end of a transport.Pipe.
+type hPipeServer struct {
+	conn *transport.MemoryConn
+	wg   *sync.WaitGroup
+}
+
+func (p *hPipeServer) send(frame string) error {
+	return p.conn.Send(context.Background(), &transport.Message{Frame: []byte(frame)})
+}
+
+// spawn runs f on a goroutine the test waits for.
+func (p *hPipeServer) spawn(f func()) {
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); f() }()
+}
+
+// hPipe returns a transport to a scripted in-memory server: it answers initialize and refuses
+// server/discover; answer sees every other request, notification and answer of the client.
+func hPipe(t *testing.T, answer func(p *hPipeServer, m hMsg)) transport.Transport {
+	wg := new(sync.WaitGroup)
+	t.Cleanup(wg.Wait)
+	return transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
+		client, server := transport.Pipe()
+		p := &hPipeServer{conn: server, wg: wg}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				frame, err := server.Receive(context.Background())
+				if err != nil {
+					return
+				}
+				var m hMsg
+				if json.Unmarshal(frame, &m) != nil {
+					t.Errorf("client sent invalid JSON: %s", frame)
+					continue
+				}
+				switch m.Method {
+				case "initialize":
+					p.send(hResult(m.ID, hInitResult))
+				case "server/discover":
+					p.send(hNoMethod(m.ID))
+				default:
+					answer(p, m)
+				}
+			}
+		}()
+		return client, nil
+	})
+}
+
+// hPipeDefault answers tools/call and ping as hostileHTTP does.
+func hPipeDefault(p *hPipeServer, m hMsg) {
+	switch {
+	case m.ID == nil || m.Method == "":
+	case m.Method == "tools/call":
+		p.send(hResult(m.ID, hToolResult))
+	case m.Method == "ping":
+		p.send(hResult(m.ID, `{}`))
+	default:
+		p.send(hNoMethod(m.ID))
+	}
+}
+
+// hStream returns a transport.Stream to a newline-delimited JSON-RPC server at the far end of a
+// net.Pipe: it answers initialize and refuses server/discover, and write answers requests
+// (notifications and answers of the client are read and dropped).
+func hStream(t *testing.T, maxFrame int, write func(w io.Writer, m hMsg)) transport.Transport {
+	wg := new(sync.WaitGroup)
+	t.Cleanup(wg.Wait)
+	return &transport.Stream{MaxFrameSize: maxFrame, Open: func(context.Context) (io.ReadWriteCloser, error) {
+		client, server := net.Pipe()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer server.Close()
+			sc := bufio.NewScanner(server)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				var m hMsg
+				if json.Unmarshal(sc.Bytes(), &m) != nil {
+					continue
+				}
+				switch {
+				case m.Method == "initialize":
+					io.WriteString(server, hResult(m.ID, hInitResult)+"\n")
+				case m.Method == "server/discover":
+					io.WriteString(server, hNoMethod(m.ID)+"\n")
+				case m.ID == nil || m.Method == "":
+				default:
+					write(server, m)
+				}
+			}
+		}()
+		return client, nil
+	}}
+}
+
+// hStreamDefault answers as hPipeDefault does.
+func hStreamDefault(w io.Writer, m hMsg) {
+	switch m.Method {
+	case "tools/call":
+		io.WriteString(w, hResult(m.ID, hToolResult)+"\n")
+	case "ping":
+		io.WriteString(w, hResult(m.ID, `{}`)+"\n")
+	default:
+		io.WriteString(w, hNoMethod(m.ID)+"\n")
+	}
+}
+
+func TestHostileOversizedMessage(t *testing.T) {
+	big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 4096) + `"}]}`
+
+	t.Run("http-json", func(t *testing.T) {
+		first := hOnce()
+		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			if m.Method == "tools/call" && first() {
+				hJSON(w, hResult(m.ID, big))
+				return true
+			}
+			return false
+		})
+		c := hConnect(t, &transport.HTTP{URL: srv.URL, MaxMessageSize: 1024})
+		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+			t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge", err)
+		}
+		if e := asError(t, err); e.Attempts != 1 || srv.toolCalls.Load() != 1 {
+			t.Errorf("%d attempts, %d POSTs: an oversized answer must not be fetched again", e.Attempts, srv.toolCalls.Load())
+		}
+		hStillUsable(t, c)
+	})
+
+	// A stream transport skips the oversized line and keeps the connection; the request it
+	// answered gets no answer, and its caller's deadline settles it.
+	t.Run("stream", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			first := hOnce()
+			tr := hStream(t, 1024, func(w io.Writer, m hMsg) {
+				if m.Method == "tools/call" && first() {
+					io.WriteString(w, hResult(m.ID, big)+"\n")
+					return
+				}
+				hStreamDefault(w, m)
+			})
+			c, err := mcpclient.Connect(context.Background(), tr, noWait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err = c.CallTool(ctx, "reserve", nil)
+			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("error %v, want ErrOutcomeUnknown at the deadline", err)
+			}
+			hStillUsable(t, c)
+		})
+	})
+}
+
+func TestHostileOversizedSSEEvent(t *testing.T) {
+	first := hOnce()
+	var resumes atomic.Int32
+	srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+		if m.Method != "tools/call" || !first() {
+			return false
+		}
+		event := hSSE(w)
+		event("e1", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+strings.Repeat("x", 4096)+`"}}`)
+		event("e2", hResult(m.ID, hToolResult))
+		return true
+	})
+	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
+			resumes.Add(1)
+		}
+		srv.Config.Handler.ServeHTTP(w, r)
+	})
+	fs := httptest.NewServer(front)
+	t.Cleanup(fs.Close)
+	c := hConnect(t, &transport.HTTP{URL: fs.URL, MaxMessageSize: 1024})
+	_, err := c.CallTool(hCtx(t), "reserve", nil)
+	if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+		t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge", err)
+	}
+	if srv.toolCalls.Load() != 1 || resumes.Load() != 0 {
+		t.Errorf("%d POSTs, %d resumptions: the oversized event must not be fetched again", srv.toolCalls.Load(), resumes.Load())
+	}
+	hStillUsable(t, c)
+}
+
+func TestHostileResponseForUnknownID(t *testing.T) {
+	// A JSON body is a POST's only answer: one for another id leaves the outcome unknown at once.
+	t.Run("http-json", func(t *testing.T) {
+		first := hOnce()
+		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			if m.Method == "tools/call" && first() {
+				hJSON(w, hResult(json.RawMessage(`"not-yours"`), hToolResult))
+				return true
+			}
+			return false
+		})
+		c := hConnect(t, &transport.HTTP{URL: srv.URL})
+		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("error %v, want ErrOutcomeUnknown at once", err)
+		}
+		hStillUsable(t, c)
+	})
+	// A stream may carry other messages before the answer: an unknown id is dropped.
+	t.Run("http-sse", func(t *testing.T) {
+		first := hOnce()
+		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			if m.Method != "tools/call" || !first() {
+				return false
+			}
+			event := hSSE(w)
+			event("", hResult(json.RawMessage(`"not-yours"`), `{"content":[{"type":"text","text":"forged"}]}`))
+			event("", hResult(json.RawMessage(`12345`), `{"content":[{"type":"text","text":"forged"}]}`))
+			event("", hResult(m.ID, `{"content":[{"type":"text","text":"mine"}]}`))
+			return true
+		})
+		c := hConnect(t, &transport.HTTP{URL: srv.URL})
+		res, err := c.CallTool(hCtx(t), "reserve", nil)
+		if err != nil || res.Text() != "mine" {
+			t.Fatalf("result %v, error %v: want the answer for the request's own id", res, err)
+		}
+		hStillUsable(t, c)
+	})
+}
+
+func TestHostileTwoResponsesForOneID(t *testing.T) {
+	for _, kind := range []string{"http-sse", "http-json-batch"} {
+		t.Run(kind, func(t *testing.T) {
+			first := hOnce()
+			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				if m.Method != "tools/call" || !first() {
+					return false
+				}
+				one := hResult(m.ID, `{"content":[{"type":"text","text":"first"}]}`)
+				two := hResult(m.ID, `{"content":[{"type":"text","text":"second"}]}`)
+				if kind == "http-sse" {
+					event := hSSE(w)
+					event("", one)
+					event("", two)
+				} else {
+					hJSON(w, "["+one+","+two+"]")
+				}
+				return true
+			})
+			c := hConnect(t, &transport.HTTP{URL: srv.URL})
+			res, err := c.CallTool(hCtx(t), "reserve", nil)
+			if err != nil || res.Text() != "first" {
+				t.Fatalf("result %v, error %v: want the first answer", res, err)
+			}
+			// The second answer was dropped, not kept for the next request.
+			hStillUsable(t, c)
+		})
+	}
+}
+
+func TestHostileWrongJSONRPCVersion(t *testing.T) {
+	for name, reply := range map[string]string{
+		"1.0":     `{"jsonrpc":"1.0","id":ID,"result":{}}`,
+		"missing": `{"id":ID,"result":{}}`,
+		"empty":   `{"jsonrpc":"","id":ID,"result":{}}`,
+		// jsonrpc.Decode refuses the frame (a number where a string belongs), but its id
+		// names a waiting call, which fails at once rather than waiting for its deadline.
+		"number": `{"jsonrpc":2.0,"id":ID,"result":{}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				first := hOnce()
+				tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+					if m.Method == "tools/call" && first() {
+						p.send(strings.ReplaceAll(reply, "ID", string(m.ID)))
+						return
+					}
+					hPipeDefault(p, m)
+				})
+				c, err := mcpclient.Connect(context.Background(), tr, noWait)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, err = c.CallTool(ctx, "reserve", nil)
+				if mcpclient.CodeOf(err) != mcpclient.CodeProtocol || errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("error %v (code %v), want CodeProtocol at once", err, mcpclient.CodeOf(err))
+				}
+				hStillUsable(t, c)
+			})
+		})
+	}
+}
+
+func TestHostileResultAndErrorTogether(t *testing.T) {
+	const both = `{"jsonrpc":"2.0","id":ID,"result":{"content":[]},"error":{"code":-32000,"message":"both"}}`
+	check := func(t *testing.T, c *mcpclient.Client) {
+		t.Helper()
+		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		if mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+			t.Fatalf("error %v (code %v), want CodeProtocol", err, mcpclient.CodeOf(err))
+		}
+		hStillUsable(t, c)
+	}
+	t.Run("pipe", func(t *testing.T) {
+		first := hOnce()
+		check(t, hConnect(t, hPipe(t, func(p *hPipeServer, m hMsg) {
+			if m.Method == "tools/call" && first() {
+				p.send(strings.ReplaceAll(both, "ID", string(m.ID)))
+				return
+			}
+			hPipeDefault(p, m)
+		})))
+	})
+	for _, kind := range []string{"http-json", "http-sse"} {
+		t.Run(kind, func(t *testing.T) {
+			first := hOnce()
+			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				if m.Method != "tools/call" || !first() {
+					return false
+				}
+				frame := strings.ReplaceAll(both, "ID", string(m.ID))
+				if kind == "http-json" {
+					hJSON(w, frame)
+				} else {
+					hSSE(w)("", frame)
+				}
+				return true
+			})
+			check(t, hConnect(t, &transport.HTTP{URL: srv.URL}))
+		})
+	}
+}
+
+func TestHostileHugeHeaders(t *testing.T) {
+	tests := []struct {
+		name   string
+		client *http.Client // nil: the transport's default client
+		size   int          // bytes of response headers
+	}{
+		// The shared client reads 1 MiB of headers (net/http's default is 10 MiB).
+		{"default client", nil, 2 << 20},
+		{"client with a limit", &http.Client{Transport: &http.Transport{MaxResponseHeaderBytes: 64 << 10}}, 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first := hOnce()
+			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				if m.Method != "tools/call" || !first() {
+					return false
+				}
+				chunk := strings.Repeat("h", 8<<10)
+				for i := range tt.size / len(chunk) {
+					w.Header().Set(fmt.Sprintf("X-Junk-%d", i), chunk)
+				}
+				hJSON(w, hResult(m.ID, hToolResult))
+				return true
+			})
+			if tt.client != nil {
+				defer tt.client.CloseIdleConnections()
+			}
+			c := hConnect(t, &transport.HTTP{URL: srv.URL, Client: tt.client})
+			_, err := c.CallTool(hCtx(t), "reserve", nil)
+			// The request was written; its answer could not be read: the outcome is unknown.
+			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "response headers exceeded") {
+				t.Fatalf("error %v, want ErrOutcomeUnknown for headers over the limit", err)
+			}
+			if e := asError(t, err); e.Attempts != 1 || srv.toolCalls.Load() != 1 {
+				t.Errorf("%d attempts, %d POSTs, want 1", e.Attempts, srv.toolCalls.Load())
+			}
+			hStillUsable(t, c)
+		})
+	}
+}
+
+func TestHostileSSEStreamNeverAnswers(t *testing.T) {
+	for _, kind := range []string{"sse", "no headers"} {
+		t.Run(kind, func(t *testing.T) {
+			first := hOnce()
+			abandoned := make(chan struct{})
+			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				if m.Method != "tools/call" || !first() {
+					return false
+				}
+				if kind == "sse" {
+					hSSE(w)("p1", "") // a priming event, then silence
+				}
+				<-r.Context().Done() // the client hung up
+				close(abandoned)
+				return true
+			})
+			c := hConnect(t, &transport.HTTP{URL: srv.URL})
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			_, err := c.CallTool(ctx, "reserve", nil)
+			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("error %v, want ErrOutcomeUnknown at the call's deadline", err)
+			}
+			select {
+			case <-abandoned:
+			case <-hCtx(t).Done():
+				t.Fatal("the client kept the silent exchange open")
+			}
+			if srv.cancelled.Load() != 1 {
+				t.Errorf("%d notifications/cancelled, want 1", srv.cancelled.Load())
+			}
+			hStillUsable(t, c)
+		})
+	}
+}
+
+func TestHostileByteAtATimeResponse(t *testing.T) {
+	answer := `{"content":[{"type":"text","text":"sl\u00f6w \"bytes\""}]}`
+	const want = `slöw "bytes"`
+	trickle := func(w io.Writer, s string) {
+		for i := range len(s) {
+			w.Write([]byte{s[i]})
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+		}
+	}
+	for _, kind := range []string{"http-json", "http-sse"} {
+		t.Run(kind, func(t *testing.T) {
+			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				if m.Method != "tools/call" {
+					return false
+				}
+				if kind == "http-json" {
+					w.Header().Set("Content-Type", "application/json")
+					trickle(w, hResult(m.ID, answer))
+				} else {
+					w.Header().Set("Content-Type", "text/event-stream")
+					trickle(w, "id: 1\r\nretry: 10\r\ndata: "+hResult(m.ID, answer)+"\r\n\r\n")
+				}
+				return true
+			})
+			c := hConnect(t, &transport.HTTP{URL: srv.URL})
+			for range 2 {
+				res, err := c.CallTool(hCtx(t), "reserve", nil)
+				if err != nil || res.Text() != want {
+					t.Fatalf("result %v, error %v", res, err)
+				}
+			}
+			if err := c.Ping(hCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	t.Run("stream", func(t *testing.T) {
+		c := hConnect(t, hStream(t, 0, func(w io.Writer, m hMsg) {
+			if m.Method == "tools/call" {
+				trickle(w, hResult(m.ID, answer)+"\r\n")
+				return
+			}
+			hStreamDefault(w, m)
+		}))
+		for range 2 {
+			res, err := c.CallTool(hCtx(t), "reserve", nil)
+			if err != nil || res.Text() != want {
+				t.Fatalf("result %v, error %v", res, err)
+			}
+		}
+		if err := c.Ping(hCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestHostileFloodOfServerMessages floods the client with notifications and server requests
+// while no call awaits an answer. The client's queues are bounded: server request handlers run
+// at most 16 at a time, and once they and the inbound queue (64) are full the client stops
+// reading, so the flooding server is held back instead of the client's memory growing. Nothing
+// is lost or deadlocked: every notification reaches its handler, every request is answered, and
+// the goroutines return to their number before.
+func TestHostileFloodOfServerMessages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 6000 messages: a quarter server requests with a handler, 1 in 12 requests for an
+		// unknown method, 1 in 12 progress reports for no call, the rest notifications.
+		const total = 6000
+		var (
+			sent, answers         atomic.Int32
+			inFlight, maxInFlight atomic.Int32
+			handled, notified     atomic.Int32
+			asks, unknown, notes  int32
+			release               = make(chan struct{})
+			baseline              = runtime.NumGoroutine()
+		)
+		flood := make([]string, total)
+		for i := range flood {
+			switch i % 12 {
+			case 1, 5, 9:
+				flood[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":"s%d","method":"flood/ask","params":{}}`, i)
+				asks++
+			case 3:
+				flood[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":"s%d","method":"no/such/method"}`, i)
+				unknown++
+			case 7:
+				flood[i] = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"nobody","progress":1}}`
+				notes++
+			default:
+				flood[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/flood","params":{"n":%d}}`, i)
+				notes++
+			}
+		}
+		tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+			switch {
+			case m.Method == "" && strings.HasPrefix(string(m.ID), `"s`):
+				answers.Add(1)
+			case m.Method == "notifications/initialized":
+				p.spawn(func() {
+					for _, frame := range flood {
+						if p.send(frame) != nil {
+							return
+						}
+						sent.Add(1)
+					}
+				})
+			default:
+				hPipeDefault(p, m)
+			}
+		})
+		c, err := mcpclient.Connect(context.Background(), tr, noWait,
+			mcpclient.WithNotificationHandler("*", func(context.Context, string, json.RawMessage) { notified.Add(1) }),
+			mcpclient.WithRequestHandler("flood/ask", func(ctx context.Context, _ json.RawMessage) (any, error) {
+				n := inFlight.Add(1)
+				defer inFlight.Add(-1)
+				for m := maxInFlight.Load(); n > m && !maxInFlight.CompareAndSwap(m, n); m = maxInFlight.Load() {
+				}
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				handled.Add(1)
+				return struct{}{}, nil
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+
+		synctest.Wait() // all blocked: the handlers on release, the flooder on backpressure
+		if got := maxInFlight.Load(); got == 0 || got > 16 {
+			t.Errorf("%d server request handlers at once, want 1 to 16", got)
+		}
+		// Held back: the flooder is blocked, and what the client holds unprocessed is bounded (64
+		// queued for the dispatcher, 16 in the pipe, one each in the reader's and the
+		// dispatcher's hands).
+		processed := notified.Load() + answers.Load() + inFlight.Load()
+		t.Logf("flood held back: %d sent, %d processed, %d handlers running, %d goroutines over the baseline", sent.Load(), processed, inFlight.Load(), runtime.NumGoroutine()-baseline)
+		if got := sent.Load(); got >= total || got-processed > 64+16+2 {
+			t.Errorf("the server sent %d messages and the client processed %d while the handlers were stuck, want at most %d waiting",
+				got, processed, 64+16+2)
+		}
+		if extra := runtime.NumGoroutine() - baseline; extra > 16+30 {
+			t.Errorf("%d goroutines more than before the flood, want a bounded number", extra)
+		}
+		close(release)
+		synctest.Wait()
+		if handled.Load() != asks || answers.Load() != asks+unknown || notified.Load() != notes {
+			t.Errorf("%d requests handled, %d answered, %d notifications delivered; want %d, %d, %d",
+				handled.Load(), answers.Load(), notified.Load(), asks, asks+unknown, notes)
+		}
+		if err := c.Ping(context.Background()); err != nil {
+			t.Fatalf("ping after the flood: %v", err)
+		}
+		c.Close()
+		synctest.Wait()
+		if n := runtime.NumGoroutine(); n > baseline {
+			t.Errorf("%d goroutines after Close, %d before", n, baseline)
+		}
+	})
+}
+
+// TestHostileFloodDuringACallIsBounded: while a call awaits its answer the client keeps reading
+// (a handler may be the one awaiting it, see the next test), so a flood then is bounded by the
+// bytes queued for the handlers. Past the bound the session ends with ErrInboundOverflow, the
+// call ends with a typed error, and the client opens a new session for the next call.
+func TestHostileFloodDuringACallIsBounded(t *testing.T) {
+	const limit = 64 << 10
+	defer mcpclient.SetInboxHardLimitForTest(limit)()
+	synctest.Test(t, func(t *testing.T) {
+		const total = 6000
+		var sent, notified atomic.Int32
+		release := make(chan struct{})
+		first := hOnce()
+		tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+			if m.Method == "tools/call" && first() {
+				id := m.ID
+				p.spawn(func() {
+					for i := range total {
+						if p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/flood","params":{"n":%d}}`, i)) != nil {
+							return
+						}
+						sent.Add(1)
+					}
+					p.send(hResult(id, hToolResult))
+				})
+				return
+			}
+			hPipeDefault(p, m)
+		})
+		c, err := mcpclient.Connect(context.Background(), tr, noWait,
+			mcpclient.WithNotificationHandler("*", func(context.Context, string, json.RawMessage) {
+				notified.Add(1)
+				<-release
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, err = c.CallTool(hCtx(t), "reserve", nil)
+		if !errors.Is(err, mcpclient.ErrInboundOverflow) || mcpclient.CodeOf(err) != mcpclient.CodeOutcomeUnknown {
+			t.Fatalf("error %v (code %v), want ErrOutcomeUnknown caused by ErrInboundOverflow", err, mcpclient.CodeOf(err))
+		}
+		// About 190 bytes a message are queued: the bound held the backlog to a few hundred.
+		if got := sent.Load(); got >= total || got > limit/100 {
+			t.Errorf("the server sent %d of %d messages before the session ended; want the bound to stop it", got, total)
+		}
+		t.Logf("session ended after %d messages, %d handled", sent.Load(), notified.Load())
+		close(release)
+		hStillUsable(t, c)
+	})
+}
+
+// TestHostileFloodWhileAHandlerCallsTheClient: a notification handler may call the Client
+// (options.go, NotificationHandler), as a list_changed handler calling ListTools does. Here the
+// server follows list_changed with a burst of 100 log notifications, and answers the handler's
+// call after the burst: the client must still route that answer to the handler.
+func TestHostileFloodWhileAHandlerCallsTheClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const burst = 100
+		var c *mcpclient.Client
+		handlerErr := make(chan error, 1)
+		burstSent := make(chan struct{})
+		var burstOnce sync.Once
+		endBurst := func() { burstOnce.Do(func() { close(burstSent) }) }
+		handlersPing := hOnce()
+		tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+			switch m.Method {
+			case "tools/call":
+				id := m.ID
+				p.spawn(func() {
+					defer endBurst()
+					p.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+					for i := range burst {
+						if p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)) != nil {
+							return
+						}
+					}
+					endBurst()
+					p.send(hResult(id, hToolResult))
+				})
+			case "ping":
+				id := m.ID
+				if handlersPing() {
+					p.spawn(func() { <-burstSent; p.send(hResult(id, `{}`)) })
+					return
+				}
+				p.send(hResult(id, `{}`))
+			}
+		})
+		var once sync.Once
+		var err error
+		c, err = mcpclient.Connect(context.Background(), tr, noWait,
+			mcpclient.WithNotificationHandler("notifications/tools/list_changed", func(ctx context.Context, _ string, _ json.RawMessage) {
+				once.Do(func() {
+					ctx, cancel := context.WithTimeout(ctx, time.Minute)
+					defer cancel()
+					handlerErr <- c.Ping(ctx)
+				})
+			}),
+			mcpclient.WithLogHandler(func(context.Context, *mcpclient.LogMessage) {}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		if _, err := c.CallTool(ctx, "flood", nil); err != nil {
+			t.Fatalf("the call during the flood: %v", err)
+		}
+		if err := <-handlerErr; err != nil {
+			t.Errorf("a handler's call during a burst of notifications: %v", err)
+		}
+		if err := c.Ping(ctx); err != nil {
+			t.Fatalf("ping after the flood: %v", err)
+		}
+	})
+}
+
+func TestHostileHTMLBody(t *testing.T) {
+	const page = "<!doctype html><html><body><h1>Welcome to the hotel wifi</h1></body></html>"
+	html := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, page)
+	}
+	t.Run("call", func(t *testing.T) {
+		first := hOnce()
+		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			if m.Method == "tools/call" && first() {
+				html(w)
+				return true
+			}
+			return false
+		})
+		c := hConnect(t, &transport.HTTP{URL: srv.URL})
+		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		var status *transport.StatusError
+		// The POST reached something that answered 200 with a page: whether the tool ran is
+		// unknown, and the body is not taken for an answer.
+		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.As(err, &status) || status.StatusCode != http.StatusOK {
+			t.Fatalf("error %v, want ErrOutcomeUnknown with the 200 StatusError", err)
+		}
+		if !strings.Contains(err.Error(), "text/html") {
+			t.Errorf("error %v does not name the Content-Type", err)
+		}
+		hStillUsable(t, c)
+	})
+	t.Run("initialize", func(t *testing.T) {
+		var bad atomic.Bool
+		bad.Store(true)
+		inner := newHostileHTTP(t, nil)
+		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if bad.Load() && r.Method == http.MethodPost {
+				html(w)
+				return
+			}
+			inner.Config.Handler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(front.Close)
+		tr := &transport.HTTP{URL: front.URL}
+		_, err := mcpclient.Connect(hCtx(t), tr, noWait, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 2}))
+		var status *transport.StatusError
+		// No session, so none of the caller's requests was sent.
+		if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &status) || status.StatusCode != http.StatusOK {
+			t.Fatalf("connect error %v, want ErrNotDelivered with the 200 StatusError", err)
+		}
+		bad.Store(false)
+		hStillUsable(t, hConnect(t, tr))
+	})
+}
+
+func TestHostileRedirectLoop(t *testing.T) {
+	var hops atomic.Int32
+	first := hOnce()
+	srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+		if m.Method != "tools/call" || (r.URL.Query().Get("hop") == "" && !first()) {
+			return false
+		}
+		n := hops.Add(1)
+		// 307 keeps the method and the body: every hop delivers the request again.
+		http.Redirect(w, r, fmt.Sprintf("/?hop=%d", n), http.StatusTemporaryRedirect)
+		return true
+	})
+	c := hConnect(t, &transport.HTTP{URL: srv.URL})
+	_, err := c.CallTool(hCtx(t), "reserve", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "redirects") {
+		t.Fatalf("error %v, want ErrOutcomeUnknown after too many redirects", err)
+	}
+	if n := hops.Load(); n != 10 {
+		t.Errorf("%d redirects followed, want 10", n)
+	}
+	if e := asError(t, err); e.Attempts != 1 {
+		t.Errorf("%d attempts, want 1", e.Attempts)
+	}
+	hStillUsable(t, c)
+}

@@ -1,0 +1,119 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+)
+
+// An inbox carries notifications and server requests from a session's reader to its dispatcher,
+// so that handlers never stall the routing of responses.
+//
+// Up to inboxSoftLimit messages it is a plain bounded queue: a reader that finds it full waits,
+// the backpressure a slow handler deserves. Waiting is only safe while no call awaits an answer,
+// though: a handler may itself call the Client (a list_changed handler listing tools, a sampling
+// handler asking for a resource) and wait for an answer that only the reader can route. So while
+// any call awaits an answer the reader goes on queueing, up to inboxHardLimitBytes; past that the
+// server is flooding the client and the session ends with ErrInboundOverflow.
+type inbox struct {
+	mu     sync.Mutex
+	msgs   []jsonrpc.Message // oldest first; guarded by mu
+	bytes  int               // the sizes of msgs; guarded by mu
+	closed bool              // guarded by mu
+
+	ready chan struct{} // signalled when a message is queued or the inbox closes
+	space chan struct{} // signalled when the dispatcher takes a message
+	wake  chan struct{} // signalled when a call starts awaiting an answer
+}
+
+// Limits of an inbox; variables so that tests can lower them.
+var (
+	inboxSoftLimit      = 64
+	inboxHardLimitBytes = 32 << 20
+)
+
+// inboxOverhead is what a queued message costs beyond its raw fields.
+const inboxOverhead = 128
+
+// ErrInboundOverflow ends a session whose server sent more notifications and requests than the
+// client could queue while it awaited answers (see WithNotificationHandler): its calls that
+// were awaiting answers end as on any lost session.
+var ErrInboundOverflow = errors.New("mcpclient: the server sent more messages than the client could queue for its handlers")
+
+func newInbox() *inbox {
+	return &inbox{
+		ready: make(chan struct{}, 1),
+		space: make(chan struct{}, 1),
+		wake:  make(chan struct{}, 1),
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// put queues m for the dispatcher, waiting for room while awaiting reports that no call awaits
+// an answer. It fails with ctx's error, or with ErrInboundOverflow.
+func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool) error {
+	size := len(m.ID) + len(m.Method) + len(m.Params) + inboxOverhead
+	for {
+		spill := awaiting()
+		b.mu.Lock()
+		if len(b.msgs) < inboxSoftLimit || (spill && b.bytes+size <= inboxHardLimitBytes) {
+			b.msgs = append(b.msgs, m)
+			b.bytes += size
+			b.mu.Unlock()
+			signal(b.ready)
+			return nil
+		}
+		b.mu.Unlock()
+		if spill {
+			return ErrInboundOverflow
+		}
+		select {
+		case <-b.space:
+		case <-b.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// take returns the oldest message, waiting for one; ok is false once the inbox is closed and
+// empty.
+func (b *inbox) take() (m jsonrpc.Message, ok bool) {
+	for {
+		b.mu.Lock()
+		if len(b.msgs) > 0 {
+			m = b.msgs[0]
+			b.msgs[0] = jsonrpc.Message{} // the backing array must not pin it
+			b.msgs = b.msgs[1:]
+			b.bytes -= len(m.ID) + len(m.Method) + len(m.Params) + inboxOverhead
+			if len(b.msgs) == 0 {
+				b.msgs = nil // let a spilled backlog's array go
+			}
+			b.mu.Unlock()
+			signal(b.space)
+			return m, true
+		}
+		closed := b.closed
+		b.mu.Unlock()
+		if closed {
+			return jsonrpc.Message{}, false
+		}
+		<-b.ready
+	}
+}
+
+// close tells the dispatcher that nothing more comes; what is queued is still taken.
+func (b *inbox) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	signal(b.ready)
+}

@@ -1,0 +1,664 @@
+package mcpclient_test
+
+// Security (issue 5, item 4). Each test checks one promise with a typed error where there is a
+// refusal, and that the client (or the transport, where the refusal is at Connect) is usable
+// afterwards.
+//
+// Related tests elsewhere, whose cases are not repeated here:
+//   - TestHTTPCredentialsStayWithTheirOrigin (http_test.go): Authorization and Cookie headers are
+//     not sent to another port by a redirect at initialize; TestHTTPHeaderFuncAndSameOriginRedirect
+//     (http_test.go): they are kept on a same-origin redirect. Here: another host that net/http
+//     itself would trust with them (a subdomain), mid-session, HeaderFunc, the caller's own headers,
+//     the session id and the legacy transport.
+//   - TestLegacySSEEndpointMustBeSameOrigin (legacy_test.go): an endpoint on another port is
+//     refused. Here: other schemes, hosts and URL tricks, and a good endpoint afterwards.
+//   - transport/stdio_test.go: TestCommandCloseLeavesNoOrphan (Close kills the server and its
+//     grandchild, no zombie), TestCommandServerDeathKillsItsGroup, TestCommandDetachedDescendant,
+//     TestCommandCloseEscalates, at the transport level. Here: through the Client (Close, Detach,
+//     a failed Connect).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// sameAddr returns an HTTP client that reaches every host name at srv's address, so that one test
+// server can stand for several origins.
+func sameAddr(srv *httptest.Server) *http.Client {
+	addr := srv.Listener.Addr().String()
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}}
+}
+
+func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
+	const (
+		home  = "mcp.example.test"
+		token = "Bearer secret-token"
+	)
+	// net/http forwards Authorization and Cookie to a subdomain of the original host; an MCP
+	// endpoint's credentials are for its origin only.
+	for _, other := range []string{"evil." + home, "other.example.test"} {
+		for _, kind := range []string{"http", "legacy"} {
+			t.Run(kind+" to "+other, func(t *testing.T) {
+				var port string
+				var homeMu sync.Mutex
+				var homeAuth []string
+				elsewhere := make(chan http.Header, 1)
+				first := hOnce()
+				mcp := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+					return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok")}}, nil
+				}))
+				front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Host != home+":"+port {
+						elsewhere <- r.Header.Clone()
+						http.Error(w, "forbidden", http.StatusForbidden)
+						return
+					}
+					homeMu.Lock()
+					homeAuth = append(homeAuth, r.Header.Get("Authorization"))
+					homeMu.Unlock()
+					body, _ := io.ReadAll(r.Body)
+					r.Body = io.NopCloser(bytes.NewReader(body))
+					if r.Method == http.MethodPost && bytes.Contains(body, []byte(`"tools/call"`)) && first() {
+						// 307 keeps the method, the body and (within net/http's rules) the headers.
+						http.Redirect(w, r, "http://"+other+":"+port+"/steal", http.StatusTemporaryRedirect)
+						return
+					}
+					mcp.ServeHTTP(w, r)
+				}))
+				_, port, _ = net.SplitHostPort(front.Listener.Addr().String())
+				front.Start()
+				t.Cleanup(front.Close)
+				client := sameAddr(front)
+				defer client.CloseIdleConnections()
+				header := http.Header{"Cookie": {"session=cookie-secret"}, "Proxy-Authorization": {"Basic cHJveHk6c2VjcmV0"}, "X-Api-Key": {"key-secret"}}
+				headerFunc := func(_ context.Context, h http.Header) error {
+					h.Set("Authorization", token)
+					return nil
+				}
+				var tr transport.Transport = &transport.HTTP{URL: "http://" + home + ":" + port + "/mcp", Client: client, Header: header, HeaderFunc: headerFunc}
+				if kind == "legacy" {
+					tr = &transport.SSE{URL: "http://" + home + ":" + port + "/sse", Client: client, Header: header, HeaderFunc: headerFunc}
+				}
+				c := hConnect(t, tr)
+				_, err := c.CallTool(hCtx(t), "reserve", nil)
+				var status *transport.StatusError
+				if !errors.As(err, &status) || status.StatusCode != http.StatusForbidden {
+					t.Fatalf("error %v, want the other origin's 403", err)
+				}
+				got := <-elsewhere
+				// The caller's own headers may be credentials too, and the session id is a
+				// bearer of the session.
+				for _, h := range []string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key", "Mcp-Session-Id"} {
+					if v := got.Get(h); v != "" {
+						t.Errorf("%s reached %s: %q", h, other, v)
+					}
+				}
+				hStillUsable(t, c)
+				homeMu.Lock()
+				defer homeMu.Unlock()
+				for i, a := range homeAuth {
+					if a != token {
+						t.Errorf("request %d to the endpoint's own origin carried Authorization %q", i, a)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSecuritySessionIDMustBeVisibleASCII: an Mcp-Session-Id outside 0x21-0x7E is refused at
+// initialize, as a protocol violation (CodeProtocol), and never sent.
+func TestSecuritySessionIDMustBeVisibleASCII(t *testing.T) {
+	for name, bad := range map[string]string{
+		"space":     "abc def",
+		"tab":       "abc\tdef",
+		"utf-8":     "séance",
+		"high byte": "abc\x80def",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var badInit, expire atomic.Bool
+			var seenMu sync.Mutex
+			var seen []string // every Mcp-Session-Id the server received
+			inner := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				switch {
+				case m.Method == "initialize" && badInit.Load():
+					w.Header().Set("Mcp-Session-Id", bad)
+					hJSON(w, hResult(m.ID, hInitResult))
+					return true
+				case m.Method == "ping" && expire.CompareAndSwap(true, false):
+					http.Error(w, "no such session", http.StatusNotFound)
+					return true
+				}
+				return false
+			})
+			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if sid, ok := r.Header["Mcp-Session-Id"]; ok {
+					seenMu.Lock()
+					seen = append(seen, sid...)
+					seenMu.Unlock()
+				}
+				inner.Config.Handler.ServeHTTP(w, r)
+			}))
+			t.Cleanup(front.Close)
+			tr := &transport.HTTP{URL: front.URL}
+			check := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, transport.ErrInvalidSessionID) {
+					t.Fatalf("%s: error %v, want ErrInvalidSessionID", what, err)
+				}
+				if mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+					t.Errorf("%s: error %v has code %v, want %v: the server's answer is not valid MCP",
+						what, err, mcpclient.CodeOf(err), mcpclient.CodeProtocol)
+				}
+				if strings.Contains(err.Error(), bad) {
+					t.Errorf("%s: the error shows the session id: %v", what, err)
+				}
+			}
+
+			// At Connect: refused at once (asking again gets the same id).
+			badInit.Store(true)
+			_, err := mcpclient.Connect(hCtx(t), tr, noWait)
+			check("connect", err)
+			if e := asError(t, err); e.Attempts > 1 {
+				t.Errorf("initialize sent %d times, want 1", e.Attempts)
+			}
+
+			// On a reconnect after the session expired: the call fails, the next one works.
+			badInit.Store(false)
+			c := hConnect(t, tr)
+			badInit.Store(true)
+			expire.Store(true)
+			check("reconnect", c.Ping(hCtx(t)))
+			badInit.Store(false)
+			if err := c.Ping(hCtx(t)); err != nil {
+				t.Fatalf("ping once the server behaves: %v", err)
+			}
+			if c.SessionID() != hSessionID {
+				t.Errorf("session id %q, want %q", c.SessionID(), hSessionID)
+			}
+			c.Close()
+			seenMu.Lock()
+			defer seenMu.Unlock()
+			for _, sid := range seen {
+				if sid != hSessionID {
+					t.Errorf("the client sent session id %q", sid)
+				}
+			}
+		})
+	}
+}
+
+func TestSecurityLegacyEndpointMustBeSameOrigin(t *testing.T) {
+	mcp := mcptest.NewTestHTTPServer(t)
+	var endpoint atomic.Value // string: the endpoint event to send instead of mcptest's, if any
+	endpoint.Store("")
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e := endpoint.Load().(string); e != "" && r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: endpoint\ndata: %s\n\n", e)
+			return
+		}
+		mcp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	_, port, _ := net.SplitHostPort(front.Listener.Addr().String())
+	tr := &transport.SSE{URL: front.URL + "/sse"}
+	for name, e := range map[string]string{
+		"scheme-relative": "//evil.example.invalid/message?sessionId=1",
+		"other scheme":    "https://127.0.0.1:" + port + "/message?sessionId=1",
+		"other host name": "http://localhost:" + port + "/message?sessionId=1",
+		"userinfo trick":  "http://127.0.0.1:" + port + "@evil.example.invalid/message?sessionId=1",
+		"backslash trick": "http://evil.example.invalid\\@127.0.0.1:" + port + "/message",
+	} {
+		t.Run(name, func(t *testing.T) {
+			endpoint.Store(e)
+			_, err := mcpclient.Connect(hCtx(t), tr, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+			if !errors.Is(err, mcpclient.ErrNotDelivered) {
+				t.Fatalf("error %v, want ErrNotDelivered", err)
+			}
+			// An unparsable endpoint is refused too, before anything is sent.
+			if !errors.Is(err, transport.ErrCrossOriginEndpoint) && !strings.Contains(err.Error(), "no URL") {
+				t.Fatalf("error %v, want a refusal of the endpoint", err)
+			}
+			// The same transport connects once the server names its own origin.
+			endpoint.Store("")
+			c := hConnect(t, tr)
+			if err := c.Ping(hCtx(t)); err != nil {
+				t.Fatalf("ping: %v", err)
+			}
+		})
+	}
+}
+
+// stdioServerEnv makes the test binary run as a stdio MCP server (see runStdioServer).
+const stdioServerEnv = "MCPCLIENT_SECURITY_STDIO_SERVER"
+
+func init() {
+	if mode := os.Getenv(stdioServerEnv); mode != "" {
+		runStdioServer(mode, os.Getenv(stdioServerEnv+"_PIDS"))
+		os.Exit(0)
+	}
+}
+
+// runStdioServer answers initialize (with a revision nobody speaks if mode is "bad-version"),
+// ping, and tools/call spawn, which starts a `sleep 300` in the server's process group. It
+// appends "server <pid>" and "grandchild <pid>" lines to pidFile, and exits at the end of stdin.
+func runStdioServer(mode, pidFile string) {
+	note := func(what string, pid int) {
+		f, err := os.OpenFile(pidFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintf(f, "%s %d\n", what, pid)
+			f.Close()
+		}
+	}
+	note("server", os.Getpid())
+	version := "2025-11-25"
+	if mode == "bad-version" {
+		version = "1999-01-01"
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var m hMsg
+		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
+			continue
+		}
+		switch m.Method {
+		case "initialize":
+			fmt.Println(hResult(m.ID, `{"protocolVersion":"`+version+`","capabilities":{},"serverInfo":{"name":"stdio","version":"0"}}`))
+		case "tools/call":
+			cmd := exec.Command("sleep", "300")
+			if err := cmd.Start(); err != nil {
+				fmt.Println(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"spawn failed"}}`)
+				continue
+			}
+			note("grandchild", cmd.Process.Pid)
+			fmt.Println(hResult(m.ID, hToolResult))
+		case "ping":
+			fmt.Println(hResult(m.ID, `{}`))
+		default:
+			fmt.Println(hNoMethod(m.ID))
+		}
+	}
+}
+
+// pidsIn reads the pids runStdioServer noted.
+func pidsIn(t *testing.T, pidFile string) map[string][]int {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := make(map[string][]int)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		what, n, _ := strings.Cut(line, " ")
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			t.Fatalf("pid file line %q", line)
+		}
+		pids[what] = append(pids[what], pid)
+	}
+	return pids
+}
+
+// gone reports whether pid no longer runs: it does not exist, or it is a zombie (a killed
+// grandchild waits for init to reap it).
+func gone(pid int) bool {
+	if p, err := os.FindProcess(pid); err != nil || p.Signal(syscall.Signal(0)) != nil {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+func TestSecurityStdioChildrenDoNotOutliveTheClient(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("checks processes through /proc")
+	}
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	command := func(t *testing.T, mode string) (*transport.Command, string) {
+		pidFile := t.TempDir() + "/pids"
+		// A race-enabled binary sleeps a second at exit unless told not to.
+		env := append(os.Environ(), stdioServerEnv+"="+mode, stdioServerEnv+"_PIDS="+pidFile, "GORACE=atexit_sleep_ms=0")
+		return &transport.Command{Path: exe, Env: env}, pidFile
+	}
+	assertGone := func(t *testing.T, pidFile string, wantGrandchild bool) {
+		t.Helper()
+		pids := pidsIn(t, pidFile)
+		if len(pids["server"]) == 0 || (wantGrandchild && len(pids["grandchild"]) == 0) {
+			t.Fatalf("pids %v", pids)
+		}
+		for what, list := range pids {
+			for _, pid := range list {
+				waitFor(t, fmt.Sprintf("%s %d to end", what, pid), func() bool { return gone(pid) })
+			}
+		}
+	}
+	for _, end := range []string{"Close", "Detach"} {
+		t.Run(end, func(t *testing.T) {
+			cmd, pidFile := command(t, "ok")
+			c := hConnect(t, cmd)
+			if _, err := c.CallTool(hCtx(t), "spawn", nil); err != nil {
+				t.Fatal(err)
+			}
+			pids := pidsIn(t, pidFile)
+			if gone(pids["grandchild"][0]) {
+				t.Fatal("the grandchild is not running")
+			}
+			if end == "Close" {
+				c.Close()
+			} else {
+				c.Detach() // stdio has no session to leave behind: the process ends all the same
+			}
+			assertGone(t, pidFile, true)
+		})
+	}
+	t.Run("failed connect", func(t *testing.T) {
+		cmd, pidFile := command(t, "bad-version")
+		_, err := mcpclient.Connect(hCtx(t), cmd, noWait)
+		if !errors.Is(err, mcpclient.ErrUnsupportedVersion) {
+			t.Fatalf("error %v, want ErrUnsupportedVersion", err)
+		}
+		assertGone(t, pidFile, false)
+		// The transport is usable for a server that speaks a known revision.
+		good, _ := command(t, "ok")
+		hStillUsable(t, hConnect(t, good))
+	})
+}
+
+// quietTLSServer is an httptest TLS server that does not log the handshakes refused by clients
+// that do not trust it.
+func quietTLSServer(t *testing.T, h http.Handler) *httptest.Server {
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestSecurityTLSConfigPassesThrough(t *testing.T) {
+	inner := newHostileHTTP(t, nil)
+	srv := quietTLSServer(t, inner.Config.Handler)
+
+	// The default client does not trust the test CA: nothing is sent.
+	_, err := mcpclient.Connect(hCtx(t), &transport.HTTP{URL: srv.URL}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+	var unknownCA x509.UnknownAuthorityError
+	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &unknownCA) {
+		t.Fatalf("error %v, want ErrNotDelivered for a certificate of an unknown authority", err)
+	}
+
+	// The caller's client, with the test CA in its TLS config, is the one used, and so is its
+	// TLS config on a cross-check: a client that demands a server name the certificate lacks
+	// fails.
+	hStillUsable(t, hConnect(t, &transport.HTTP{URL: srv.URL, Client: srv.Client()}))
+
+	strict := srv.Client()
+	tlsConfig := strict.Transport.(*http.Transport).TLSClientConfig.Clone()
+	tlsConfig.ServerName = "not-in-the-certificate.example"
+	strict = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
+	defer strict.CloseIdleConnections()
+	_, err = mcpclient.Connect(hCtx(t), &transport.HTTP{URL: srv.URL, Client: strict}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+	var hostErr x509.HostnameError
+	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &hostErr) {
+		t.Fatalf("error %v, want ErrNotDelivered for the caller's ServerName", err)
+	}
+
+	// The legacy transport passes the caller's client through too.
+	mcp := mcptest.NewTestHTTPServer(t)
+	legacy := quietTLSServer(t, mcp)
+	_, err = mcpclient.Connect(hCtx(t), &transport.SSE{URL: legacy.URL + "/sse"}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &unknownCA) {
+		t.Fatalf("legacy: error %v, want ErrNotDelivered for a certificate of an unknown authority", err)
+	}
+	c := hConnect(t, &transport.SSE{URL: legacy.URL + "/sse", Client: legacy.Client()})
+	if err := c.Ping(hCtx(t)); err != nil {
+		t.Fatalf("legacy ping: %v", err)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for concurrent writers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// legacyFake is an HTTP+SSE (2024-11-05) server whose endpoint names the session in its query, as
+// servers of that transport do. misbehave sees every POST first.
+type legacyFake struct {
+	*httptest.Server
+	frames chan string
+}
+
+func newLegacyFake(t *testing.T, session string, misbehave func(w http.ResponseWriter, r *http.Request, m hMsg) bool) *legacyFake {
+	f := &legacyFake{frames: make(chan string, 64)}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/sse":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: endpoint\ndata: /message?sessionId=%s\n\n", session)
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case frame := <-f.frames:
+					fmt.Fprintf(w, "event: message\ndata: %s\n\n", frame)
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		case r.Method == http.MethodPost && r.URL.Path == "/message":
+			if r.URL.Query().Get("sessionId") != session {
+				http.Error(w, "no such session", http.StatusNotFound)
+				return
+			}
+			var m hMsg
+			if json.NewDecoder(r.Body).Decode(&m) != nil {
+				http.Error(w, "bad body", http.StatusBadRequest)
+				return
+			}
+			if misbehave != nil && misbehave(w, r, m) {
+				return
+			}
+			w.WriteHeader(http.StatusAccepted)
+			switch {
+			case m.ID == nil || m.Method == "":
+			case m.Method == "initialize":
+				f.frames <- hResult(m.ID, strings.Replace(hInitResult, "2025-11-25", "2024-11-05", 1))
+			case m.Method == "tools/call":
+				f.frames <- hResult(m.ID, hToolResult)
+			case m.Method == "ping":
+				f.frames <- hResult(m.ID, `{}`)
+			default:
+				f.frames <- hNoMethod(m.ID)
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// hangUp resets the connection of a request the server has read: an uncertain outcome.
+func hangUp(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+func TestSecuritySecretsNeverLogged(t *testing.T) {
+	const (
+		token    = "tok-5ecret-authorization"
+		cookie   = "c00kie-5ecret"
+		password = "pa55word-5ecret"
+	)
+	run := func(t *testing.T, tr transport.Transport, logs *lockedBuffer, secret []string, exercise func(c *mcpclient.Client) []error) {
+		logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c := hConnect(t, tr, mcpclient.WithLogger(logger))
+		errs := exercise(c)
+		c.Close()
+		out := logs.String()
+		if !strings.Contains(out, `msg="mcpclient: retrying"`) || !strings.Contains(out, "EOF") {
+			t.Fatalf("no retry after a reset was logged: the test exercises nothing\n%s", out)
+		}
+		for _, s := range secret {
+			if strings.Contains(out, s) {
+				t.Errorf("the logs show the secret %q:\n%s", s, out)
+			}
+			for _, err := range errs {
+				if err != nil && strings.Contains(err.Error(), s) {
+					t.Errorf("an error shows the secret %q: %v", s, err)
+				}
+			}
+		}
+	}
+
+	t.Run("streamable http", func(t *testing.T) {
+		var sessions atomic.Int32
+		var resetOnce, failOnce, expireOnce, junkOnce = hOnce(), hOnce(), hOnce(), hOnce()
+		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			switch m.Method {
+			case "initialize":
+				w.Header().Set("Mcp-Session-Id", fmt.Sprintf("sess-5ecret-%d", sessions.Add(1)))
+				hJSON(w, hResult(m.ID, hInitResult))
+				return true
+			case "ping":
+				switch {
+				case resetOnce():
+					hangUp(w) // uncertain: the ping is re-issued, and the retry logged
+					return true
+				case expireOnce():
+					http.Error(w, "gone", http.StatusNotFound) // a new session, a new id
+					return true
+				}
+			case "tools/call":
+				switch {
+				case failOnce():
+					w.Header().Set("Retry-After", "0")
+					http.Error(w, "busy", http.StatusServiceUnavailable)
+					return true
+				case junkOnce():
+					event := hSSE(w)
+					event("", `{not json`)
+					event("", hResult(json.RawMessage(`"nobody"`), `{}`))
+					event("", hResult(m.ID, hToolResult))
+					return true
+				}
+			}
+			return false
+		})
+		logs := new(lockedBuffer)
+		// A token in the URL's query is as secret as one in a header.
+		u := strings.Replace(srv.URL, "http://", "http://user:"+password+"@", 1) + "/mcp?api_key=query-5ecret"
+		tr := &transport.HTTP{
+			URL:    u,
+			Header: http.Header{"Cookie": {"sid=" + cookie}},
+			HeaderFunc: func(_ context.Context, h http.Header) error {
+				h.Set("Authorization", "Bearer "+token)
+				return nil
+			},
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		}
+		run(t, tr, logs, []string{token, cookie, password, "sess-5ecret", "query-5ecret"}, func(c *mcpclient.Client) []error {
+			var errs []error
+			errs = append(errs, c.Ping(hCtx(t)), c.Ping(hCtx(t)))
+			_, err := c.CallTool(hCtx(t), "reserve", nil)
+			errs = append(errs, err)
+			_, err = c.CallTool(hCtx(t), "reserve", nil)
+			errs = append(errs, err)
+			for _, err := range errs {
+				if err != nil {
+					t.Errorf("call: %v", err)
+				}
+			}
+			if sessions.Load() < 2 {
+				t.Errorf("%d sessions, want a second one after the expiry", sessions.Load())
+			}
+			return errs
+		})
+	})
+
+	// The legacy transport's session id is in the endpoint's query, which net/http puts in the
+	// errors of failed requests.
+	t.Run("legacy", func(t *testing.T) {
+		const session = "legacy-sess-5ecret"
+		resetPing, resetCall := hOnce(), hOnce()
+		srv := newLegacyFake(t, session, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			if (m.Method == "ping" && resetPing()) || (m.Method == "tools/call" && resetCall()) {
+				hangUp(w)
+				return true
+			}
+			return false
+		})
+		logs := new(lockedBuffer)
+		tr := &transport.SSE{
+			URL:        srv.URL + "/sse",
+			Header:     http.Header{"Cookie": {"sid=" + cookie}},
+			HeaderFunc: func(_ context.Context, h http.Header) error { h.Set("Authorization", "Bearer "+token); return nil },
+			Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		}
+		run(t, tr, logs, []string{token, cookie, session}, func(c *mcpclient.Client) []error {
+			err := c.Ping(hCtx(t)) // reset once, re-issued: the retry is logged with its cause
+			if err != nil {
+				t.Errorf("ping: %v", err)
+			}
+			// An unsafe call whose connection was reset: the caller gets the error, and may log it.
+			_, callErr := c.CallTool(hCtx(t), "reserve", nil)
+			if !errors.Is(callErr, mcpclient.ErrOutcomeUnknown) {
+				t.Errorf("call: %v, want ErrOutcomeUnknown", callErr)
+			}
+			return []error{err, callErr}
+		})
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"net/http/httptrace"
@@ -682,7 +683,9 @@ func retryAfter(v string, now time.Time) time.Duration {
 		if s < 0 {
 			return 0
 		}
-		return time.Duration(s) * time.Second
+		// Beyond 292 years the product overflows; such a delay means "not soon", and the
+		// callers cap it at what they are willing to wait.
+		return time.Duration(min(int64(s), math.MaxInt64/int64(time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)

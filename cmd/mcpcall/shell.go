@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"strings"
+	"unicode/utf8"
 )
 
 // splitCommand splits a command line into words as a POSIX shell would, without expansions:
@@ -16,7 +17,12 @@ func splitCommand(s string) ([]string, error) {
 		escaped bool
 		quote   rune // 0, '\'' or '"'
 	)
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		// The bytes as given, not r: an invalid UTF-8 byte decodes to U+FFFD, and a file name
+		// in Latin-1 must reach the server's command line unchanged.
+		lit := s[i : i+size]
+		i += size
 		switch {
 		case escaped:
 			// A backslash-newline joins lines; inside double quotes a backslash escapes only
@@ -24,17 +30,17 @@ func splitCommand(s string) ([]string, error) {
 			switch {
 			case r == '\n':
 			case quote == '"' && !strings.ContainsRune("\"\\$`", r):
-				word.WriteRune('\\')
-				word.WriteRune(r)
+				word.WriteByte('\\')
+				word.WriteString(lit)
 			default:
-				word.WriteRune(r)
+				word.WriteString(lit)
 			}
 			escaped, inWord = false, true
 		case quote == '\'':
 			if r == '\'' {
 				quote = 0
 			} else {
-				word.WriteRune(r)
+				word.WriteString(lit)
 			}
 		case r == '\\':
 			escaped, inWord = true, true
@@ -42,7 +48,7 @@ func splitCommand(s string) ([]string, error) {
 			if r == '"' {
 				quote = 0
 			} else {
-				word.WriteRune(r)
+				word.WriteString(lit)
 			}
 		case r == '\'' || r == '"':
 			quote, inWord = r, true
@@ -53,7 +59,7 @@ func splitCommand(s string) ([]string, error) {
 				inWord = false
 			}
 		default:
-			word.WriteRune(r)
+			word.WriteString(lit)
 			inWord = true
 		}
 	}

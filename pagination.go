@@ -44,12 +44,28 @@ func paginate[T any](ctx context.Context, fetch func(ctx context.Context, cursor
 	}
 }
 
-// collect drains a paginated iterator into a slice.
+// MaxListItems bounds what the List methods (ListTools, ListResources, ListResourceTemplates,
+// ListPrompts, ListTasks) gather from all pages: a server that pages forever, with a new cursor
+// each time, must not take the client's memory with it. Range over the iterator (Tools,
+// Resources, ...) to read a longer list item by item.
+const MaxListItems = 100_000
+
+// ErrListTooLong reports a listing longer than MaxListItems, with CodeProtocol.
+var ErrListTooLong = errors.New("mcpclient: the server listed more items than MaxListItems")
+
+// collect drains a paginated iterator into a slice of at most MaxListItems.
 func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	return collectAtMost(seq, MaxListItems)
+}
+
+func collectAtMost[T any](seq iter.Seq2[T, error], maxItems int) ([]T, error) {
 	var out []T
 	for it, err := range seq {
 		if err != nil {
 			return nil, err
+		}
+		if len(out) == maxItems {
+			return nil, returned(&Error{Code: CodeProtocol, Err: fmt.Errorf("%w (%d)", ErrListTooLong, maxItems)})
 		}
 		out = append(out, it)
 	}

@@ -83,8 +83,19 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.requests.mu.Lock()
-	s.requests.cancels[key] = cancel
+	_, dup := s.requests.cancels[key]
+	if !dup {
+		s.requests.cancels[key] = cancel
+	}
 	s.requests.mu.Unlock()
+	if dup {
+		// Two answers under one id could not be told apart, and the server could no longer
+		// cancel the first.
+		cancel()
+		<-s.requests.slots
+		s.answer(m.ID, nil, &RPCError{Code: RPCInvalidRequest, Message: "request id " + key + " is already in use"})
+		return
+	}
 	s.requests.wg.Add(1)
 	go func() {
 		defer s.requests.wg.Done()

@@ -289,6 +289,43 @@ func TestServerRequestsAreAnswered(t *testing.T) {
 	}
 }
 
+// A server request under an id the client is still handling is refused: two answers under one
+// id could not be told apart, and the server's cancellation of the first would reach neither.
+func TestServerRequestUnderAnIDInUseIsRefused(t *testing.T) {
+	answers := make(chan wireMsg, 2)
+	release := make(chan struct{})
+	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+		switch {
+		case m.Method == "ping" && m.Result == nil:
+			f.send(`{"jsonrpc":"2.0","id":"s1","method":"slow/ask"}`)
+			f.send(`{"jsonrpc":"2.0","id":"s1","method":"slow/ask"}`)
+			f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+		case m.Method == "":
+			answers <- m
+		}
+	})
+	c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithRequestHandler("slow/ask", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		<-release
+		return map[string]bool{"handled": true}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := <-answers
+	var e mcpclient.RPCError
+	if string(first.ID) != `"s1"` || json.Unmarshal(first.Error, &e) != nil || e.Code != mcpclient.RPCInvalidRequest {
+		t.Fatalf("first answer %+v, want the duplicate refused with -32600", first)
+	}
+	close(release)
+	if second := <-answers; string(second.Result) != `{"handled":true}` {
+		t.Errorf("the request in hand answered %s %s, want its handler's result", second.Result, second.Error)
+	}
+}
+
 func TestMalformedErrorObjectIsProtocolError(t *testing.T) {
 	tr := newFake(t, func(f *fakeServer, m wireMsg) {
 		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":"boom"}`)

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient/bench/echoserver"
+)
+
+// A payload is what one call moves: 1KiB is the echo tool with a 1 KiB argument (1 KiB each
+// way); the larger ones are results of the blob tool, from a small request.
+type payload struct {
+	name string
+	tool string
+	args any
+	want int
+}
+
+func payloads() []payload {
+	p := []payload{{"1KiB", "echo", echoArgs{echoserver.Text(1 << 10)}, 1 << 10}}
+	for _, s := range []struct {
+		name string
+		size int
+	}{{"64KiB", 64 << 10}, {"1MiB", 1 << 20}, {"16MiB", 16 << 20}} {
+		p = append(p, payload{s.name, "blob", blobArgs{s.size}, s.size})
+	}
+	return p
+}
+
+// callerCounts are the concurrency levels: 1 is sequential calls from the benchmark goroutine.
+// GOMAXPROCS stays what the machine gives (2 on the reference machine).
+var callerCounts = []int{1, 8, 64}
+
+const connectTimeout = 30 * time.Second
+
+func connectHTTP(ctx context.Context, name, url string, hc *http.Client) (client, error) {
+	switch name {
+	case ours:
+		return connectOurs(ctx, oursHTTP(url, hc))
+	case gosdk:
+		return connectGoSDK(ctx, gosdkHTTP(url, hc))
+	case mcpgo:
+		return connectMCPGoHTTP(ctx, url, hc)
+	case raw:
+		return connectRawHTTP(ctx, url, hc)
+	}
+	return nil, fmt.Errorf("no client %q", name)
+}
+
+// BenchmarkCallHTTP: tools/call over Streamable HTTP to the echo server in its child process,
+// so cpu-ns/op is the client's alone. Every client has an HTTP pool of its own keeping 256 idle
+// connections. The 1KiB echo runs at 1, 8 and 64 callers; larger results sequentially.
+func BenchmarkCallHTTP(b *testing.B) {
+	for _, resp := range []string{"json", "sse"} {
+		for _, p := range payloads() {
+			counts := callerCounts
+			if p.want > 1<<10 {
+				counts = []int{1}
+			}
+			for _, callers := range counts {
+				for _, name := range httpClients {
+					b.Run(fmt.Sprintf("resp=%s/size=%s/callers=%d/client=%s", resp, p.name, callers, name), func(b *testing.B) {
+						hc, closeIdle := pooledClient(nil)
+						defer closeIdle()
+						ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+						defer cancel()
+						c, err := connectHTTP(ctx, name, serverURL+"/"+resp, hc)
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer c.close()
+						measure(b, callers, c.prepare(p.tool, p.args), p.want)
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkCallMemory: tools/call in one process, server included.
+//
+// setup=pipe puts the same go-sdk echo server behind every client, over net.Pipe with
+// newline-delimited JSON (go-sdk's NewInMemoryTransports; ours through transport.Stream; mcp-go
+// through its NewIO transport; raw by hand): client=raw is the server's and the pipe's cost, so
+// a client's own cost is its figure less raw's.
+//
+// setup=native is each SDK's own in-memory path and server (see connectNative).
+func BenchmarkCallMemory(b *testing.B) {
+	p := payloads()[0]
+	for _, setup := range []string{"pipe", "native"} {
+		clients := httpClients
+		if setup == "native" {
+			clients = []string{ours, gosdk, mcpgo}
+		}
+		for _, callers := range callerCounts {
+			for _, name := range clients {
+				b.Run(fmt.Sprintf("setup=%s/size=%s/callers=%d/client=%s", setup, p.name, callers, name), func(b *testing.B) {
+					ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+					defer cancel()
+					connect := connectPipe
+					if setup == "native" {
+						connect = connectNative
+					}
+					c, err := connect(ctx, name)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.close()
+					measure(b, callers, c.prepare(p.tool, p.args), p.want)
+				})
+			}
+		}
+	}
+}

@@ -397,7 +397,7 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Re
 	switch mediaType {
 	case "application/json":
 		defer release()
-		body, err := readLimited(resp.Body, c.maxSize)
+		body, err := readLimited(resp.Body, resp.ContentLength, c.maxSize)
 		if err != nil {
 			// The server answered; the answer could not be read.
 			return &Error{Outcome: Uncertain, ID: id, Err: err}
@@ -721,7 +721,20 @@ func drain(body io.ReadCloser) {
 	body.Close()
 }
 
-func readLimited(r io.Reader, limit int) ([]byte, error) {
+// readLimited reads a body of at most limit bytes. A declared length that fits is read into one
+// buffer of that size: a body of megabytes read by io.ReadAll is copied a dozen times over as
+// its buffer grows.
+func readLimited(r io.Reader, declared int64, limit int) ([]byte, error) {
+	if declared > int64(limit) {
+		return nil, fmt.Errorf("%w: %d bytes declared, the limit is %d", ErrMessageTooLarge, declared, limit)
+	}
+	if declared > 0 {
+		b := make([]byte, declared)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, err

@@ -57,8 +57,22 @@ func (m *Message) Kind() Kind {
 var ErrMalformed = errors.New("jsonrpc: malformed message")
 
 // Decode parses one frame, which may hold a single message or a batch (a JSON array, as the
-// 2025-03-26 revision allowed). Messages are returned in order; their raw fields alias frame.
+// 2025-03-26 revision allowed). Messages are returned in order; their raw fields alias frame,
+// which the caller must therefore not change afterwards.
+//
+// It reads frames as encoding/json would decode them into []Message or Message (the fuzz test
+// holds it to that), in one validating pass for the frames servers send; anything unusual (an
+// escaped or differently cased key, a string field that is not plain ASCII, a malformed frame)
+// is left to encoding/json itself.
 func Decode(frame []byte) ([]Message, error) {
+	if msgs, ok := decodeFast(frame); ok {
+		return msgs, nil
+	}
+	return decodeStd(frame)
+}
+
+// decodeStd is Decode by encoding/json.
+func decodeStd(frame []byte) ([]Message, error) {
 	trimmed := bytes.TrimLeft(frame, " \t\r\n")
 	if len(trimmed) == 0 {
 		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
@@ -82,6 +96,173 @@ func Decode(frame []byte) ([]Message, error) {
 	}
 	m.normalize()
 	return []Message{m}, nil
+}
+
+// decodeFast is Decode for the frames it can read exactly as decodeStd does; ok is false for
+// the others, malformed ones included (decodeStd then says what is wrong).
+func decodeFast(frame []byte) (msgs []Message, ok bool) {
+	i := skipSpace(frame, 0)
+	if i == len(frame) {
+		return nil, false
+	}
+	var end int
+	switch frame[i] {
+	case '{':
+		var m Message
+		if end, ok = decodeObject(frame, i, 1, &m); !ok {
+			return nil, false
+		}
+		msgs = []Message{m}
+	case '[':
+		i = skipSpace(frame, i+1)
+		if i < len(frame) && frame[i] == ']' {
+			return nil, false // an empty batch: decodeStd's error
+		}
+		for {
+			var m Message
+			switch {
+			case i < len(frame) && frame[i] == '{':
+				if i, ok = decodeObject(frame, i, 2, &m); !ok {
+					return nil, false
+				}
+			case len(frame)-i >= 4 && string(frame[i:i+4]) == "null":
+				i += 4 // encoding/json leaves a null element the zero Message
+			default:
+				return nil, false
+			}
+			msgs = append(msgs, m)
+			i = skipSpace(frame, i)
+			if i >= len(frame) {
+				return nil, false
+			}
+			if frame[i] == ']' {
+				end = i + 1
+				break
+			}
+			if frame[i] != ',' {
+				return nil, false
+			}
+			i = skipSpace(frame, i+1)
+		}
+	case 'n':
+		if end, ok = literalAt(frame, i, "null"); !ok {
+			return nil, false
+		}
+		msgs = []Message{{}} // as json.Unmarshal of null into a Message: nothing set
+	default:
+		return nil, false
+	}
+	if skipSpace(frame, end) != len(frame) {
+		return nil, false
+	}
+	for i := range msgs {
+		msgs[i].normalize()
+	}
+	return msgs, true
+}
+
+func literalAt(data []byte, i int, lit string) (int, bool) {
+	end, err := skipLiteral(data, i, lit)
+	return end, err == nil
+}
+
+// decodeObject reads the object at data[i], at nesting depth depth, into m and returns the index after it. Like
+// encoding/json, a later member wins over an earlier one of the same name, unknown members are
+// skipped, and null leaves a string field as it was.
+func decodeObject(data []byte, i, depth int, m *Message) (int, bool) {
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return 0, false
+		}
+		keyEnd, err := skipString(data, i)
+		if err != nil {
+			return 0, false
+		}
+		key := data[i+1 : keyEnd-1]
+		i = skipSpace(data, keyEnd)
+		if i >= len(data) || data[i] != ':' {
+			return 0, false
+		}
+		start := skipSpace(data, i+1)
+		if i, err = skipValue(data, start, depth); err != nil {
+			return 0, false
+		}
+		value := data[start:i]
+		switch string(key) {
+		case "jsonrpc":
+			if !setString(&m.JSONRPC, value) {
+				return 0, false
+			}
+		case "method":
+			if !setString(&m.Method, value) {
+				return 0, false
+			}
+		case "id":
+			m.ID = value
+		case "params":
+			m.Params = value
+		case "result":
+			m.Result = value
+		case "error":
+			m.Error = value
+		default:
+			if !plainUnknownKey(key) {
+				return 0, false
+			}
+		}
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return 0, false
+		}
+		switch data[i] {
+		case '}':
+			return i + 1, true
+		case ',':
+			i = skipSpace(data, i+1)
+		default:
+			return 0, false
+		}
+	}
+}
+
+// setString sets a string field from a JSON value the way encoding/json would, for plain
+// ASCII strings without escapes and for null; other values are left to encoding/json.
+func setString(field *string, value []byte) bool {
+	if string(value) == "null" {
+		return true
+	}
+	if len(value) < 2 || value[0] != '"' {
+		return false // not a string: encoding/json's type error
+	}
+	s := value[1 : len(value)-1]
+	for _, c := range s {
+		if c == '\\' || c >= 0x80 {
+			return false // escapes and UTF-8 repair are encoding/json's to do
+		}
+	}
+	*field = string(s)
+	return true
+}
+
+// plainUnknownKey reports whether key surely names none of Message's fields for encoding/json,
+// which matches keys after unescaping them and ignoring case (with Unicode folding: "K" is the
+// Kelvin sign's fold and "s" the long s's).
+func plainUnknownKey(key []byte) bool {
+	for _, c := range key {
+		if c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	for _, name := range [...]string{"jsonrpc", "id", "method", "params", "result", "error"} {
+		if bytes.EqualFold(key, []byte(name)) {
+			return false
+		}
+	}
+	return true
 }
 
 // normalize forgives one common slip: servers that send "error": null beside a result. An

@@ -1,0 +1,235 @@
+package jsonrpc
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// The scanner validates JSON and finds the extent of values in one pass. encoding/json calls a
+// state function for every byte, twice over for a RawMessage field (once to validate the frame,
+// once to skip the field); a tool result of a few MiB is almost all string bytes, which this
+// scanner checks eight at a time. It accepts exactly what json.Valid accepts (the fuzz test
+// holds it to that), so the envelope can be read without encoding/json and the result is left
+// for one json.Unmarshal into the caller's type.
+
+// maxDepth is encoding/json's nesting limit: deeper input is invalid for it, and so here.
+const maxDepth = 10000
+
+var errSyntax = errors.New("jsonrpc: invalid JSON")
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	return i
+}
+
+// skipValue validates the value at data[i] (no leading space) and returns the index after it.
+func skipValue(data []byte, i, depth int) (int, error) {
+	if i >= len(data) {
+		return 0, errSyntax
+	}
+	switch c := data[i]; {
+	case c == '"':
+		return skipString(data, i)
+	case c == '{':
+		return skipObject(data, i, depth+1)
+	case c == '[':
+		return skipArray(data, i, depth+1)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(data, i)
+	case c == 't':
+		return skipLiteral(data, i, "true")
+	case c == 'f':
+		return skipLiteral(data, i, "false")
+	case c == 'n':
+		return skipLiteral(data, i, "null")
+	}
+	return 0, errSyntax
+}
+
+func skipLiteral(data []byte, i int, lit string) (int, error) {
+	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
+		return 0, errSyntax
+	}
+	return i + len(lit), nil
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// skipNumber follows JSON's grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber(data []byte, i int) (int, error) {
+	if data[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(data) && data[i] == '0':
+		i++
+	case i < len(data) && isDigit(data[i]):
+		for i < len(data) && isDigit(data[i]) {
+			i++
+		}
+	default:
+		return 0, errSyntax
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		if i >= len(data) || !isDigit(data[i]) {
+			return 0, errSyntax
+		}
+		for i < len(data) && isDigit(data[i]) {
+			i++
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if i >= len(data) || !isDigit(data[i]) {
+			return 0, errSyntax
+		}
+		for i < len(data) && isDigit(data[i]) {
+			i++
+		}
+	}
+	return i, nil
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// special reports, in the high bit of each byte, which bytes of w end a run of plain string
+// bytes: a quote, a backslash or a control character (below 0x20, which JSON forbids raw).
+func special(w uint64) uint64 {
+	quote := w ^ (lsb * '"')
+	backslash := w ^ (lsb * '\\')
+	zero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
+	control := (w - lsb*0x20) &^ w & msb
+	return zero(quote) | zero(backslash) | control
+}
+
+// skipString validates the string starting with the quote at data[i] and returns the index
+// after its closing quote. Bytes of 0x80 and above pass unchecked, as encoding/json lets them
+// (it replaces invalid UTF-8 when it decodes).
+func skipString(data []byte, i int) (int, error) {
+	i++
+	for {
+		for len(data)-i >= 8 && special(binary.LittleEndian.Uint64(data[i:])) == 0 {
+			i += 8
+		}
+		if i >= len(data) {
+			return 0, errSyntax
+		}
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			var err error
+			if i, err = skipEscape(data, i); err != nil {
+				return 0, err
+			}
+		case c < 0x20:
+			return 0, errSyntax
+		default:
+			i++
+		}
+	}
+}
+
+func skipEscape(data []byte, i int) (int, error) {
+	if i+1 >= len(data) {
+		return 0, errSyntax
+	}
+	switch data[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 2, nil
+	case 'u':
+		if len(data)-i < 6 {
+			return 0, errSyntax
+		}
+		for _, h := range data[i+2 : i+6] {
+			if !isDigit(h) && (h|0x20 < 'a' || h|0x20 > 'f') {
+				return 0, errSyntax
+			}
+		}
+		return i + 6, nil
+	}
+	return 0, errSyntax
+}
+
+func skipObject(data []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errSyntax
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return 0, errSyntax
+		}
+		var err error
+		if i, err = skipString(data, i); err != nil {
+			return 0, err
+		}
+		i = skipSpace(data, i)
+		if i >= len(data) || data[i] != ':' {
+			return 0, errSyntax
+		}
+		if i, err = skipValue(data, skipSpace(data, i+1), depth); err != nil {
+			return 0, err
+		}
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return 0, errSyntax
+		}
+		switch data[i] {
+		case '}':
+			return i + 1, nil
+		case ',':
+			i = skipSpace(data, i+1)
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+func skipArray(data []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errSyntax
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = skipValue(data, i, depth); err != nil {
+			return 0, err
+		}
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return 0, errSyntax
+		}
+		switch data[i] {
+		case ']':
+			return i + 1, nil
+		case ',':
+			i = skipSpace(data, i+1)
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// valid reports whether data is one JSON value, with nothing but space around it.
+func valid(data []byte) bool {
+	i, err := skipValue(data, skipSpace(data, 0), 0)
+	return err == nil && skipSpace(data, i) == len(data)
+}

@@ -1,0 +1,165 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// scanSeeds are frames and fragments that reach every branch of the scanner and of
+// decodeFast: each is also a seed of both fuzz tests.
+var scanSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}`,
+	`{"jsonrpc":"2.0","id":"a-b","result":{"x":[1,-2.5e+3,0.1,1E9,true,false,null,"\u00e9\n\"\\\/\b\f\r\t"]}}`,
+	`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{},"error":null}`,
+	`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":0.5}}`,
+	` [ {"jsonrpc":"2.0","id":1,"result":{}} , null , {"jsonrpc":"2.0","method":"m"} ] `,
+	`[]`, `null`, `  `, `5`, `"x"`, `[5]`, `[{}]`, `{}`, `{"id":1}{"id":2}`,
+	`{"ID":1}`, `{"Method":"m"}`, `{"jſonrpc":"2.0"}`, `{"i\u0064":1}`, `{"other":{"id":1},"id":2}`,
+	`{"method":"m","method":null}`, `{"method":5}`, `{"jsonrpc":2.0}`, `{"method":"\u006d"}`,
+	`{"method":"é"}`, "{\"method\":\"\xff\"}", `{"id":1,"id":2}`,
+	`{"id":01}`, `{"id":1.}`, `{"id":-}`, `{"id":1e}`, `{"id":.5}`, `{"id":tru}`, `{"id":nul}`,
+	`{"a":"\x"}`, `{"a":"\u12"}`, `{"a":"\u12G4"}`, "{\"a\":\"\x01\"}", `{"a" 1}`, `{"a":1,}`,
+	`{"a":[1,]}`, `{"a":[1 2]}`, `{,}`, `{"a":1`, `[`, `"unterminated`, `{"a":"12345678\"9"}`,
+	`{"text":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\"}`,
+}
+
+func stdValid(data []byte) bool { return json.Valid(data) }
+
+func TestValidAgreesWithEncodingJSON(t *testing.T) {
+	for _, s := range scanSeeds {
+		if got, want := valid([]byte(s)), stdValid([]byte(s)); got != want {
+			t.Errorf("valid(%q) = %v, json.Valid says %v", s, got, want)
+		}
+	}
+}
+
+func TestValidStopsAtEncodingJSONsDepth(t *testing.T) {
+	for _, depth := range []int{maxDepth - 1, maxDepth, maxDepth + 1} {
+		for _, open := range []string{"[", `{"a":`} {
+			close := map[string]string{"[": "]", `{"a":`: "}"}[open]
+			doc := []byte(strings.Repeat(open, depth) + "1" + strings.Repeat(close, depth))
+			if got, want := valid(doc), stdValid(doc); got != want {
+				t.Errorf("%d levels of %s: valid = %v, json.Valid = %v", depth, open, got, want)
+			}
+			frame := []byte(`{"jsonrpc":"2.0","id":1,"result":` + string(doc) + `}`)
+			_, fastOK := decodeFast(frame)
+			_, stdErr := decodeStd(frame)
+			if fastOK && stdErr != nil {
+				t.Errorf("%d levels of %s in a result: decodeFast accepts what encoding/json refuses (%v)", depth, open, stdErr)
+			}
+		}
+	}
+}
+
+// A string run is checked eight bytes at a time: a quote, backslash or control character at
+// every offset of a word must still be seen.
+func TestSkipStringFindsSpecialBytesAtEveryOffset(t *testing.T) {
+	for n := range 24 {
+		for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff} {
+			s := append(append([]byte(`"`), bytes.Repeat([]byte("a"), n)...), c)
+			s = append(s, `bcdefghijklmnop"`...)
+			if got, want := valid(s), stdValid(s); got != want {
+				t.Errorf("byte %#x after %d bytes: valid = %v, json.Valid = %v", c, n, got, want)
+			}
+		}
+	}
+}
+
+func FuzzValid(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := valid(data), stdValid(data); got != want {
+			t.Fatalf("valid(%q) = %v, json.Valid = %v", data, got, want)
+		}
+	})
+}
+
+// FuzzDecodeFastMatchesEncodingJSON holds decodeFast to decodeStd: whatever it accepts, it
+// decodes to the same messages, and it accepts nothing encoding/json refuses.
+func FuzzDecodeFastMatchesEncodingJSON(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		fast, ok := decodeFast(frame)
+		if !ok {
+			return
+		}
+		std, err := decodeStd(frame)
+		if err != nil {
+			t.Fatalf("decodeFast accepts %q, encoding/json refuses it: %v", frame, err)
+		}
+		if !reflect.DeepEqual(describe(fast), describe(std)) {
+			t.Fatalf("%q:\nfast %v\nstd  %v", frame, describe(fast), describe(std))
+		}
+	})
+}
+
+// describe prints messages with nil and empty raw fields told apart.
+func describe(msgs []Message) []string {
+	raw := func(r json.RawMessage) string {
+		if r == nil {
+			return "<nil>"
+		}
+		return string(r)
+	}
+	var out []string
+	for _, m := range msgs {
+		out = append(out, fmt.Sprintf("jsonrpc=%q id=%s method=%q params=%s result=%s error=%s",
+			m.JSONRPC, raw(m.ID), m.Method, raw(m.Params), raw(m.Result), raw(m.Error)))
+	}
+	return out
+}
+
+func TestDecodeFastMatchesEncodingJSONOnSeeds(t *testing.T) {
+	accepted := 0
+	for _, s := range scanSeeds {
+		fast, ok := decodeFast([]byte(s))
+		std, err := decodeStd([]byte(s))
+		if !ok {
+			continue
+		}
+		accepted++
+		if err != nil {
+			t.Errorf("decodeFast accepts %q, encoding/json refuses it: %v", s, err)
+			continue
+		}
+		if !reflect.DeepEqual(describe(fast), describe(std)) {
+			t.Errorf("%q:\nfast %v\nstd  %v", s, describe(fast), describe(std))
+		}
+	}
+	// The point of decodeFast is that ordinary frames never need encoding/json.
+	if accepted < 8 {
+		t.Errorf("decodeFast accepted only %d seeds", accepted)
+	}
+	for _, s := range []string{`{"ID":1}`, `{"i\u0064":1}`, `{"method":"é"}`, `{"jſonrpc":"2.0"}`, `{"method":5}`} {
+		if _, ok := decodeFast([]byte(s)); ok {
+			t.Errorf("decodeFast read %s itself; encoding/json's rules for it are its own", s)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	text := strings.Repeat("abcdefghijklmnopqrstuvwxyz0123456789", 1<<20/36)
+	frame := []byte(`{"jsonrpc":"2.0","id":"6f1c8e2a-1d7b-4c3e-9a55-0b7e0a9c2d11","result":{"content":[{"type":"text","text":"` + text + `"}]}}`)
+	for _, bc := range []struct {
+		name   string
+		decode func([]byte) ([]Message, error)
+	}{{"fast", Decode}, {"encoding-json", decodeStd}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			for b.Loop() {
+				if _, err := bc.decode(frame); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -12,22 +12,9 @@ import (
 	r3sse "github.com/r3labs/sse/v2"
 )
 
-// Event is one dispatched event.
-type Event struct {
-	Type string // the event: field; "" means the default type "message"
-	Data []byte // the data: lines joined by "\n" (no trailing newline)
-	ID   string // the last event id in effect when the event was dispatched
-}
-
-// ErrEventTooLarge reports an event larger than the reader's limit. The stream cannot be
-// resynchronized after it: the caller must treat the stream as broken (and must not reconnect
-// forever to the same oversized event).
-var ErrEventTooLarge = errors.New("sse: event exceeds the maximum size")
-
-const defaultMaxEventSize = 1 << 20
-
-// Reader parses an event stream. It is not safe for concurrent use.
-type Reader struct {
+// r3labsReader is the Reader this package had before it framed lines itself: r3labs/sse's
+// EventStreamReader behind a normalizer. BenchmarkFraming measures the two.
+type r3labsReader struct {
 	in     *normalizer
 	blocks *r3sse.EventStreamReader
 	max    int
@@ -44,16 +31,13 @@ type Reader struct {
 	hasRetry bool
 }
 
-// NewReader reads events from r. maxEventSize bounds one event block in bytes (<= 0: a default of
-// 1 MiB): its lines and the line breaks between them, each line break counted as one byte, not
-// counting the blank line that ends the event.
-func NewReader(r io.Reader, maxEventSize int) *Reader {
+func newR3labsReader(r io.Reader, maxEventSize int) *r3labsReader {
 	if maxEventSize <= 0 {
 		maxEventSize = defaultMaxEventSize
 	}
 	maxEventSize = min(maxEventSize, math.MaxInt-2)
 	in := newNormalizer(r)
-	return &Reader{
+	return &r3labsReader{
 		in: in,
 		// The scanner needs room for the "\n\n" after the block before it can cut the block off.
 		blocks: r3sse.NewEventStreamReader(in, maxEventSize+2),
@@ -61,12 +45,7 @@ func NewReader(r io.Reader, maxEventSize int) *Reader {
 	}
 }
 
-// Next returns the next event that has data. Events with empty data (such as MCP's priming events,
-// which carry only an id) are not returned, but their id: and retry: fields take effect. An event cut
-// off by the end of the stream (no blank line after it) is discarded, per the spec. At the end of
-// the stream Next returns io.EOF; an oversized event gives an error wrapping ErrEventTooLarge; read
-// errors are returned as they are (wrapped with %w).
-func (r *Reader) Next() (Event, error) {
+func (r *r3labsReader) Next() (Event, error) {
 	for {
 		for r.pos < len(r.buf) {
 			line, rest, ok := bytes.Cut(r.buf[r.pos:], []byte("\n"))
@@ -103,7 +82,7 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-func (r *Reader) readErr(err error) error {
+func (r *r3labsReader) readErr(err error) error {
 	if errors.Is(err, bufio.ErrTooLong) {
 		return fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max)
 	}
@@ -118,7 +97,7 @@ func (r *Reader) readErr(err error) error {
 	return fmt.Errorf("sse: reading the event stream: %w", err)
 }
 
-func (r *Reader) field(line []byte) {
+func (r *r3labsReader) field(line []byte) {
 	if line[0] == ':' {
 		return
 	}
@@ -142,28 +121,7 @@ func (r *Reader) field(line []byte) {
 	}
 }
 
-// parseRetry saturates instead of rejecting huge values: the spec accepts any run of digits.
-func parseRetry(v []byte) (time.Duration, bool) {
-	if len(v) == 0 {
-		return 0, false
-	}
-	const limit = math.MaxInt64 / int64(time.Millisecond)
-	var ms int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if ms <= limit {
-			ms = ms*10 + int64(c-'0')
-		}
-	}
-	if ms > limit {
-		return math.MaxInt64, true
-	}
-	return time.Duration(ms) * time.Millisecond, true
-}
-
-func (r *Reader) dispatch() (Event, bool) {
+func (r *r3labsReader) dispatch() (Event, bool) {
 	r.lastID = r.idBuf
 	typ, data := r.typ, r.data
 	r.typ, r.data = "", r.data[:0]
@@ -174,26 +132,6 @@ func (r *Reader) dispatch() (Event, bool) {
 	}
 	return Event{Type: typ, Data: bytes.Clone(data[:len(data)-1]), ID: r.lastID}, true
 }
-
-// LastEventID returns the last event id buffer (set by any id: field, even on events with no data;
-// an id: field with an empty value resets it to ""). It changes only when an event is dispatched,
-// so an id: in an event cut off by the end of the stream does not count: resuming from it would
-// skip that event.
-func (r *Reader) LastEventID() string { return r.lastID }
-
-// Resume starts the reader from the state a broken stream left: the last event id and the
-// reconnection time it had set, as an EventSource keeps them across reconnections. Call it before
-// the first Next.
-func (r *Reader) Resume(lastEventID string, retry time.Duration, hasRetry bool) {
-	r.idBuf, r.lastID = lastEventID, lastEventID
-	r.retry, r.hasRetry = retry, hasRetry
-}
-
-// Retry returns the reconnection time from the last valid retry: field, and whether one was seen.
-// A value too large for a time.Duration gives the largest one.
-func (r *Reader) Retry() (time.Duration, bool) { return r.retry, r.hasRetry }
-
-var bom = []byte("\uFEFF")
 
 // normalizer sits between the source and r3labs. It strips the BOM, turns every CR, LF and CRLF
 // into "\n", and drops blank lines that directly follow a blank line (they would dispatch empty

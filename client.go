@@ -55,7 +55,10 @@ type Client struct {
 	// ctx ends at Close and Detach; the client's own background work runs under it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the reader and dispatcher of every live session, the pinger
+	// wg counts every session until it has ended, the goroutines of sessions (reader,
+	// dispatcher, server request handlers), the pinger and subscription watchers. Goroutines of a
+	// session are added while the session's own count is held.
+	wg sync.WaitGroup
 }
 
 // Connect opens a connection through t, negotiates the protocol revision with initialize and
@@ -243,10 +246,18 @@ func (c *Client) open(ctx context.Context) (*session, error) {
 		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
 	}
 	c.live[s] = struct{}{}
-	c.wg.Add(2)
+	c.wg.Add(1) // the session's own, until it has ended (sessionEnded)
+	pusher, push := conn.(transport.Pusher)
+	if !push {
+		c.wg.Add(1)
+	}
 	c.mu.Unlock()
-	go s.readLoop()
-	go s.dispatchLoop()
+	if push {
+		s.pushed = true
+		pusher.Push(s.push)
+	} else {
+		go s.readLoop()
+	}
 	return s, nil
 }
 
@@ -309,7 +320,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	return nil
 }
 
-// sessionEnded is run by a session's reader as it exits.
+// sessionEnded is run once a session has ended and its connection is closed.
 func (c *Client) sessionEnded(s *session) {
 	c.mu.Lock()
 	delete(c.live, s)

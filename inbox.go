@@ -18,12 +18,12 @@ import (
 // any call awaits an answer the reader goes on queueing, up to inboxHardLimitBytes; past that the
 // server is flooding the client and the session ends with ErrInboundOverflow.
 type inbox struct {
-	mu     sync.Mutex
-	msgs   []jsonrpc.Message // oldest first; guarded by mu
-	bytes  int               // the sizes of msgs; guarded by mu
-	closed bool              // guarded by mu
+	mu      sync.Mutex
+	msgs    []jsonrpc.Message // oldest first; guarded by mu
+	bytes   int               // the sizes of msgs; guarded by mu
+	closed  bool              // guarded by mu
+	running bool              // a dispatcher is emptying the inbox; guarded by mu
 
-	ready chan struct{} // signalled when a message is queued or the inbox closes
 	space chan struct{} // signalled when the dispatcher takes a message
 	wake  chan struct{} // signalled when a call starts awaiting an answer
 }
@@ -44,7 +44,6 @@ var ErrInboundOverflow = errors.New("mcpclient: the server sent more messages th
 
 func newInbox() *inbox {
 	return &inbox{
-		ready: make(chan struct{}, 1),
 		space: make(chan struct{}, 1),
 		wake:  make(chan struct{}, 1),
 	}
@@ -58,17 +57,27 @@ func signal(ch chan struct{}) {
 }
 
 // put queues m for the dispatcher, waiting for room while awaiting reports that no call awaits
-// an answer. It fails with ctx's error, or with ErrInboundOverflow.
-func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool) error {
+// an answer, and calls start when no dispatcher is running: an idle session keeps no goroutine.
+// It fails with ctx's error, or with ErrInboundOverflow. A closed inbox drops m.
+func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool, start func()) error {
 	size := len(m.ID) + len(m.Method) + len(m.Params) + inboxOverhead
 	for {
 		spill := awaiting()
 		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil
+		}
 		if len(b.msgs) < inboxSoftLimit || (spill && b.bytes+size <= inboxHardLimitBytes) {
 			b.msgs = append(b.msgs, m)
 			b.bytes += size
+			if !b.running {
+				// Under mu: close, which the session's end calls before it lets the client's
+				// WaitGroup go, then waits for the dispatcher to be counted.
+				b.running = true
+				start()
+			}
 			b.mu.Unlock()
-			signal(b.ready)
 			return nil
 		}
 		b.mu.Unlock()
@@ -84,36 +93,30 @@ func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool
 	}
 }
 
-// take returns the oldest message, waiting for one; ok is false once the inbox is closed and
-// empty.
-func (b *inbox) take() (m jsonrpc.Message, ok bool) {
-	for {
-		b.mu.Lock()
-		if len(b.msgs) > 0 {
-			m = b.msgs[0]
-			b.msgs[0] = jsonrpc.Message{} // the backing array must not pin it
-			b.msgs = b.msgs[1:]
-			b.bytes -= len(m.ID) + len(m.Method) + len(m.Params) + inboxOverhead
-			if len(b.msgs) == 0 {
-				b.msgs = nil // let a spilled backlog's array go
-			}
-			b.mu.Unlock()
-			signal(b.space)
-			return m, true
-		}
-		closed := b.closed
+// next returns the oldest message; ok is false when there is none, and the dispatcher that asked
+// must then end (the next put starts another).
+func (b *inbox) next() (m jsonrpc.Message, ok bool) {
+	b.mu.Lock()
+	if len(b.msgs) == 0 {
+		b.running = false
 		b.mu.Unlock()
-		if closed {
-			return jsonrpc.Message{}, false
-		}
-		<-b.ready
+		return jsonrpc.Message{}, false
 	}
+	m = b.msgs[0]
+	b.msgs[0] = jsonrpc.Message{} // the backing array must not pin it
+	b.msgs = b.msgs[1:]
+	b.bytes -= len(m.ID) + len(m.Method) + len(m.Params) + inboxOverhead
+	if len(b.msgs) == 0 {
+		b.msgs = nil // let a spilled backlog's array go
+	}
+	b.mu.Unlock()
+	signal(b.space)
+	return m, true
 }
 
-// close tells the dispatcher that nothing more comes; what is queued is still taken.
+// close makes put drop what comes later; what is queued is still dispatched.
 func (b *inbox) close() {
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
-	signal(b.ready)
 }

@@ -38,7 +38,6 @@ type serverRequests struct {
 	mu      sync.Mutex
 	cancels map[string]context.CancelFunc // request id -> cancel; guarded by mu
 	slots   chan struct{}
-	wg      sync.WaitGroup
 }
 
 // handlerFor returns the handler of a server request method, or nil.
@@ -96,9 +95,9 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 		s.answer(m.ID, nil, &RPCError{Code: RPCInvalidRequest, Message: "request id " + key + " is already in use"})
 		return
 	}
-	s.requests.wg.Add(1)
+	s.c.wg.Add(1) // from the dispatcher, which holds a count
 	go func() {
-		defer s.requests.wg.Done()
+		defer s.c.wg.Done()
 		defer func() { <-s.requests.slots }()
 		defer func() {
 			cancel()

@@ -18,7 +18,7 @@ import (
 type session struct {
 	c    *Client
 	conn transport.Conn
-	// ctx ends when the session dies; the reader and handlers run under it.
+	// ctx ends when the session dies; the reader, the dispatcher and handlers run under it.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -38,6 +38,10 @@ type session struct {
 
 	// inbound carries notifications and server requests from the reader to the dispatcher.
 	inbound *inbox
+
+	// pushed: the connection hands frames to receive itself (transport.Pusher), so no reader
+	// goroutine waits in Receive.
+	pushed bool
 
 	// requests are the server's requests being handled.
 	requests serverRequests
@@ -131,13 +135,24 @@ func (s *session) end(cause error, detach bool) {
 	for _, p := range pending {
 		p.ch <- reply{err: lost}
 	}
+	s.inbound.close()
 	closeConn := s.conn.Close
 	if d, ok := s.conn.(transport.Detacher); ok && detach {
 		closeConn = d.Detach
 	}
-	if err := closeConn(); err != nil {
-		s.c.log.Warn("mcpclient: closing the connection", "err", err)
+	finish := func() {
+		if err := closeConn(); err != nil {
+			s.c.log.Warn("mcpclient: closing the connection", "err", err)
+		}
+		s.c.sessionEnded(s)
 	}
+	if s.pushed {
+		// end may run on a goroutine of the connection's (an answer that drains a retired
+		// session arrives on a response stream), and closing waits for those goroutines.
+		go finish()
+		return
+	}
+	finish()
 }
 
 // exchange sends req once on the session and waits for its answer.
@@ -279,37 +294,62 @@ func (s *session) take(key string) *pendingCall {
 	return p
 }
 
-// readLoop routes everything the server sends until the connection ends.
+// readLoop routes everything the server sends until the connection ends, for connections that
+// do not push.
 func (s *session) readLoop() {
-	defer s.c.sessionEnded(s)
-	defer s.inbound.close()
+	defer s.c.wg.Done()
 	for {
 		frame, err := s.conn.Receive(s.ctx)
-		if err != nil {
-			var te *transport.Error
-			if errors.As(err, &te) && te.ID != "" {
-				if errors.Is(err, transport.ErrSessionNotFound) {
-					// Dead before the caller hears of it, so that its retry finds a new
-					// session; the reader goes on for the calls still awaiting answers.
-					s.retire(err)
-					if p := s.take(te.ID); p != nil {
-						p.ch <- reply{err: err}
-					}
-					continue
-				}
-				if !s.resolve(te.ID, reply{err: err}) {
-					s.c.log.Debug("mcpclient: exchange failure for a request nobody awaits", "id", te.ID, "err", err)
-				}
-				continue
-			}
-			s.kill(err)
-			return
-		}
-		if err := s.route(frame); err != nil {
+		if err := s.receive(frame, err); err != nil {
 			s.kill(err)
 			return
 		}
 	}
+}
+
+// push is the transport.Pusher's deliver: receive, on the connection's goroutine.
+func (s *session) push(frame []byte, err error) {
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if ended {
+		return // nobody awaits anything on an ended session
+	}
+	if err := s.receive(frame, err); err != nil {
+		s.kill(err)
+	}
+}
+
+// receive routes one frame, or one error of the connection's, and returns the error that ends
+// the session, if it does.
+func (s *session) receive(frame []byte, err error) error {
+	if err == nil {
+		return s.route(frame)
+	}
+	var te *transport.Error
+	if !errors.As(err, &te) || te.ID == "" {
+		return err
+	}
+	if errors.Is(err, transport.ErrSessionNotFound) {
+		// Dead before the caller hears of it, so that its retry finds a new session; the
+		// session goes on for the calls still awaiting answers.
+		s.retire(err)
+		if p := s.take(te.ID); p != nil {
+			p.ch <- reply{err: err}
+		}
+		return nil
+	}
+	if !s.resolve(te.ID, reply{err: err}) {
+		s.c.log.Debug("mcpclient: exchange failure for a request nobody awaits", "id", te.ID, "err", err)
+	}
+	return nil
+}
+
+// startDispatcher starts the goroutine that empties the inbox. The inbox calls it while the
+// session is open, so the session's own count in the client's WaitGroup is held.
+func (s *session) startDispatcher() {
+	s.c.wg.Add(1)
+	go s.dispatch()
 }
 
 // awaitingAnswers reports whether a call awaits an answer on the session.
@@ -349,7 +389,7 @@ func (s *session) route(frame []byte) error {
 					continue
 				}
 			}
-			if err := s.inbound.put(s.ctx, m, s.awaitingAnswers); err != nil {
+			if err := s.inbound.put(s.ctx, m, s.awaitingAnswers, s.startDispatcher); err != nil {
 				return err
 			}
 		default:
@@ -406,13 +446,12 @@ func (s *session) routeResponse(m jsonrpc.Message) {
 	}
 }
 
-// dispatchLoop runs notification handlers and answers server requests, one at a time, until the
-// reader closes inbound.
-func (s *session) dispatchLoop() {
+// dispatch runs notification handlers and starts server request handlers, one message at a
+// time, until the inbox is empty: the inbox starts it when a message arrives (see inbox.put).
+func (s *session) dispatch() {
 	defer s.c.wg.Done()
-	defer s.requests.wg.Wait() // server request handlers end with the session's context
 	for {
-		m, ok := s.inbound.take()
+		m, ok := s.inbound.next()
 		if !ok {
 			return
 		}

@@ -130,8 +130,9 @@ type httpConn struct {
 	// ctx ends at Close; every stream reader runs under it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// inbound carries frames and per-exchange failures to Receive.
+	// inbound carries frames and per-exchange failures to Receive, unless push takes them.
 	inbound chan delivery
+	push    func(frame []byte, err error) // set by Push before the first Send
 	streams sync.WaitGroup // stream readers
 
 	mu        sync.Mutex
@@ -605,6 +606,11 @@ func answers(data []byte, id string) bool {
 }
 
 func (c *httpConn) deliver(ctx context.Context, d delivery) error {
+	if c.push != nil {
+		frame, err := d.unpack() // a nil *Error must reach push as a nil error
+		c.push(frame, err)
+		return nil
+	}
 	select {
 	case c.inbound <- d:
 		return nil
@@ -619,6 +625,10 @@ func (c *httpConn) failExchange(ctx context.Context, id string, outcome Outcome,
 	c.log.Debug("transport: exchange broken", "id", id, "err", err)
 	c.deliver(ctx, delivery{err: &Error{Outcome: outcome, ID: id, Err: err}})
 }
+
+// Push hands every later frame and exchange failure to deliver, on the goroutine that read it:
+// the caller's, for a JSON answer, or the reader of a response or GET stream.
+func (c *httpConn) Push(deliver func(frame []byte, err error)) { c.push = deliver }
 
 // Receive returns the next frame from any response or server stream.
 func (c *httpConn) Receive(ctx context.Context) ([]byte, error) {

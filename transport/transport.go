@@ -42,7 +42,7 @@ type Conn interface {
 	Send(ctx context.Context, msg *Message) error
 
 	// Receive returns the next frame from the server: a response, a notification or a
-	// server-initiated request.
+	// server-initiated request. The frame is the caller's: the connection must not reuse it.
 	//
 	// An *Error whose ID is set reports that the exchange of that one request broke; the
 	// connection lives on and Receive may be called again. Any other error means the connection
@@ -110,6 +110,19 @@ type Detacher interface {
 // that the client sends no notifications/cancelled.
 type StreamCanceler interface {
 	CancelsByClosing() bool
+}
+
+// A Pusher is a connection that can hand what it receives to the client as it arrives, on the
+// goroutine that read it (the caller's own, in Send, for a JSON answer to a POST), instead of
+// queueing it for Receive. A connection whose frames only come from its own exchanges, such as
+// Streamable HTTP without its GET stream, then keeps no goroutine waiting for frames, and an
+// answer reaches its caller without passing through another goroutine.
+type Pusher interface {
+	// Push makes every later frame, and every error Receive would have returned, go to deliver
+	// instead; Receive is not called afterwards. The client calls it before the first Send.
+	// deliver may be called from several goroutines at once. It may block, which holds up the
+	// exchange or stream the frame came from, and it must not call Close.
+	Push(deliver func(frame []byte, err error))
 }
 
 // ErrClosed is returned by Send and Receive once the connection was closed.

@@ -133,7 +133,7 @@ type httpConn struct {
 	// inbound carries frames and per-exchange failures to Receive, unless push takes them.
 	inbound chan delivery
 	push    func(frame []byte, err error) // set by Push before the first Send
-	streams sync.WaitGroup // stream readers
+	streams sync.WaitGroup                // stream readers
 
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id, once the server gave one; guarded by mu

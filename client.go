@@ -50,6 +50,10 @@ type Client struct {
 	dialing chan struct{}         // closed when the dial under way ends; nil when none is
 	live    map[*session]struct{} // sessions whose goroutines run
 	closed  bool
+	// olderServer is the revision a server that answered server/discover as an older one
+	// accepted in initialize: later dials of the client go straight to initialize, a request
+	// fewer per reconnection. A failed initialize forgets it.
+	olderServer string
 
 	closeOnce sync.Once
 	// ctx ends at Close and Detach; the client's own background work runs under it.
@@ -187,11 +191,16 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	lc := lifecycle{version: c.legacyOffer()}
-	if c.cfg.version == "" || isModern(c.cfg.version) {
+	c.mu.Lock()
+	older := c.olderServer
+	c.mu.Unlock()
+	probed := false
+	if (c.cfg.version == "" || isModern(c.cfg.version)) && older == "" {
 		if lc, err = c.discover(ctx, s); err != nil {
 			s.kill(err)
 			return nil, err
 		}
+		probed = true
 	}
 	if lc.modern {
 		c.adoptModern(s, lc)
@@ -206,7 +215,15 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 	}
 	if err := c.initialize(ctx, s, lc.version); err != nil {
 		s.kill(err)
+		c.mu.Lock()
+		c.olderServer = "" // the server may have changed: probe it again
+		c.mu.Unlock()
 		return nil, err
+	}
+	if probed && !isModern(c.cfg.version) {
+		c.mu.Lock()
+		c.olderServer = s.init.ProtocolVersion
+		c.mu.Unlock()
 	}
 	return s, nil
 }

@@ -721,3 +721,35 @@ func TestHTTPSessionExpiryLetsConcurrentCallsFinish(t *testing.T) {
 		})
 	}
 }
+
+// A reconnection to a server that answered server/discover as an older one goes straight to
+// initialize: the probe is paid once per client, not once per session.
+func TestHTTPReconnectionToAnOlderServerSkipsTheProbe(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "reserve"}))
+	c, rec := httpClient(t, srv, noWait)
+	first := c.SessionID()
+	if _, err := c.Do(context.Background(), callReq(t, c, "reserve", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if c.SessionID() == first {
+		t.Fatal("the session did not expire")
+	}
+	var probes, starts int
+	for _, r := range rec.all() {
+		switch {
+		case r.header.Get("Mcp-Method") == "server/discover":
+			probes++
+		case r.method == http.MethodPost && r.header.Get("Mcp-Session-Id") == "":
+			starts++
+		}
+	}
+	if probes != 1 || starts != 2 {
+		t.Errorf("%d server/discover and %d initialize for two sessions, want 1 and 2", probes, starts)
+	}
+	if c.ProtocolVersion() != mcpclient.LatestLegacyProtocolVersion {
+		t.Errorf("protocol %q after the reconnection", c.ProtocolVersion())
+	}
+}

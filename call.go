@@ -80,8 +80,11 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 }
 
 func marshalParams(params any) (json.RawMessage, error) {
-	if params == nil {
+	switch p := params.(type) {
+	case nil:
 		return nil, nil
+	case encodedToolCall:
+		return p.raw, nil
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
@@ -96,8 +99,28 @@ func marshalParams(params any) (json.RawMessage, error) {
 	return raw, nil
 }
 
+// encodedToolCall is the params of a tools/call the client serialized itself, as
+// encoding/json would have serialized CallToolParams: marshalling them again would only scan
+// the arguments, of any size, once more to compact them.
+type encodedToolCall struct {
+	name string
+	raw  json.RawMessage
+}
+
+func encodeToolCall(name string, args json.RawMessage) encodedToolCall {
+	quoted, _ := json.Marshal(name) // a Go string always marshals
+	raw := make([]byte, 0, len(`{"name":,"arguments":}`)+len(quoted)+len(args))
+	raw = append(append(raw, `{"name":`...), quoted...)
+	if args != nil {
+		raw = append(append(raw, `,"arguments":`...), args...)
+	}
+	return encodedToolCall{name, append(raw, '}')}
+}
+
 func toolNameOf(params any, raw json.RawMessage) string {
 	switch p := params.(type) {
+	case encodedToolCall:
+		return p.name
 	case CallToolParams:
 		return p.Name
 	case *CallToolParams:

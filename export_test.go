@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -48,3 +49,9 @@ func SetInboxHardLimitForTest(n int) (restore func()) {
 	inboxHardLimitBytes = n
 	return func() { inboxHardLimitBytes = old }
 }
+
+// IDKeyForTest is idKey.
+func IDKeyForTest(raw []byte) (string, error) { return idKey(raw) }
+
+// EncodeToolCallForTest returns the params CallTool sends.
+func EncodeToolCallForTest(name string, args json.RawMessage) []byte { return encodeToolCall(name, args).raw }

@@ -87,6 +87,21 @@ func plainJSONString(s string) bool {
 // MarshalJSON encodes the id as a JSON string or number; the zero ID encodes as null.
 func (id ID) MarshalJSON() ([]byte, error) { return id.appendJSON(nil), nil }
 
+// idKey returns the canonical JSON text of the id in raw (what ID.JSON returns), as the client
+// keys the calls awaiting answers. Every answer is matched by it, so the ids the client makes
+// (plain strings: UUIDs) are read without encoding/json.
+func idKey(raw []byte) (string, error) {
+	raw = bytes.Trim(raw, " \t\r\n") // JSON's white space: TrimSpace takes more
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainJSONString(string(raw[1:len(raw)-1])) {
+		return string(raw), nil
+	}
+	var id ID
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return "", err
+	}
+	return id.JSON(), nil
+}
+
 // ErrInvalidID reports a JSON value that is not a usable request id.
 var ErrInvalidID = errors.New("mcpclient: request id must be a string or an integer")
 

@@ -495,3 +495,22 @@ func TestIDPinned(t *testing.T) {
 		}
 	})
 }
+
+// idKey's shortcut for plain strings must give exactly what decoding the id and re-encoding it
+// gives, for every id a server could send.
+func FuzzIDKey(f *testing.F) {
+	for _, s := range []string{`"6f1c8e2a-1d7b-4c3e-9a55-0b7e0a9c2d11"`, `42`, `-7`, ` "a" `, `"a<b"`, `"\u0041"`, `"é"`, `""`, `null`, `1.5`, `"a\"b"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		key, err := mcpclient.IDKeyForTest(raw)
+		var id mcpclient.ID
+		stdErr := json.Unmarshal(raw, &id)
+		if (err == nil) != (stdErr == nil) {
+			t.Fatalf("%q: idKey error %v, decoding error %v", raw, err, stdErr)
+		}
+		if err == nil && key != id.JSON() {
+			t.Fatalf("%q: idKey %s, decoded and re-encoded %s", raw, key, id.JSON())
+		}
+	})
+}

@@ -366,8 +366,7 @@ func (s *session) route(frame []byte) error {
 	if err != nil {
 		answered := false
 		for _, raw := range jsonrpc.ResponseIDs(frame) {
-			var id ID
-			if json.Unmarshal(raw, &id) == nil && s.resolve(id.JSON(), reply{err: &errMalformedAnswer{err}}) {
+			if key, err2 := idKey(raw); err2 == nil && s.resolve(key, reply{err: &errMalformedAnswer{err}}) {
 				answered = true
 			}
 		}
@@ -395,10 +394,10 @@ func (s *session) route(frame []byte) error {
 		default:
 			// A reply-shaped message for an id we await is its answer, if an unusable one:
 			// failing the call now beats leaving it to time out.
-			var id ID
-			if m.Method == "" && m.ID != nil && json.Unmarshal(m.ID, &id) == nil &&
-				s.resolve(id.JSON(), reply{err: &errMalformedAnswer{invalidResponse(m)}}) {
-				continue
+			if m.Method == "" && m.ID != nil {
+				if key, err := idKey(m.ID); err == nil && s.resolve(key, reply{err: &errMalformedAnswer{invalidResponse(m)}}) {
+					continue
+				}
 			}
 			s.c.log.Warn("mcpclient: dropped a message that is no JSON-RPC request, notification or response", "frame", truncate(frame, 200))
 		}
@@ -425,8 +424,8 @@ func (e *errMalformedAnswer) Error() string {
 func (e *errMalformedAnswer) Unwrap() error { return e.err }
 
 func (s *session) routeResponse(m jsonrpc.Message) {
-	var id ID
-	if err := json.Unmarshal(m.ID, &id); err != nil {
+	key, err := idKey(m.ID)
+	if err != nil {
 		s.c.log.Warn("mcpclient: dropped a response with an unusable id", "id", truncate(m.ID, 80), "err", err)
 		return
 	}
@@ -441,8 +440,8 @@ func (s *session) routeResponse(m jsonrpc.Message) {
 	} else {
 		r.result = m.Result
 	}
-	if !s.resolve(id.JSON(), r) {
-		s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", id.JSON())
+	if !s.resolve(key, r) {
+		s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", key)
 	}
 }
 

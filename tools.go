@@ -133,11 +133,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 	if err != nil {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("arguments of tool %s: %w", name, err)})
 	}
-	params := CallToolParams{Name: name}
-	if rawArgs != nil { // a nil RawMessage in the interface would go out as null
-		params.Arguments = rawArgs
-	}
-	req, err := c.newRequest("tools/call", params, opts)
+	req, err := c.newRequest("tools/call", encodeToolCall(name, rawArgs), opts)
 	if err != nil {
 		return nil, returned(err)
 	}

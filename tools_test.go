@@ -1,6 +1,7 @@
 package mcpclient_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,5 +238,26 @@ func TestOutputSchemaReferencesAreNotFetched(t *testing.T) {
 	case p := <-fetched:
 		t.Fatalf("the client fetched %s", p)
 	default:
+	}
+}
+
+// CallTool writes its params itself; they must be the bytes encoding/json writes for the
+// CallToolParams that NewRequest would be given.
+func TestCallToolParamsAreWhatEncodingJSONWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args json.RawMessage
+	}{{"plain", nil}, {"plain", json.RawMessage(`{"x":1,"y":"\u003c\u003e"}`)}, {"a<b&\"c\u2028é", json.RawMessage(`{"a":[1,2]}`)}, {"", json.RawMessage(`{}`)}} {
+		params := mcpclient.CallToolParams{Name: tc.name}
+		if tc.args != nil {
+			params.Arguments = tc.args
+		}
+		want, err := json.Marshal(params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := mcpclient.EncodeToolCallForTest(tc.name, tc.args); !bytes.Equal(got, want) {
+			t.Errorf("CallTool(%q) params %s, encoding/json writes %s", tc.name, got, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -120,6 +121,19 @@ func (r *Reader) Next() (Event, error) {
 
 func (r *Reader) tooLarge() {
 	r.err = fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max)
+	r.releaseBuffer()
+}
+
+// buffers holds read buffers of initialBufferSize: most streams are one answer long, and a
+// buffer per stream is most of what reading a small answer allocates. Nothing handed out
+// aliases a buffer (events get their data copied out), so one can go back as soon as its reader
+// has stopped.
+var buffers = sync.Pool{New: func() any { return new([initialBufferSize]byte) }}
+
+func (r *Reader) releaseBuffer() {
+	if len(r.buf) == initialBufferSize {
+		buffers.Put((*[initialBufferSize]byte)(r.buf))
+	}
 	r.buf = nil
 }
 
@@ -185,7 +199,7 @@ func (r *Reader) fill() {
 		if r.err != io.EOF {
 			r.err = fmt.Errorf("sse: reading the event stream: %w", r.err)
 		}
-		r.buf = nil
+		r.releaseBuffer()
 		return
 	}
 	r.streamDataLine()
@@ -242,10 +256,8 @@ func appendDoubling(b, more []byte) []byte {
 func (r *Reader) makeRoom() {
 	pending := r.end - r.start
 	switch {
-	case r.buf == nil:
-		r.buf = make([]byte, initialBufferSize)
-	case pending == 0 && len(r.buf) > keptBufferSize:
-		r.buf = make([]byte, initialBufferSize)
+	case r.buf == nil, pending == 0 && len(r.buf) > keptBufferSize:
+		r.buf = buffers.Get().(*[initialBufferSize]byte)[:]
 	case r.end < len(r.buf):
 		return
 	case pending > len(r.buf)/2:

@@ -307,7 +307,7 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 			release()
 			return nil
 		}
-		return c.readAnswer(reqCtx, release, resp, msg.ID)
+		return c.readAnswer(reqCtx, release, stop, resp, msg.ID)
 	default:
 		defer release()
 		return postFailure(resp, msg.ID, sessionKnown)
@@ -392,8 +392,9 @@ func postFailure(resp *http.Response, id string, sessionKnown bool) error {
 	return &Error{Outcome: Answered, ID: id, Err: status}
 }
 
-// readAnswer reads a 2xx answer to a request, by its media type.
-func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Response, id string) error {
+// readAnswer reads a 2xx answer to a request, by its media type. release ends the exchange;
+// unbind stops the caller's context from ending it.
+func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func() bool, resp *http.Response, id string) error {
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
@@ -421,10 +422,37 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Re
 			resp.Body.Close()
 			return &Error{Outcome: Uncertain, ID: id, Err: ErrClosed}
 		}
+		if c.push == nil {
+			go func() {
+				defer c.streams.Done()
+				defer release()
+				c.responseStream(ctx, resp.Body, id, false)
+			}()
+			return nil
+		}
+		// Pushed frames go to the client on this goroutine, the caller's, until the answer has
+		// gone: a new goroutine would grow its stack from the minimum through the reading,
+		// decoding and routing of every answer (7% of a small call's CPU), and hand the answer
+		// over to the caller besides. What follows the answer, normally just the end of the
+		// stream, is left to a goroutine of its own, so that a server keeping the stream open
+		// does not hold the caller.
+		rest := c.responseStream(ctx, resp.Body, id, true)
+		if rest == nil {
+			c.streams.Done()
+			release()
+			return nil
+		}
+		// The caller has its answer and will likely cancel its context as it returns: reading
+		// to the end keeps the connection for the next request.
+		unbind()
 		go func() {
 			defer c.streams.Done()
 			defer release()
-			c.responseStream(ctx, resp.Body, id)
+			// Nothing is meant to follow an answer: a stream that stays open after it is not
+			// kept for long.
+			t := time.AfterFunc(afterAnswerTimeout, release)
+			defer t.Stop()
+			rest()
 		}()
 		return nil
 	}
@@ -433,6 +461,9 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), resp *http.Re
 	return &Error{Outcome: Uncertain, ID: id, Err: fmt.Errorf("transport: unexpected Content-Type %q: %w",
 		resp.Header.Get("Content-Type"), &StatusError{resp.StatusCode, body})}
 }
+
+// afterAnswerTimeout bounds how long the rest of a response stream is read after its answer.
+var afterAnswerTimeout = 10 * time.Second // a variable for the tests
 
 // startStream counts a stream goroutine about to start, unless the connection is closed: shutdown
 // sets closed before it waits for the count, so no stream starts after that wait began.
@@ -448,30 +479,32 @@ func (c *httpConn) startStream() bool {
 
 // responseStream reads the SSE stream answering request id, resuming it by GET with
 // Last-Event-ID when it breaks before the answer came. It reports the exchange broken when the
-// stream cannot be resumed.
-func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id string) {
-	st := &stream{c: c, id: id}
+// stream cannot be resumed. With pause, it returns as soon as the answer was delivered, and rest
+// reads the remainder of the stream (nil when there is none to read).
+func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id string, pause bool) (rest func()) {
+	st := &stream{c: c, id: id, pause: pause}
 	err := st.read(ctx, body)
 	c.mu.Lock()
 	resumable := !c.modern // stateless revisions lose a broken stream's request
 	c.mu.Unlock()
 	for !st.answered {
 		if ctx.Err() != nil {
-			return // closed, or the caller stopped waiting
+			return nil // closed, or the caller stopped waiting
 		}
 		if errors.Is(err, ErrMessageTooLarge) || st.lastID == "" || !resumable {
 			// Without an event id there is nothing to resume from; an oversized event would
 			// only be replayed.
 			c.failExchange(ctx, id, Uncertain, err)
-			return
+			return nil
 		}
 		body, err = st.resume(ctx, true)
 		if body == nil {
 			c.failExchange(ctx, id, Uncertain, err)
-			return
+			return nil
 		}
 		err = st.read(ctx, body)
 	}
+	return st.rest
 }
 
 // serverStream keeps the standalone GET stream open while the connection lives.
@@ -499,13 +532,33 @@ type stream struct {
 	retry    time.Duration
 	answered bool
 	failures int // consecutive failed connections without an event
+	// pause: read returns once the answer was delivered, leaving the rest of the stream to rest.
+	pause bool
+	rest  func()
 }
 
-// read delivers the events of one connection of the stream, until it ends.
+// read delivers the events of one connection of the stream, until it ends or, when the stream
+// pauses, until the answer has been delivered: rest then reads the remainder.
 func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
-	defer body.Close()
 	r := sse.NewReader(body, st.c.maxSize)
 	r.Resume(st.lastID, st.retry, st.retry > 0)
+	err := st.events(ctx, r)
+	if err == errAnswered {
+		st.rest = func() {
+			st.pause = false
+			st.events(ctx, r)
+			body.Close()
+		}
+		return nil
+	}
+	body.Close()
+	return err
+}
+
+// errAnswered stops a pausing stream's reading once the answer has been delivered.
+var errAnswered = errors.New("transport: answered")
+
+func (st *stream) events(ctx context.Context, r *sse.Reader) error {
 	for {
 		ev, err := r.Next()
 		if id := r.LastEventID(); id != st.lastID {
@@ -523,11 +576,15 @@ func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
 		if ev.Type != "" && ev.Type != "message" {
 			continue
 		}
-		if st.id != "" && !st.answered && answers(ev.Data, st.id) {
+		answer := st.id != "" && !st.answered && answers(ev.Data, st.id)
+		if answer {
 			st.answered = true
 		}
 		if err := st.c.deliver(ctx, delivery{frame: ev.Data}); err != nil {
 			return err
+		}
+		if answer && st.pause {
+			return errAnswered
 		}
 	}
 }

@@ -54,4 +54,6 @@ func SetInboxHardLimitForTest(n int) (restore func()) {
 func IDKeyForTest(raw []byte) (string, error) { return idKey(raw) }
 
 // EncodeToolCallForTest returns the params CallTool sends.
-func EncodeToolCallForTest(name string, args json.RawMessage) []byte { return encodeToolCall(name, args).raw }
+func EncodeToolCallForTest(name string, args json.RawMessage) []byte {
+	return encodeToolCall(name, args).raw
+}

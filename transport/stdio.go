@@ -287,6 +287,9 @@ func (p *stdioConn) Receive(ctx context.Context) ([]byte, error) {
 // OversizedFrames reports how many lines from the server were skipped for their size.
 func (p *stdioConn) OversizedFrames() int64 { return p.stream.OversizedFrames() }
 
+// Push hands the server's lines, and the end of its output, to deliver on the reader goroutine.
+func (p *stdioConn) Push(deliver func(frame []byte, err error)) { p.stream.Push(deliver) }
+
 // Close shuts the server down; see Command. It is idempotent and safe to call concurrently;
 // every call returns once the process was waited for, with the same result.
 func (p *stdioConn) Close() error {

@@ -118,6 +118,10 @@ type streamConn struct {
 	wbuf []byte // frame plus newline; guarded by wsem
 
 	frames  chan []byte   // the reader hands lines over, unbuffered
+	// push, once set, takes lines and the end of reading instead of Receive; pushSet is closed
+	// when it is, so that a reader waiting to hand a line to Receive hands it to push instead.
+	push    atomic.Pointer[func(frame []byte, err error)]
+	pushSet chan struct{}
 	readEnd chan struct{} // closed when the reader goroutine returns
 	readErr error         // why reading ended; written before readEnd is closed
 
@@ -142,6 +146,7 @@ func newStreamConn(r io.Reader, w io.Writer, closeFn func() error, maxFrameSize 
 		hooks:   hooks,
 		wsem:    make(chan struct{}, 1),
 		frames:  make(chan []byte),
+		pushSet: make(chan struct{}),
 		readEnd: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -312,6 +317,13 @@ func (c *streamConn) readLoop() {
 	}
 	c.readErr = err
 	close(c.readEnd)
+	if push := c.push.Load(); push != nil {
+		select {
+		case <-c.done: // closed by the client, which knows
+		default:
+			(*push)(nil, err)
+		}
+	}
 }
 
 func (c *streamConn) readLines() error {
@@ -319,14 +331,32 @@ func (c *streamConn) readLines() error {
 	for {
 		line, err := c.readLine(br)
 		if line != nil {
-			select {
-			case c.frames <- line:
-			case <-c.done:
-			}
+			c.handOver(line)
 		}
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// handOver gives a line to push, or to Receive until push is set.
+func (c *streamConn) handOver(line []byte) {
+	if push := c.push.Load(); push != nil {
+		(*push)(line, nil)
+		return
+	}
+	select {
+	case c.frames <- line:
+	case <-c.pushSet:
+		(*c.push.Load())(line, nil)
+	case <-c.done:
+	}
+}
+
+// Push hands every later line, and the end of reading, to deliver, on the reader goroutine.
+func (c *streamConn) Push(deliver func(frame []byte, err error)) {
+	if c.push.Swap(&deliver) == nil {
+		close(c.pushSet)
 	}
 }
 

@@ -117,7 +117,7 @@ type streamConn struct {
 	wsem chan struct{}
 	wbuf []byte // frame plus newline; guarded by wsem
 
-	frames  chan []byte   // the reader hands lines over, unbuffered
+	frames chan []byte // the reader hands lines over, unbuffered
 	// push, once set, takes lines and the end of reading instead of Receive; pushSet is closed
 	// when it is, so that a reader waiting to hand a line to Receive hands it to push instead.
 	push    atomic.Pointer[func(frame []byte, err error)]

@@ -43,6 +43,7 @@ type Client struct {
 	progress  progressRegistry
 	roots     rootsState
 	logLevel  atomic.Value // string: the log level stateless requests ask for, once set
+	meta      atomic.Pointer[modernMeta]
 	acks      acks
 
 	mu      sync.Mutex

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -204,24 +206,37 @@ func (c *Client) freezeModern(method string, params json.RawMessage, version str
 
 // stampModern adds the per-request _meta of a stateless revision to params.
 func (c *Client) stampModern(params json.RawMessage, version string) (json.RawMessage, error) {
-	caps, err := json.Marshal(c.cfg.modernCapabilities())
-	if err != nil {
-		return nil, err
+	level, _ := c.logLevel.Load().(string)
+	m := c.meta.Load()
+	if m == nil || m.version != version || m.level != level {
+		caps, err := json.Marshal(c.cfg.modernCapabilities())
+		if err != nil {
+			return nil, err
+		}
+		info, err := json.Marshal(c.cfg.info)
+		if err != nil {
+			return nil, err
+		}
+		v, _ := json.Marshal(version) // a Go string always marshals
+		m = &modernMeta{version: version, level: level, set: map[string]json.RawMessage{
+			MetaProtocolVersion:    v,
+			MetaClientCapabilities: caps,
+			MetaClientInfo:         info,
+		}}
+		if level != "" {
+			m.set[MetaLogLevel], _ = json.Marshal(level)
+		}
+		c.meta.Store(m)
 	}
-	info, err := json.Marshal(c.cfg.info)
-	if err != nil {
-		return nil, err
-	}
-	v, _ := json.Marshal(version) // a Go string always marshals
-	meta := map[string]json.RawMessage{
-		MetaProtocolVersion:    v,
-		MetaClientCapabilities: caps,
-		MetaClientInfo:         info,
-	}
-	if level, _ := c.logLevel.Load().(string); level != "" {
-		meta[MetaLogLevel], _ = json.Marshal(level)
-	}
-	return setMeta(params, meta)
+	return setMeta(params, m.set)
+}
+
+// modernMeta is the _meta every request of a stateless revision carries, encoded once: the
+// client's capabilities and identity do not change, and its revision and log level seldom do.
+// set is never modified once stored.
+type modernMeta struct {
+	version, level string
+	set            map[string]json.RawMessage
 }
 
 // modernCapabilities is what the client declares on each request of a stateless revision:
@@ -274,21 +289,48 @@ func (c *Client) addParamHeaders(h map[string]string, tool string, params json.R
 // name or URI it is about, and the revision.
 func standardHeaders(method string, params json.RawMessage, version string) map[string]string {
 	h := map[string]string{"Mcp-Method": method, "Mcp-Protocol-Version": version}
+	switch method {
+	case "tools/call", "prompts/get":
+		if name, _, ok := nameAndURI(params); ok {
+			h["Mcp-Name"] = encodeHeaderValue(name)
+		}
+	case "resources/read":
+		if _, uri, ok := nameAndURI(params); ok {
+			h["Mcp-Name"] = encodeHeaderValue(uri)
+		}
+	}
+	return h
+}
+
+// nameAndURI returns params.name and params.uri as encoding/json decodes them into string fields
+// of one struct, without decoding the rest of params (a tool's arguments can be large).
+func nameAndURI(params json.RawMessage) (name, uri string, ok bool) {
+	var rawName, rawURI []byte
+	folded := false
+	if jsonrpc.EachMember(params, func(k []byte, start, end int) {
+		switch {
+		case string(k) == "name":
+			rawName = params[start:end]
+		case string(k) == "uri":
+			rawURI = params[start:end]
+		case bytes.EqualFold(k, []byte("name")) || bytes.EqualFold(k, []byte("uri")):
+			folded = true
+		}
+	}) && !folded {
+		if rawName != nil && json.Unmarshal(rawName, &name) != nil || rawURI != nil && json.Unmarshal(rawURI, &uri) != nil {
+			return "", "", false
+		}
+		return name, uri, true
+	}
+	// Escaped keys, keys in another case, or no object: encoding/json's rules for them.
 	var p struct {
 		Name string `json:"name"`
 		URI  string `json:"uri"`
 	}
-	switch method {
-	case "tools/call", "prompts/get":
-		if json.Unmarshal(params, &p) == nil {
-			h["Mcp-Name"] = encodeHeaderValue(p.Name)
-		}
-	case "resources/read":
-		if json.Unmarshal(params, &p) == nil {
-			h["Mcp-Name"] = encodeHeaderValue(p.URI)
-		}
+	if json.Unmarshal(params, &p) != nil {
+		return "", "", false
 	}
-	return h
+	return p.Name, p.URI, true
 }
 
 // encodeHeaderValue writes a value as an HTTP header may carry it: as it is when it is visible

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 )
@@ -232,4 +233,53 @@ func skipArray(data []byte, i, depth int) (int, error) {
 func valid(data []byte) bool {
 	i, err := skipValue(data, skipSpace(data, 0), 0)
 	return err == nil && skipSpace(data, i) == len(data)
+}
+
+// EachMember calls f with the key (as written, without its quotes) and the extent of the value
+// of each member of the JSON object obj, in order. It reports false, having called f for none
+// or some of them, when obj is not one valid object, or when a key is written with escapes, which
+// only a decoder can compare.
+func EachMember(obj []byte, f func(key []byte, start, end int)) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return skipSpace(obj, i+1) == len(obj)
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return false
+		}
+		keyEnd, err := skipString(obj, i)
+		if err != nil {
+			return false
+		}
+		key := obj[i+1 : keyEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false
+		}
+		i = skipSpace(obj, keyEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return false
+		}
+		start := skipSpace(obj, i+1)
+		if i, err = skipValue(obj, start, 1); err != nil {
+			return false
+		}
+		f(key, start, i)
+		i = skipSpace(obj, i)
+		if i >= len(obj) {
+			return false
+		}
+		switch obj[i] {
+		case '}':
+			return skipSpace(obj, i+1) == len(obj)
+		case ',':
+			i = skipSpace(obj, i+1)
+		default:
+			return false
+		}
+	}
 }

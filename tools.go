@@ -142,7 +142,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 		return nil, returned(err)
 	}
 	var res CallToolResult
-	if err := resp.Decode(&res); err != nil {
+	if err := decodeCallToolResult(resp.Result, &res); err != nil {
 		return nil, returned(&Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts,
 			Err: fmt.Errorf("decoding the tools/call result: %w", err)})
 	}

@@ -283,3 +283,36 @@ func EachMember(obj []byte, f func(key []byte, start, end int)) bool {
 		}
 	}
 }
+
+// EachElement calls f with the extent of each element of the JSON array arr, in order. It
+// reports false, having called f for none or some of them, when arr is not one valid array.
+func EachElement(arr []byte, f func(start, end int)) bool {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return false
+	}
+	i = skipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return skipSpace(arr, i+1) == len(arr)
+	}
+	for {
+		start := i
+		var err error
+		if i, err = skipValue(arr, start, 1); err != nil {
+			return false
+		}
+		f(start, i)
+		i = skipSpace(arr, i)
+		if i >= len(arr) {
+			return false
+		}
+		switch arr[i] {
+		case ']':
+			return skipSpace(arr, i+1) == len(arr)
+		case ',':
+			i = skipSpace(arr, i+1)
+		default:
+			return false
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"time"
 
 	r3sse "github.com/r3labs/sse/v2"
 )
@@ -23,12 +22,7 @@ type r3labsReader struct {
 	buf []byte // the lines of the current block, each terminated by "\n"
 	pos int    // start of the first unparsed line in buf
 
-	typ      string
-	data     []byte
-	idBuf    string // the spec's "last event ID buffer"
-	lastID   string // the buffer as of the last dispatch
-	retry    time.Duration
-	hasRetry bool
+	fields Reader // parses the fields and dispatches, as the Reader does
 }
 
 func newR3labsReader(r io.Reader, maxEventSize int) *r3labsReader {
@@ -97,41 +91,9 @@ func (r *r3labsReader) readErr(err error) error {
 	return fmt.Errorf("sse: reading the event stream: %w", err)
 }
 
-func (r *r3labsReader) field(line []byte) {
-	if line[0] == ':' {
-		return
-	}
-	name, value, found := bytes.Cut(line, []byte(":"))
-	if found {
-		value = bytes.TrimPrefix(value, []byte(" "))
-	}
-	switch string(name) {
-	case "event":
-		r.typ = string(value)
-	case "data":
-		r.data = append(append(r.data, value...), '\n')
-	case "id":
-		if bytes.IndexByte(value, 0) < 0 {
-			r.idBuf = string(value)
-		}
-	case "retry":
-		if d, ok := parseRetry(value); ok {
-			r.retry, r.hasRetry = d, true
-		}
-	}
-}
+func (r *r3labsReader) field(line []byte) { r.fields.field(line) }
 
-func (r *r3labsReader) dispatch() (Event, bool) {
-	r.lastID = r.idBuf
-	typ, data := r.typ, r.data
-	r.typ, r.data = "", r.data[:0]
-	// len 1 is a single empty data: line, MCP's priming event: the spec dispatches it with empty
-	// data, but there is nothing in it for a caller to decode.
-	if len(data) <= 1 {
-		return Event{}, false
-	}
-	return Event{Type: typ, Data: bytes.Clone(data[:len(data)-1]), ID: r.lastID}, true
-}
+func (r *r3labsReader) dispatch() (Event, bool) { return r.fields.dispatch() }
 
 // normalizer sits between the source and r3labs. It strips the BOM, turns every CR, LF and CRLF
 // into "\n", and drops blank lines that directly follow a blank line (they would dispatch empty

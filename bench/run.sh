@@ -10,8 +10,9 @@
 # BenchmarkIdleSession with -benchtime=${IDLE_SESSIONS}x, default 20; 0: skip it; on by default
 # only when BENCH is not set), BENCHTIME (default 1s), OUT (default bench/results; raw go test
 # output and benchstat tables go there), RESULTS (the report; default bench/RESULTS.md for a full
-# run, $OUT/RESULTS.md for a subset), UPDATE_README (1: replace the results block of
-# bench/README.md; default 1 for a full run, 0 for a subset).
+# run, $OUT/RESULTS.md for a subset), UPDATE_README (1: write the results into bench/README.md
+# and the headline tables into the top-level README.md, see update-readmes.sh; default 1 for a
+# full run, 0 for a subset).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -129,7 +130,7 @@ summary="$OUT/summary.md"
 {
 	echo "- date: $started, $((elapsed / 60)) min $((elapsed % 60)) s"
 	echo "- machine: \`$(uname -a)\`"
-	echo "- CPU: $cpu_model, $(nproc) vCPU, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM; load average $load_start at the start, $load_end at the end; other processes used ${other_mean:-?}% of the machine's CPU on average, ${other_peak:-?}% at the peak (10 s samples, in $OUT/other-cpu.log; above a few %, the run shared the CPUs)"
+	echo "- CPU: $cpu_model, $(nproc) vCPU, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM; load average $load_start at the start, $load_end at the end; other processes used ${other_mean:-?}% of the machine's CPU on average, ${other_peak:-?}% at the peak (10 s samples, in ${OUT#"$(cd .. && pwd)/"}/other-cpu.log; above a few %, the run shared the CPUs)"
 	echo "- Go: $(go version | cut -d' ' -f3-); GOMAXPROCS default ($(nproc)) in both processes"
 	echo "- clients: ours (this module at $(git -C .. rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C .. diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo ', with local changes')), $(awk '/modelcontextprotocol\/go-sdk |mark3labs\/mcp-go /{printf "%s %s, ", $1, $2}' go.mod)raw = the hand-written floor"
 	echo "- command: \`$cmd\` (go test -bench='$BENCH' -count=$COUNT -benchtime=$BENCHTIME -benchmem$([[ $IDLE == 1 ]] && echo "; IdleSession with -benchtime=${IDLE_SESSIONS}x"))"
@@ -151,12 +152,7 @@ summary="$OUT/summary.md"
 	echo '```'
 } >"$RESULTS"
 
-if [[ $UPDATE_README == 1 && -f README.md ]] && grep -q '<!-- results:start -->' README.md; then
-	{
-		sed -n '1,/<!-- results:start -->/p' README.md
-		cat "$summary"
-		sed -n '/<!-- results:end -->/,$p' README.md
-	} >"$OUT/README.md.new"
-	mv "$OUT/README.md.new" README.md
+if [[ $UPDATE_README == 1 ]]; then
+	bash update-readmes.sh "$OUT"
 fi
 echo "wrote $RESULTS ($((elapsed / 60)) min $((elapsed % 60)) s)"

@@ -114,11 +114,40 @@ func special(w uint64) uint64 {
 	return zero(quote) | zero(backslash) | control
 }
 
+// longString is the length from which skipString looks for the closing quote first.
+const longString = 64
+
+// hasControl reports whether b holds a byte below 0x20.
+func hasControl(b []byte) bool {
+	for len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		if (w-lsb*0x20)&^w&msb != 0 {
+			return true
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
 // skipString validates the string starting with the quote at data[i] and returns the index
 // after its closing quote. Bytes of 0x80 and above pass unchecked, as encoding/json lets them
 // (it replaces invalid UTF-8 when it decodes).
 func skipString(data []byte, i int) (int, error) {
 	i++
+	// A long string, such as the text of a large tool result, is checked at the speed of
+	// bytes.IndexByte when it has no escapes: find the closing quote, then make sure the run
+	// before it holds no backslash and no control character. The loop below takes the rest.
+	if q := bytes.IndexByte(data[i:], '"'); q >= longString {
+		run := data[i : i+q]
+		if bytes.IndexByte(run, '\\') < 0 && !hasControl(run) {
+			return i + q + 1, nil
+		}
+	}
 	for {
 		for len(data)-i >= 8 && special(binary.LittleEndian.Uint64(data[i:])) == 0 {
 			i += 8

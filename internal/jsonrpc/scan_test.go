@@ -59,10 +59,11 @@ func TestValidStopsAtEncodingJSONsDepth(t *testing.T) {
 // A string run is checked eight bytes at a time: a quote, backslash or control character at
 // every offset of a word must still be seen.
 func TestSkipStringFindsSpecialBytesAtEveryOffset(t *testing.T) {
-	for n := range 24 {
+	for n := range 150 {
 		for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff} {
 			s := append(append([]byte(`"`), bytes.Repeat([]byte("a"), n)...), c)
-			s = append(s, `bcdefghijklmnop"`...)
+			s = append(s, `bcdefghijklmnop`...)
+			s = append(append(s, bytes.Repeat([]byte("q"), n%70)...), '"')
 			if got, want := valid(s), stdValid(s); got != want {
 				t.Errorf("byte %#x after %d bytes: valid = %v, json.Valid = %v", c, n, got, want)
 			}

@@ -114,35 +114,23 @@ func decodeFast(frame []byte) (msgs []Message, ok bool) {
 		}
 		msgs = []Message{m}
 	case '[':
-		i = skipSpace(frame, i+1)
-		if i < len(frame) && frame[i] == ']' {
-			return nil, false // an empty batch: decodeStd's error
-		}
-		for {
+		var err error
+		end, err = elements(frame, i, 1, func(start, end int) bool {
 			var m Message
-			switch {
-			case i < len(frame) && frame[i] == '{':
-				if i, ok = decodeObject(frame, i, 2, &m); !ok {
-					return nil, false
+			switch frame[start] {
+			case '{':
+				if _, ok := decodeObject(frame, start, 2, &m); !ok {
+					return false
 				}
-			case len(frame)-i >= 4 && string(frame[i:i+4]) == "null":
-				i += 4 // encoding/json leaves a null element the zero Message
+			case 'n': // null: encoding/json leaves the element the zero Message
 			default:
-				return nil, false
+				return false
 			}
 			msgs = append(msgs, m)
-			i = skipSpace(frame, i)
-			if i >= len(frame) {
-				return nil, false
-			}
-			if frame[i] == ']' {
-				end = i + 1
-				break
-			}
-			if frame[i] != ',' {
-				return nil, false
-			}
-			i = skipSpace(frame, i+1)
+			return true
+		})
+		if err != nil || len(msgs) == 0 {
+			return nil, false // an empty batch is decodeStd's error
 		}
 	case 'n':
 		if end, ok = literalAt(frame, i, "null"); !ok {
@@ -170,37 +158,13 @@ func literalAt(data []byte, i int, lit string) (int, bool) {
 // encoding/json, a later member wins over an earlier one of the same name, unknown members are
 // skipped, and null leaves a string field as it was.
 func decodeObject(data []byte, i, depth int, m *Message) (int, bool) {
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return i + 1, true
-	}
-	for {
-		if i >= len(data) || data[i] != '"' {
-			return 0, false
-		}
-		keyEnd, err := skipString(data, i)
-		if err != nil {
-			return 0, false
-		}
-		key := data[i+1 : keyEnd-1]
-		i = skipSpace(data, keyEnd)
-		if i >= len(data) || data[i] != ':' {
-			return 0, false
-		}
-		start := skipSpace(data, i+1)
-		if i, err = skipValue(data, start, depth); err != nil {
-			return 0, false
-		}
-		value := data[start:i]
+	end, err := members(data, i, depth, func(key []byte, start, end int) bool {
+		value := data[start:end]
 		switch string(key) {
 		case "jsonrpc":
-			if !setString(&m.JSONRPC, value) {
-				return 0, false
-			}
+			return setString(&m.JSONRPC, value)
 		case "method":
-			if !setString(&m.Method, value) {
-				return 0, false
-			}
+			return setString(&m.Method, value)
 		case "id":
 			m.ID = value
 		case "params":
@@ -210,23 +174,11 @@ func decodeObject(data []byte, i, depth int, m *Message) (int, bool) {
 		case "error":
 			m.Error = value
 		default:
-			if !plainUnknownKey(key) {
-				return 0, false
-			}
+			return plainUnknownKey(key)
 		}
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return 0, false
-		}
-		switch data[i] {
-		case '}':
-			return i + 1, true
-		case ',':
-			i = skipSpace(data, i+1)
-		default:
-			return 0, false
-		}
-	}
+		return true
+	})
+	return end, err == nil
 }
 
 // setString sets a string field from a JSON value the way encoding/json would, for plain

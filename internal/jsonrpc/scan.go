@@ -192,7 +192,17 @@ func skipEscape(data []byte, i int) (int, error) {
 	return 0, errSyntax
 }
 
-func skipObject(data []byte, i, depth int) (int, error) {
+func skipObject(data []byte, i, depth int) (int, error) { return members(data, i, depth, nil) }
+
+func skipArray(data []byte, i, depth int) (int, error) { return elements(data, i, depth, nil) }
+
+// errStopped ends a walk whose callback said stop.
+var errStopped = errors.New("jsonrpc: walk stopped")
+
+// members validates the object at data[i], at nesting depth depth, and returns the index after
+// it. f, if set, is called with each member's key (as written, without its quotes) and the extent
+// of its value, in order; the walk stops with errStopped when f returns false.
+func members(data []byte, i, depth int, f func(key []byte, start, end int) bool) (int, error) {
 	if depth > maxDepth {
 		return 0, errSyntax
 	}
@@ -204,33 +214,30 @@ func skipObject(data []byte, i, depth int) (int, error) {
 		if i >= len(data) || data[i] != '"' {
 			return 0, errSyntax
 		}
-		var err error
-		if i, err = skipString(data, i); err != nil {
+		keyEnd, err := skipString(data, i)
+		if err != nil {
 			return 0, err
 		}
-		i = skipSpace(data, i)
+		key := data[i+1 : keyEnd-1]
+		i = skipSpace(data, keyEnd)
 		if i >= len(data) || data[i] != ':' {
 			return 0, errSyntax
 		}
-		if i, err = skipValue(data, skipSpace(data, i+1), depth); err != nil {
+		start := skipSpace(data, i+1)
+		if i, err = skipValue(data, start, depth); err != nil {
 			return 0, err
 		}
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return 0, errSyntax
+		if f != nil && !f(key, start, i) {
+			return 0, errStopped
 		}
-		switch data[i] {
-		case '}':
-			return i + 1, nil
-		case ',':
-			i = skipSpace(data, i+1)
-		default:
-			return 0, errSyntax
+		if i, err = next(data, i, '}'); err != nil || data[i-1] == '}' {
+			return i, err
 		}
 	}
 }
 
-func skipArray(data []byte, i, depth int) (int, error) {
+// elements is members for the array at data[i]: f gets the extent of each element.
+func elements(data []byte, i, depth int, f func(start, end int) bool) (int, error) {
 	if depth > maxDepth {
 		return 0, errSyntax
 	}
@@ -239,23 +246,33 @@ func skipArray(data []byte, i, depth int) (int, error) {
 		return i + 1, nil
 	}
 	for {
+		start := i
 		var err error
-		if i, err = skipValue(data, i, depth); err != nil {
+		if i, err = skipValue(data, start, depth); err != nil {
 			return 0, err
 		}
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return 0, errSyntax
+		if f != nil && !f(start, i) {
+			return 0, errStopped
 		}
-		switch data[i] {
-		case ']':
-			return i + 1, nil
-		case ',':
-			i = skipSpace(data, i+1)
-		default:
-			return 0, errSyntax
+		if i, err = next(data, i, ']'); err != nil || data[i-1] == ']' {
+			return i, err
 		}
 	}
+}
+
+// next reads what follows a member or element: the closing bracket, whose index plus one it
+// returns, or a comma, after which it returns the index of the next value.
+func next(data []byte, i int, closing byte) (int, error) {
+	i = skipSpace(data, i)
+	switch {
+	case i >= len(data):
+		return 0, errSyntax
+	case data[i] == closing:
+		return i + 1, nil
+	case data[i] == ',':
+		return skipSpace(data, i+1), nil
+	}
+	return 0, errSyntax
 }
 
 // valid reports whether data is one JSON value, with nothing but space around it.
@@ -273,44 +290,14 @@ func EachMember(obj []byte, f func(key []byte, start, end int)) bool {
 	if i >= len(obj) || obj[i] != '{' {
 		return false
 	}
-	i = skipSpace(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return skipSpace(obj, i+1) == len(obj)
-	}
-	for {
-		if i >= len(obj) || obj[i] != '"' {
-			return false
-		}
-		keyEnd, err := skipString(obj, i)
-		if err != nil {
-			return false
-		}
-		key := obj[i+1 : keyEnd-1]
+	end, err := members(obj, i, 1, func(key []byte, start, end int) bool {
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false
 		}
-		i = skipSpace(obj, keyEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return false
-		}
-		start := skipSpace(obj, i+1)
-		if i, err = skipValue(obj, start, 1); err != nil {
-			return false
-		}
-		f(key, start, i)
-		i = skipSpace(obj, i)
-		if i >= len(obj) {
-			return false
-		}
-		switch obj[i] {
-		case '}':
-			return skipSpace(obj, i+1) == len(obj)
-		case ',':
-			i = skipSpace(obj, i+1)
-		default:
-			return false
-		}
-	}
+		f(key, start, end)
+		return true
+	})
+	return err == nil && skipSpace(obj, end) == len(obj)
 }
 
 // EachElement calls f with the extent of each element of the JSON array arr, in order. It
@@ -320,28 +307,6 @@ func EachElement(arr []byte, f func(start, end int)) bool {
 	if i >= len(arr) || arr[i] != '[' {
 		return false
 	}
-	i = skipSpace(arr, i+1)
-	if i < len(arr) && arr[i] == ']' {
-		return skipSpace(arr, i+1) == len(arr)
-	}
-	for {
-		start := i
-		var err error
-		if i, err = skipValue(arr, start, 1); err != nil {
-			return false
-		}
-		f(start, i)
-		i = skipSpace(arr, i)
-		if i >= len(arr) {
-			return false
-		}
-		switch arr[i] {
-		case ']':
-			return skipSpace(arr, i+1) == len(arr)
-		case ',':
-			i = skipSpace(arr, i+1)
-		default:
-			return false
-		}
-	}
+	end, err := elements(arr, i, 1, func(start, end int) bool { f(start, end); return true })
+	return err == nil && skipSpace(arr, end) == len(arr)
 }

@@ -91,6 +91,24 @@ type faultPlan struct {
 	breakStream bool
 }
 
+// add plans a fault of kind: retryAfter goes with Fail, delay with Delay.
+func (p *faultPlan) add(kind FaultKind, retryAfter, delay time.Duration) {
+	switch kind {
+	case Fail:
+		p.fail, p.retryAfter = true, retryAfter
+	case Delay:
+		p.delay += delay
+	case DropBeforeExecution:
+		p.dropBefore = true
+	case DropAfterExecution:
+		p.dropAfter = true
+	case ExpireSession:
+		p.expire = true
+	case BreakStream:
+		p.breakStream = true
+	}
+}
+
 // takeFaults uses up one hit of every fault matching the request.
 func (s *Server) takeFaults(method, tool string) faultPlan {
 	var p faultPlan
@@ -107,20 +125,7 @@ func (s *Server) takeFaults(method, tool string) faultPlan {
 			continue
 		}
 		if f.matches(method, tool) {
-			switch f.Kind {
-			case Fail:
-				p.fail, p.retryAfter = true, f.RetryAfter
-			case Delay:
-				p.delay += f.Delay
-			case DropBeforeExecution:
-				p.dropBefore = true
-			case DropAfterExecution:
-				p.dropAfter = true
-			case ExpireSession:
-				p.expire = true
-			case BreakStream:
-				p.breakStream = true
-			}
+			p.add(f.Kind, f.RetryAfter, f.Delay)
 			if f.left > 0 {
 				f.left--
 			}

@@ -141,20 +141,7 @@ func (r *randomFaults) take(method, tool string, p *faultPlan) {
 	}
 	kind := r.Kinds[r.rng.IntN(len(r.Kinds))]
 	r.hits[kind]++
-	switch kind {
-	case Fail:
-		p.fail, p.retryAfter = true, r.RetryAfter
-	case Delay:
-		p.delay += r.Delay
-	case DropBeforeExecution:
-		p.dropBefore = true
-	case DropAfterExecution:
-		p.dropAfter = true
-	case ExpireSession:
-		p.expire = true
-	case BreakStream:
-		p.breakStream = true
-	}
+	p.add(kind, r.RetryAfter, r.Delay)
 }
 
 var faultKindNames = [...]string{

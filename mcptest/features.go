@@ -115,41 +115,19 @@ func guard[T any](what string, f func() (T, error)) (v T, err error) {
 }
 
 func (s *Server) listResources(m jsonrpc.Message) answer {
-	cursor, bad := cursorOf(m)
-	if bad != nil {
-		return *bad
-	}
-	s.mu.Lock()
-	uris, next, ok := page(s.resourceOrder, cursor, s.pageSize)
-	res := mcpclient.ListResourcesResult{Resources: []*mcpclient.Resource{}, NextCursor: next}
-	for _, uri := range uris {
-		r := s.resources[uri].res
-		res.Resources = append(res.Resources, &r)
-	}
-	s.mu.Unlock()
-	if !ok {
-		return errorAnswer(mcpclient.RPCInvalidParams, "invalid cursor", nil)
-	}
-	return resultAnswer(res)
+	return listAnswer(s, m, func() []string { return s.resourceOrder },
+		func(uri string) mcpclient.Resource { return s.resources[uri].res },
+		func(resources []*mcpclient.Resource, next string) any {
+			return mcpclient.ListResourcesResult{Resources: resources, NextCursor: next}
+		})
 }
 
 func (s *Server) listResourceTemplates(m jsonrpc.Message) answer {
-	cursor, bad := cursorOf(m)
-	if bad != nil {
-		return *bad
-	}
-	s.mu.Lock()
-	entries, next, ok := page(s.templates, cursor, s.pageSize)
-	res := mcpclient.ListResourceTemplatesResult{ResourceTemplates: []*mcpclient.ResourceTemplate{}, NextCursor: next}
-	for _, e := range entries {
-		t := e.tmpl
-		res.ResourceTemplates = append(res.ResourceTemplates, &t)
-	}
-	s.mu.Unlock()
-	if !ok {
-		return errorAnswer(mcpclient.RPCInvalidParams, "invalid cursor", nil)
-	}
-	return resultAnswer(res)
+	return listAnswer(s, m, func() []*templateEntry { return s.templates },
+		func(e *templateEntry) mcpclient.ResourceTemplate { return e.tmpl },
+		func(templates []*mcpclient.ResourceTemplate, next string) any {
+			return mcpclient.ListResourceTemplatesResult{ResourceTemplates: templates, NextCursor: next}
+		})
 }
 
 type uriParams struct {
@@ -229,22 +207,11 @@ func (s *Server) ResourceListChanged() { s.Notify("notifications/resources/list_
 func (s *Server) PromptListChanged() { s.Notify("notifications/prompts/list_changed", nil) }
 
 func (s *Server) listPrompts(m jsonrpc.Message) answer {
-	cursor, bad := cursorOf(m)
-	if bad != nil {
-		return *bad
-	}
-	s.mu.Lock()
-	names, next, ok := page(s.promptOrder, cursor, s.pageSize)
-	res := mcpclient.ListPromptsResult{Prompts: []*mcpclient.Prompt{}, NextCursor: next}
-	for _, name := range names {
-		p := s.prompts[name].prompt
-		res.Prompts = append(res.Prompts, &p)
-	}
-	s.mu.Unlock()
-	if !ok {
-		return errorAnswer(mcpclient.RPCInvalidParams, "invalid cursor", nil)
-	}
-	return resultAnswer(res)
+	return listAnswer(s, m, func() []string { return s.promptOrder },
+		func(name string) mcpclient.Prompt { return s.prompts[name].prompt },
+		func(prompts []*mcpclient.Prompt, next string) any {
+			return mcpclient.ListPromptsResult{Prompts: prompts, NextCursor: next}
+		})
 }
 
 func (s *Server) getPrompt(ctx context.Context, m jsonrpc.Message) answer {

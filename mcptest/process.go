@@ -219,22 +219,32 @@ func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
 }
 
 func (s *Server) listTools(m jsonrpc.Message) answer {
+	return listAnswer(s, m, func() []string { return s.toolOrder },
+		func(name string) mcpclient.Tool { return s.tools[name].tool },
+		func(tools []*mcpclient.Tool, next string) any {
+			return mcpclient.ListToolsResult{Tools: tools, NextCursor: next}
+		})
+}
+
+// listAnswer answers a paginated list request: the page of order that the request's cursor
+// starts, each entry turned into its item while s.mu is held, and result wraps them.
+func listAnswer[K, V any](s *Server, m jsonrpc.Message, order func() []K, item func(K) V, result func(items []*V, next string) any) answer {
 	cursor, bad := cursorOf(m)
 	if bad != nil {
 		return *bad
 	}
 	s.mu.Lock()
-	names, next, ok := page(s.toolOrder, cursor, s.pageSize)
-	res := mcpclient.ListToolsResult{Tools: []*mcpclient.Tool{}, NextCursor: next}
-	for _, name := range names {
-		t := s.tools[name].tool
-		res.Tools = append(res.Tools, &t)
+	keys, next, ok := page(order(), cursor, s.pageSize)
+	items := make([]*V, 0, len(keys))
+	for _, k := range keys {
+		v := item(k)
+		items = append(items, &v)
 	}
 	s.mu.Unlock()
 	if !ok {
 		return errorAnswer(mcpclient.RPCInvalidParams, "invalid cursor", nil)
 	}
-	return resultAnswer(res)
+	return resultAnswer(result(items, next))
 }
 
 // cursorOf reads the cursor of a paginated list request; bad is the error answer to params that

@@ -476,3 +476,66 @@ func TestKeepalivePingsUntilClose(t *testing.T) {
 		}
 	})
 }
+
+// A client that learned the server is older goes straight to initialize when it reconnects; if
+// that initialize fails, the server may have changed, and the next connection probes it again.
+func TestFailedInitializeForgetsTheOlderServer(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		dials  int
+		probes []int // the dials that carried server/discover
+	)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
+		mu.Lock()
+		dials++
+		n := dials
+		mu.Unlock()
+		client, server := transport.Pipe()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send := func(s string) { server.Send(context.Background(), &transport.Message{Frame: []byte(s)}) }
+			for {
+				frame, err := server.Receive(context.Background())
+				if err != nil {
+					return
+				}
+				var m wireMsg
+				json.Unmarshal(frame, &m)
+				switch {
+				case m.Method == "server/discover":
+					mu.Lock()
+					probes = append(probes, n)
+					mu.Unlock()
+					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"method not found"}}`)
+				case m.Method == "initialize" && n == 2:
+					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"not today"}}`)
+				case m.Method == "initialize":
+					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`)
+				case m.Method == "ping" && n == 1:
+					server.Close() // the connection is lost: the client dials again
+					return
+				case m.Method == "ping":
+					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+				}
+			}
+		}()
+		return client, nil
+	})
+	c, err := mcpclient.Connect(context.Background(), tr, noWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Ping(context.Background()) // lost with the first connection
+	// The second connection (no probe) fails initialize; the third probes again.
+	for i := 0; i < 3 && c.Ping(context.Background()) != nil; i++ {
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dials < 3 || len(probes) != 2 || probes[0] != 1 || probes[1] != 3 {
+		t.Fatalf("%d dials, server/discover on dials %v; want it on the first and, after the failed initialize of the second, the third", dials, probes)
+	}
+}

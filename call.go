@@ -332,14 +332,14 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 		return r.giveUpUnlessRetrying(err)
 	}
 
-	// Uncertain.
+	// Uncertain. The server's delay hint bounds a resend and a re-issue alike.
 	r.lastErr = err
 	r.everUncertain, r.resent, r.uncertainIn = true, true, s
+	r.hint.hint = serverDelay(err)
 	switch {
 	case p.Mode == RetryNever:
 		return nil, r.fail(CodeOutcomeUnknown, err), StateUncertain, nil
 	case s.receipts != "" || p.Mode == RetryAlways:
-		r.hint.hint = serverDelay(err)
 		return nil, nil, 0, err
 	case r.safe:
 		if fail := r.reissue(); fail != nil {

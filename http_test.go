@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -752,4 +754,264 @@ func TestHTTPReconnectionToAnOlderServerSkipsTheProbe(t *testing.T) {
 	if c.ProtocolVersion() != mcpclient.LatestLegacyProtocolVersion {
 		t.Errorf("protocol %q after the reconnection", c.ProtocolVersion())
 	}
+}
+
+// A gateway may answer 5xx after the server ran the request (an upstream reset before its
+// headers, a gateway timeout): only 429 and 503 that carry the server's Retry-After prove the
+// request was turned away before it was read.
+func TestHTTPStatusWithoutRetryAfterIsUncertain(t *testing.T) {
+	cases := []struct {
+		status     int
+		retryAfter string
+		delivered  bool // the first attempt may have reached the handler
+	}{
+		{http.StatusInternalServerError, "", true},
+		{http.StatusBadGateway, "", true},
+		{http.StatusServiceUnavailable, "", true},
+		{http.StatusGatewayTimeout, "", true},
+		{http.StatusGatewayTimeout, "1", true}, // Retry-After proves nothing on a gateway timeout
+		{http.StatusTooManyRequests, "", true},
+		{http.StatusServiceUnavailable, "0", false},
+		{http.StatusTooManyRequests, "0", false},
+		{http.StatusServiceUnavailable, "Wed, 21 Oct 2015 07:28:00 GMT", false}, // a date in the past: no wait
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%d-retry-after-%q", tc.status, tc.retryAfter), func(t *testing.T) {
+			first := hOnce()
+			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				if m.Method != "tools/call" || !first() {
+					return false
+				}
+				if tc.retryAfter != "" {
+					w.Header().Set("Retry-After", tc.retryAfter)
+				}
+				http.Error(w, "upstream connect error or disconnect/reset before headers", tc.status)
+				return true
+			})
+			c := hConnect(t, &transport.HTTP{URL: srv.URL})
+			req := callReq(t, c, "reserve", nil)
+			resp, err := c.Do(hCtx(t), req)
+			if !tc.delivered {
+				if err != nil || resp.Attempts != 2 {
+					t.Fatalf("err %v: want the request resent after a refusal that proves it was not read", err)
+				}
+				return
+			}
+			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+				t.Fatalf("err %v, want ErrOutcomeUnknown: the tool may have run behind the gateway", err)
+			}
+			if n := srv.toolCalls.Load(); n != 1 {
+				t.Errorf("the unsafe call was sent %d times without receipts", n)
+			}
+			if e, _ := c.Ledger().Lookup(req.ID()); e.State != mcpclient.StateUncertain {
+				t.Errorf("ledger state %v, want uncertain", e.State)
+			}
+		})
+	}
+}
+
+// A JSON-RPC error object whose id is null or another request's is not this request's answer: a
+// gateway's 502 carrying one says nothing about whether the request ran.
+func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
+	for _, id := range []string{`null`, `"someone-else"`} {
+		t.Run(id, func(t *testing.T) {
+			body := `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"upstream failed"}}`
+			t.Run("receipts", func(t *testing.T) {
+				first := hOnce()
+				srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+					if m.Method != "tools/call" || !first() {
+						return false
+					}
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadGateway)
+					io.WriteString(w, body)
+					return true
+				})
+				c := hConnect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession))
+				req := callReq(t, c, "reserve", nil)
+				resp, err := c.Do(hCtx(t), req)
+				if err != nil {
+					t.Fatalf("err %v: the error body was taken as the answer instead of resending", err)
+				}
+				if resp.Attempts != 2 || resp.Request.ID() != req.ID() {
+					t.Errorf("attempts %d under %v, want the same id resent once", resp.Attempts, resp.Request.ID())
+				}
+			})
+			t.Run("no-receipts", func(t *testing.T) {
+				srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+					if m.Method != "tools/call" {
+						return false
+					}
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadGateway)
+					io.WriteString(w, body)
+					return true
+				})
+				c := hConnect(t, &transport.HTTP{URL: srv.URL})
+				req := callReq(t, c, "reserve", nil)
+				_, err := c.Do(hCtx(t), req)
+				if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || mcpclient.IsWireError(err) {
+					t.Fatalf("err %v, want ErrOutcomeUnknown with no server answer in it", err)
+				}
+				if e, _ := c.Ledger().Lookup(req.ID()); e.State != mcpclient.StateUncertain {
+					t.Errorf("ledger state %v, want uncertain", e.State)
+				}
+			})
+		})
+	}
+	// A 4xx is the refusal of this request whatever id its body names: the body is its detail.
+	t.Run("4xx", func(t *testing.T) {
+		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			if m.Method != "tools/call" {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad arguments"}}`)
+			return true
+		})
+		c := hConnect(t, &transport.HTTP{URL: srv.URL})
+		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		var rpc *mcpclient.RPCError
+		if mcpclient.CodeOf(err) != mcpclient.CodeServerError || !errors.As(err, &rpc) || rpc.Code != mcpclient.RPCInvalidParams {
+			t.Fatalf("err %v, want the server's refusal with its JSON-RPC detail", err)
+		}
+	})
+}
+
+// A 202 to a request leaves its answer to a stream; when there is none (a stateless revision has
+// no GET stream, an older server refuses the GET), nothing will ever answer: the call ends at
+// once as uncertain instead of waiting for its deadline.
+func TestHTTPAcceptedRequestWithoutAStreamEndsAtOnce(t *testing.T) {
+	check := func(t *testing.T, c *mcpclient.Client, sent func() int32) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := c.CallTool(ctx, "reserve", nil)
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("the call took %v", took)
+		}
+		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err %v, want ErrOutcomeUnknown at once", err)
+		}
+		if n := sent(); n != 1 {
+			t.Errorf("the unsafe call was sent %d times", n)
+		}
+	}
+	t.Run("get-refused", func(t *testing.T) {
+		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			if m.Method == "tools/call" {
+				w.WriteHeader(http.StatusAccepted)
+				return true
+			}
+			return false
+		})
+		c := hConnect(t, &transport.HTTP{URL: srv.URL})
+		check(t, c, srv.toolCalls.Load)
+	})
+	t.Run("stateless", func(t *testing.T) {
+		var calls atomic.Int32
+		s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+			if r.Method == "tools/call" {
+				calls.Add(1)
+				return http.StatusAccepted, result(`{}`)
+			}
+			return 0, ""
+		})
+		c := connectStateless(t, s)
+		check(t, c, calls.Load)
+	})
+}
+
+// A response stream that ends with nothing but a retry: field still tells the client how long to
+// wait before asking again.
+func TestHTTPStreamRetryFieldBoundsTheResend(t *testing.T) {
+	cases := []struct {
+		name     string
+		retryMS  int
+		maxDelay time.Duration
+		want     time.Duration
+	}{
+		{"hint", 200, 0, 200 * time.Millisecond},
+		{"capped", 60_000, 150 * time.Millisecond, 150 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			first := hOnce()
+			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				if m.Method != "tools/call" || !first() {
+					return false
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(w, "retry: %d\n\n", tc.retryMS)
+				return true
+			})
+			var mu sync.Mutex
+			var waits []time.Duration
+			c := hConnect(t, &transport.HTTP{URL: srv.URL},
+				mcpclient.WithReceipts(mcpclient.ReceiptScopeSession),
+				mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
+					NewBackOff:     func() backoff.BackOff { return &backoff.ZeroBackOff{} },
+					MaxServerDelay: tc.maxDelay,
+					OnRetry: func(_ int, _ error, d time.Duration) {
+						mu.Lock()
+						waits = append(waits, d)
+						mu.Unlock()
+					},
+				}))
+			start := time.Now()
+			resp, err := c.CallTool(hCtx(t), "reserve", nil)
+			if err != nil || resp.Text() != "ok" {
+				t.Fatalf("err %v", err)
+			}
+			if took := time.Since(start); took < tc.want {
+				t.Errorf("resent after %v, before the server's delay of %v", took, tc.want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(waits) != 1 || waits[0] != tc.want {
+				t.Errorf("waits %v, want [%v]", waits, tc.want)
+			}
+		})
+	}
+}
+
+type tenantKey struct{}
+
+// HeaderFunc chooses headers per caller (a user's token, a tenant) from the values of the
+// context the call was made with.
+func TestHTTPHeaderFuncSeesTheCallersContext(t *testing.T) {
+	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
+		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool, (&counter{}).tool))...)
+		var mu sync.Mutex
+		seen := map[string]int{} // tenant -> requests
+		tr := &transport.HTTP{URL: srv.URL, HeaderFunc: func(ctx context.Context, h http.Header) error {
+			tenant, _ := ctx.Value(tenantKey{}).(string)
+			mu.Lock()
+			seen[tenant]++
+			mu.Unlock()
+			return nil
+		}}
+		c, err := mcpclient.Connect(context.WithValue(context.Background(), tenantKey{}, "connector"), tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		mu.Lock()
+		if seen["connector"] == 0 {
+			t.Errorf("Connect's requests carried none of its context's values: %v", seen)
+		}
+		clear(seen)
+		mu.Unlock()
+		ctx := context.WithValue(context.Background(), tenantKey{}, "acme")
+		if _, err := c.CallTool(ctx, "reserve", nil); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if seen["acme"] != 1 || len(seen) != 1 {
+			t.Errorf("HeaderFunc saw tenants %v for one call, want the caller's %q once", seen, "acme")
+		}
+	})
 }

@@ -19,8 +19,9 @@ const (
 	DropAfterExecution
 	// Delay holds the request for Fault.Delay before it is handled.
 	Delay
-	// Fail refuses the request before it is read, as an overloaded server answers 503: the
-	// client sees it not delivered, with Fault.RetryAfter as the server's delay hint.
+	// Fail refuses the request before it is read, as an overloaded server answers 503 with
+	// Retry-After: the client sees it not delivered, with Fault.RetryAfter as the server's
+	// delay hint (over HTTP, in whole seconds; 0 when not set).
 	Fail
 	// ExpireSession ends the request's session before it is handled, as a server expiring
 	// sessions does: the request is refused (HTTP 404) and the client must initialize anew.

@@ -295,21 +295,23 @@ func (h *HTTPServer) start(w http.ResponseWriter, session string, m jsonrpc.Mess
 	}
 	key = id.JSON()
 	if t, ok = h.track(session, key, body); !ok {
+		// Turned away unread: Retry-After is how a client tells that from a gateway's 503.
+		w.Header().Set("Retry-After", "0")
 		http.Error(w, "server closed", http.StatusServiceUnavailable)
 	}
 	return key, t, ok
 }
 
-// refuse answers a request turned away before it was read: 503 with Retry-After, or 404 for a
-// session the server does not know.
+// refuse answers a request turned away before it was read: 503 with Retry-After (0 when the
+// fault names no delay: the header is what tells a client the server itself refused the request
+// unread, where a gateway's 503 may follow its execution), or 404 for a session the server does
+// not know.
 func (h *HTTPServer) refuse(w http.ResponseWriter, v verdict) {
 	if !errors.Is(v.refuse, ErrUnavailable) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	if v.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(v.retryAfter.Seconds()))))
-	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(v.retryAfter.Seconds()))))
 	http.Error(w, v.refuse.Error(), http.StatusServiceUnavailable)
 }
 

@@ -26,12 +26,20 @@ import (
 // HTTP is the Streamable HTTP transport of MCP revisions 2025-03-26 to 2025-11-25: every
 // message is its own POST to one endpoint, answered with a JSON body or an SSE stream.
 //
-// It reports delivery as DESIGN.md defines it. A POST that failed before the whole request was
-// written is NotDelivered, as are 429 and 503 (with their Retry-After) and 404 on a known session
-// (wrapping ErrSessionNotFound); 409 is a Conflict; a broken response stream that cannot be
-// resumed, a 5xx without an answer, or a timeout after writing is Uncertain. A response stream
-// that breaks after an event id is resumed by GET with Last-Event-ID, after the server's retry:
-// delay.
+// It reports how far each POST got. NotDelivered only when the request provably did not reach
+// the MCP handler: a POST that failed before the whole request was written, 429 and 503 that
+// carry the server's Retry-After, 404 on a known session (wrapping ErrSessionNotFound). 409 is a
+// Conflict. Uncertain: a broken response stream that cannot be resumed, any other 5xx (a gateway
+// may answer 502, 503 or 504 after the server ran the request) and 429 without Retry-After, a 202
+// to a request when no stream can carry its answer, a timeout after writing. A JSON-RPC error in
+// a failure's body is the request's answer only when it carries the request's id; one with a
+// null or foreign id leaves the status to decide. A response stream that breaks after an event
+// id is resumed by GET with Last-Event-ID, after the server's retry: delay; one that ends
+// unanswered passes its retry: delay on as the exchange's RetryAfter.
+//
+// Every request made for a call carries the call's context, values included (for HeaderFunc and
+// the http.Client's RoundTripper); the GET stream, which belongs to no call, carries the
+// context of the connection, and the DELETE at Close a background one.
 //
 // The zero value is not usable: URL must be set. An HTTP may be shared by several clients; its
 // fields must not change after the first Connect.
@@ -48,7 +56,8 @@ type HTTP struct {
 	Header http.Header
 
 	// HeaderFunc, if set, may add headers to each request (a fresh token, say); an error fails
-	// the request as NotDelivered.
+	// the request as NotDelivered. ctx is the context of the call the request belongs to, with
+	// its values (a user's token, a tenant, a trace span).
 	HeaderFunc func(ctx context.Context, h http.Header) error
 
 	// MaxMessageSize bounds one JSON response body or one SSE event, in bytes. Default
@@ -140,7 +149,17 @@ type httpConn struct {
 	version   string // MCP-Protocol-Version, once negotiated; guarded by mu
 	modern    bool   // a stateless revision: no session, no GET stream, no resumption; guarded by mu
 	listening bool   // the GET stream was asked for; guarded by mu
-	closed    bool   // guarded by mu
+	// serverStreamOpened is closed when the server has answered the first GET; guarded by mu.
+	serverStreamOpened chan struct{}
+	closed             bool // guarded by mu
+	// serverStreamUp: the GET stream is open or being resumed; guarded by mu.
+	serverStreamUp bool
+	// awaitingServerStream holds the requests answered 202, whose answers can only come on the
+	// GET stream; they fail when it ends for good. guarded by mu.
+	awaitingServerStream map[string]struct{}
+	// answeredEarly holds the last requests answered on the GET stream before their 202 was
+	// read, so that such a request is not awaited again; guarded by mu.
+	answeredEarly recentIDs
 
 	closeOnce sync.Once
 }
@@ -178,20 +197,20 @@ func (c *httpConn) SessionID() string {
 // Listen opens the standalone GET stream for messages the server sends on its own, once, and
 // returns when the server has answered the GET (or listenTimeout passed): a server that sends
 // its requests there drops those sent before the stream exists. A server answering 405 offers
-// no stream, and that is no error.
+// no stream, and that is no error. Concurrent callers all wait for that first answer.
 func (c *httpConn) Listen() {
 	c.mu.Lock()
-	start := !c.listening && !c.closed && !c.modern
-	c.listening = true
-	if start {
+	if !c.listening && !c.closed && !c.modern {
+		c.listening = true
+		c.serverStreamOpened = make(chan struct{})
 		c.streams.Add(1) // under mu: shutdown waits for streams only after it set closed
+		go c.serverStream(c.serverStreamOpened)
 	}
+	opened := c.serverStreamOpened
 	c.mu.Unlock()
-	if !start {
+	if opened == nil {
 		return
 	}
-	opened := make(chan struct{})
-	go c.serverStream(opened)
 	t := time.NewTimer(listenTimeout)
 	defer t.Stop()
 	select {
@@ -252,10 +271,11 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	}
 
 	// A response stream outlives Send: it lives as long as the connection and the caller's
-	// interest in the answer.
-	reqCtx, cancel := context.WithCancel(c.ctx)
+	// interest in the answer. It keeps the caller's values, for HeaderFunc and RoundTrippers.
+	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopOnClose := context.AfterFunc(c.ctx, cancel)
 	stop := context.AfterFunc(ctx, cancel)
-	release := func() { stop(); cancel() }
+	release := func() { stop(); stopOnClose(); cancel() }
 
 	wrote, traced := traceWrites(reqCtx)
 	req, err := c.newRequest(traced, http.MethodPost, msg.Frame, msg.Header)
@@ -296,9 +316,9 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	case code == http.StatusAccepted:
 		drain(resp.Body)
 		release()
-		if msg.IsRequest() {
-			// The server will answer on the GET stream.
-			c.Listen()
+		if msg.IsRequest() && !c.awaitOnServerStream(msg.ID) {
+			// Nothing will ever carry the answer: waiting would only reach the deadline.
+			return &Error{Outcome: Uncertain, ID: msg.ID, Err: ErrNoAnswerStream}
 		}
 		return nil
 	case code >= 200 && code < 300:
@@ -312,6 +332,84 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 		defer release()
 		return postFailure(resp, msg.ID, sessionKnown)
 	}
+}
+
+// ErrNoAnswerStream reports a request the server accepted with 202, leaving its answer to the GET
+// stream, when there is no such stream: a stateless revision has none, and a server may refuse
+// it (405) or end it. The request may run; its answer cannot arrive.
+var ErrNoAnswerStream = errors.New("transport: 202 Accepted, and no stream can carry the answer")
+
+// awaitOnServerStream opens the GET stream if it is not open and records that id's answer will
+// come there. It reports false when no stream can carry it.
+func (c *httpConn) awaitOnServerStream(id string) bool {
+	c.mu.Lock()
+	modern := c.modern
+	c.mu.Unlock()
+	if modern {
+		return false
+	}
+	c.Listen()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.serverStreamUp {
+		return false
+	}
+	if c.answeredEarly.take(id) {
+		return true
+	}
+	if c.awaitingServerStream == nil {
+		c.awaitingServerStream = make(map[string]struct{})
+	}
+	c.awaitingServerStream[id] = struct{}{}
+	return true
+}
+
+// answeredOnServerStream notes the responses an event of the GET stream carries.
+func (c *httpConn) answeredOnServerStream(data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, raw := range jsonrpc.ResponseIDs(data) {
+		id := string(bytes.TrimSpace(raw))
+		if _, ok := c.awaitingServerStream[id]; ok {
+			delete(c.awaitingServerStream, id)
+		} else {
+			c.answeredEarly.add(id)
+		}
+	}
+}
+
+// serverStreamEnded fails the requests whose answers only the GET stream could have carried.
+func (c *httpConn) serverStreamEnded(cause error) {
+	c.mu.Lock()
+	c.serverStreamUp = false
+	orphans := c.awaitingServerStream
+	c.awaitingServerStream = nil
+	c.mu.Unlock()
+	for id := range orphans {
+		c.failExchange(c.ctx, id, Uncertain, 0, fmt.Errorf("%w: the GET stream ended: %w", ErrNoAnswerStream, cause))
+	}
+}
+
+// recentIDs remembers the last few ids added, for a bounded memory of what has been seen.
+type recentIDs struct {
+	ids  [16]string
+	next int
+}
+
+func (r *recentIDs) add(id string) {
+	r.ids[r.next] = id
+	r.next = (r.next + 1) % len(r.ids)
+}
+
+// take reports whether id was added, and forgets it.
+func (r *recentIDs) take(id string) bool {
+	for i, seen := range r.ids {
+		if seen == id {
+			r.ids[i] = ""
+			return true
+		}
+	}
+	return false
 }
 
 // ErrInvalidSessionID reports an Mcp-Session-Id that is not visible ASCII (0x21 to 0x7E), as the
@@ -368,9 +466,11 @@ func deliveryFailure(ctx context.Context, id string, wrote bool, err error) erro
 }
 
 // postFailure reads a POST's failure status as a delivery outcome: 404 on a known session
-// lost it, 409 is a conflict, 429 and 503 turned the request away before reading it, another 4xx
-// refused it, and a 5xx without a JSON-RPC answer may follow its execution. A JSON-RPC error in
-// the body is the server's answer.
+// lost it, 409 is a conflict, 429 and 503 with the server's Retry-After turned the request away
+// before reading it, another 4xx refused it, and a 5xx may follow its execution (a gateway
+// answering for a server that ran the request). A JSON-RPC error in the body is the server's
+// answer when it carries the request's id; one with another id answers another request, and one
+// with a null id only details a refusal the status already made.
 func postFailure(resp *http.Response, id string, sessionKnown bool) error {
 	code := resp.StatusCode
 	body := readStart(resp.Body)
@@ -380,16 +480,22 @@ func postFailure(resp *http.Response, id string, sessionKnown bool) error {
 		return &Error{Outcome: NotDelivered, ID: id, Err: fmt.Errorf("%w: %w", ErrSessionNotFound, status)}
 	case code == http.StatusConflict:
 		return &Error{Outcome: Conflict, ID: id, Reply: errorObject(body), Err: status}
-	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		return &Error{Outcome: NotDelivered, ID: id, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()), Err: status}
 	}
-	if reply := errorObject(body); reply != nil {
+	delay, hinted := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if hinted && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {
+		return &Error{Outcome: NotDelivered, ID: id, RetryAfter: delay, Err: status}
+	}
+	reply, replyID := errorReply(body)
+	if reply != nil && replyID == id {
 		return &Error{Outcome: Answered, ID: id, Reply: reply, Err: status}
 	}
-	if code >= 500 {
-		return &Error{Outcome: Uncertain, ID: id, Err: status}
+	if code >= 500 || code == http.StatusTooManyRequests {
+		return &Error{Outcome: Uncertain, ID: id, RetryAfter: delay, Err: status}
 	}
-	return &Error{Outcome: Answered, ID: id, Err: status}
+	if replyID != "null" {
+		reply = nil
+	}
+	return &Error{Outcome: Answered, ID: id, Reply: reply, Err: status}
 }
 
 // readAnswer reads a 2xx answer to a request, by its media type. release ends the exchange;
@@ -413,7 +519,7 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 		if !answers(body, id) {
 			// A JSON body is the only answer a POST gets: one for another id leaves this
 			// request's outcome unknown rather than pending forever.
-			c.failExchange(ctx, id, Uncertain, errors.New("transport: the answer body is not a response to the request"))
+			c.failExchange(ctx, id, Uncertain, 0, errors.New("transport: the answer body is not a response to the request"))
 		}
 		return nil
 	case "text/event-stream":
@@ -493,13 +599,13 @@ func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id st
 		}
 		if errors.Is(err, ErrMessageTooLarge) || st.lastID == "" || !resumable {
 			// Without an event id there is nothing to resume from; an oversized event would
-			// only be replayed.
-			c.failExchange(ctx, id, Uncertain, err)
+			// only be replayed. The server's retry: delay still says when to ask again.
+			c.failExchange(ctx, id, Uncertain, st.retry, streamEnded(err))
 			return nil
 		}
 		body, err = st.resume(ctx, true)
 		if body == nil {
-			c.failExchange(ctx, id, Uncertain, err)
+			c.failExchange(ctx, id, Uncertain, st.retry, err)
 			return nil
 		}
 		err = st.read(ctx, body)
@@ -507,12 +613,28 @@ func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id st
 	return st.rest
 }
 
+// streamEnded names the end of a response stream that came without the answer.
+func streamEnded(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return errors.New("transport: the response stream ended before the answer")
+	}
+	return err
+}
+
 // serverStream keeps the standalone GET stream open while the connection lives.
 func (c *httpConn) serverStream(opened chan struct{}) {
 	defer c.streams.Done()
 	st := &stream{c: c}
+	err := ErrClosed
+	defer func() { c.serverStreamEnded(err) }()
 	for first := true; c.ctx.Err() == nil; first = false {
-		body, err := st.resume(c.ctx, !first)
+		var body io.ReadCloser
+		body, err = st.resume(c.ctx, !first)
+		if body != nil && first {
+			c.mu.Lock()
+			c.serverStreamUp = true
+			c.mu.Unlock()
+		}
 		if first {
 			close(opened)
 		}
@@ -520,8 +642,9 @@ func (c *httpConn) serverStream(opened chan struct{}) {
 			c.log.Debug("transport: no server stream", "err", err)
 			return
 		}
-		st.read(c.ctx, body)
+		err = streamEnded(st.read(c.ctx, body))
 	}
+	err = ErrClosed
 }
 
 // A stream is the client's view of one SSE stream across its connections.
@@ -579,6 +702,9 @@ func (st *stream) events(ctx context.Context, r *sse.Reader) error {
 		answer := st.id != "" && !st.answered && answers(ev.Data, st.id)
 		if answer {
 			st.answered = true
+		}
+		if st.id == "" {
+			st.c.answeredOnServerStream(ev.Data)
 		}
 		if err := st.c.deliver(ctx, delivery{frame: ev.Data}); err != nil {
 			return err
@@ -678,9 +804,9 @@ func (c *httpConn) deliver(ctx context.Context, d delivery) error {
 	}
 }
 
-func (c *httpConn) failExchange(ctx context.Context, id string, outcome Outcome, err error) {
+func (c *httpConn) failExchange(ctx context.Context, id string, outcome Outcome, retryAfter time.Duration, err error) {
 	c.log.Debug("transport: exchange broken", "id", id, "err", err)
-	c.deliver(ctx, delivery{err: &Error{Outcome: outcome, ID: id, Err: err}})
+	c.deliver(ctx, delivery{err: &Error{Outcome: outcome, ID: id, RetryAfter: retryAfter, Err: err}})
 }
 
 // Push hands every later frame and exchange failure to deliver, on the goroutine that read it:
@@ -741,32 +867,50 @@ func (c *httpConn) shutdown(endSession bool) {
 // deleteTimeout bounds the DELETE that ends a session at Close.
 const deleteTimeout = 5 * time.Second
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+// retryAfter reads a Retry-After header: seconds, or an HTTP date; 0 when there is none.
 func retryAfter(v string, now time.Time) time.Duration {
+	d, _ := parseRetryAfter(v, now)
+	return d
+}
+
+// parseRetryAfter reads a Retry-After header, reporting whether it holds one: seconds, or an
+// HTTP date (one in the past means no wait).
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
-		return 0
+		return 0, false
 	}
 	if s, err := strconv.Atoi(v); err == nil {
 		if s < 0 {
-			return 0
+			return 0, false
 		}
 		// Beyond 292 years the product overflows; such a delay means "not soon", and the
 		// callers cap it at what they are willing to wait.
-		return time.Duration(min(int64(s), math.MaxInt64/int64(time.Second))) * time.Second
+		return time.Duration(min(int64(s), math.MaxInt64/int64(time.Second))) * time.Second, true
 	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
 	}
-	return 0
+	return 0, false
 }
 
 // errorObject returns the JSON-RPC error object of a body that is an error response, or nil.
 func errorObject(body []byte) []byte {
+	reply, _ := errorReply(body)
+	return reply
+}
+
+// errorReply returns the JSON-RPC error object of a body that is an error response and the JSON
+// text of the id it names ("null" for none), or nil.
+func errorReply(body []byte) (reply []byte, id string) {
 	msgs, err := jsonrpc.Decode(body)
 	if err != nil || len(msgs) != 1 || msgs[0].Error == nil {
-		return nil
+		return nil, ""
 	}
-	return msgs[0].Error
+	id = string(bytes.TrimSpace(msgs[0].ID))
+	if id == "" {
+		id = "null"
+	}
+	return msgs[0].Error, id
 }
 
 func addHeaders(h, extra http.Header) {

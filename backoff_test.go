@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -582,4 +583,43 @@ func TestDefaultClassify(t *testing.T) {
 			t.Errorf("DefaultRetryPolicy() = %+v", p)
 		}
 	})
+}
+
+// Close ends a call waiting between attempts at once, and its error says why once.
+func TestBackoffWaitEndsAtClose(t *testing.T) {
+	cases := []struct {
+		name  string
+		fault mcptest.Fault
+		want  error
+	}{
+		{"not delivered", mcptest.Fault{Kind: mcptest.Fail, Tool: "t", Times: -1, RetryAfter: 5 * time.Second}, mcpclient.ErrClosed},
+		{"uncertain with receipts", mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "t", Times: -1}, mcpclient.ErrOutcomeUnknown},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			policy := mcpclient.RetryPolicy{NewBackOff: boConstant(5 * time.Second)}
+			boBubble(t, nil, policy, func(t *testing.T, srv *mcptest.Server, c *mcpclient.Client) {
+				srv.Inject(tc.fault)
+				req := boRequest(t, c, 1)
+				done := make(chan error, 1)
+				go func() { _, err := c.Do(context.Background(), req); done <- err }()
+				synctest.Wait() // the call sleeps in its first wait
+				closed := time.Now()
+				c.Close()
+				err := <-done
+				if waited := time.Since(closed); waited != 0 {
+					t.Errorf("the call ended %v after Close", waited)
+				}
+				if !errors.Is(err, tc.want) || !errors.Is(err, mcpclient.ErrClosed) {
+					t.Fatalf("err %v, want %v caused by ErrClosed", err, tc.want)
+				}
+				if e := boError(t, err); e.ID != req.ID() || e.Attempts != 1 {
+					t.Errorf("error names %v after %d attempts", e.ID, e.Attempts)
+				}
+				if n := strings.Count(err.Error(), "client closed"); n != 1 {
+					t.Errorf("the error names its cause %d times: %v", n, err)
+				}
+			})
+		})
+	}
 }

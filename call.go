@@ -225,7 +225,10 @@ type attemptLoop struct {
 func (r *attemptLoop) run(ctx context.Context) (*Response, error, State) {
 	p := r.c.cfg.retry
 	r.hint = &hintedBackOff{BackOff: backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), max: p.MaxServerDelay}
-	b := backoff.WithContext(r.hint, ctx)
+	// The waits between attempts end with the caller's context, and when the client closes.
+	waitCtx, stopWaiting := r.c.untilClosed(ctx)
+	defer stopWaiting()
+	b := backoff.WithContext(r.hint, waitCtx)
 	var final *Error
 	var finalState State
 	resp, err := backoff.RetryNotifyWithData(func() (*Response, error) {
@@ -247,15 +250,27 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, error, State) {
 	case final != nil:
 		return nil, final, finalState
 	}
-	// Out of attempts, or the context ended between attempts.
+	// Out of attempts, or the context ended or the client closed between attempts.
 	cause := r.lastErr
-	if ctxErr := context.Cause(ctx); ctxErr != nil && !errors.Is(cause, ctxErr) {
+	closed := errors.Is(context.Cause(waitCtx), ErrClosed) && ctx.Err() == nil
+	if ctxErr := context.Cause(waitCtx); ctxErr != nil && !errors.Is(cause, ctxErr) {
 		cause = fmt.Errorf("%w (last attempt: %w)", ctxErr, cause)
 	}
-	if r.everUncertain {
+	switch {
+	case r.everUncertain:
 		return nil, r.fail(CodeOutcomeUnknown, cause), StateUncertain
+	case closed:
+		return nil, r.fail(CodeClosed, fmt.Errorf("while waiting to retry (last attempt: %w)", r.lastErr)), r.undeliveredState()
 	}
 	return nil, r.fail(CodeNotDelivered, cause), r.undeliveredState()
+}
+
+// untilClosed returns a context that ends with ctx, or with ErrClosed as its cause when the
+// client closes, and the func that releases it.
+func (c *Client) untilClosed(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 // undeliveredState is the ledger state after a loop none of whose attempts was delivered: what
@@ -279,6 +294,16 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) { // the client is closed, or the server refused the session
+			if e.Code == CodeClosed { // named once, by the code or the cause, not once per layer
+				switch {
+				case r.everUncertain:
+					err = ErrClosed
+				case r.lastErr != nil:
+					err = fmt.Errorf("before the next attempt (last attempt: %w)", r.lastErr)
+				default:
+					err = nil
+				}
+			}
 			if r.everUncertain {
 				return nil, r.fail(CodeOutcomeUnknown, err), StateUncertain, nil
 			}

@@ -181,7 +181,14 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 
 	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: req.header})
 	if err != nil {
-		s.forget(req.key, p)
+		if !s.forget(req.key, p) {
+			// Something was routed to the call before Send gave up (an answer on a legacy
+			// stream, then a 502 for the POST): an answer is the request's outcome, and the
+			// later send error cannot undo it.
+			if r := <-p.ch; isAnswer(r) {
+				return r.result, withReply(r.err)
+			}
+		}
 		switch {
 		case errors.Is(err, transport.ErrSessionNotFound):
 			s.retire(err)
@@ -199,11 +206,11 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 	case r := <-p.ch:
 		return r.result, withReply(r.err)
 	case <-ctx.Done():
-		s.forget(req.key, p)
-		select {
-		case r := <-p.ch: // the answer won the race; it is still the answer
+		if !s.forget(req.key, p) {
+			// The reply won the race; an answer is still the answer, and any other reply
+			// says as much about the exchange as the context does.
+			r := <-p.ch
 			return r.result, withReply(r.err)
-		default:
 		}
 		cause := context.Cause(ctx)
 		s.abandon(req, cause)
@@ -260,14 +267,25 @@ func withReply(err error) error {
 	return fmt.Errorf("%w (%w)", rpc, err)
 }
 
-// forget removes p from the pending map if it is still there under key.
-func (s *session) forget(key string, p *pendingCall) {
+// forget removes p from the pending map if it is still there under key, and reports whether it
+// was: when it was not, a reply is on its way to p.ch, or there already.
+func (s *session) forget(key string, p *pendingCall) bool {
 	s.mu.Lock()
-	if s.pending[key] == p {
+	removed := s.pending[key] == p
+	if removed {
 		delete(s.pending, key)
 	}
 	s.mu.Unlock()
 	s.endIfDrained()
+	return removed
+}
+
+// isAnswer reports whether r is the server's answer to the call (a result, a JSON-RPC error, or
+// a response for its id that does not parse), rather than a failure of the exchange.
+func isAnswer(r reply) bool {
+	var rpc *RPCError
+	var malformed *errMalformedAnswer
+	return r.err == nil || errors.As(r.err, &rpc) || errors.As(r.err, &malformed)
 }
 
 // resolve hands r to the call awaiting key. It reports false when no call awaits it: an unknown

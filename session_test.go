@@ -539,3 +539,79 @@ func TestFailedInitializeForgetsTheOlderServer(t *testing.T) {
 		t.Fatalf("%d dials, server/discover on dials %v; want it on the first and, after the failed initialize of the second, the third", dials, probes)
 	}
 }
+
+// answerThenFailSend is a connection whose Send of a tools/call fails (as a legacy POST answered
+// 502 does) after the call's answer came in on the stream and was routed to it.
+type answerThenFailSend struct {
+	transport.Conn
+	mu      sync.Mutex
+	callID  string
+	handed  bool          // Receive returned the answer
+	routed  chan struct{} // closed when the reader asks for the next frame after the answer
+	closeMu sync.Once
+}
+
+func (w *answerThenFailSend) Send(ctx context.Context, msg *transport.Message) error {
+	if msg.Method == "tools/call" {
+		w.mu.Lock()
+		w.callID = msg.ID
+		w.mu.Unlock()
+	}
+	if err := w.Conn.Send(ctx, msg); err != nil || msg.Method != "tools/call" {
+		return err
+	}
+	select {
+	case <-w.routed:
+	case <-time.After(10 * time.Second):
+	}
+	return &transport.Error{Outcome: transport.Uncertain, ID: msg.ID, Err: errors.New("HTTP 502 Bad Gateway")}
+}
+
+func (w *answerThenFailSend) Receive(ctx context.Context) ([]byte, error) {
+	w.mu.Lock()
+	if w.handed {
+		// The reader routes a frame before it asks for the next one.
+		w.closeMu.Do(func() { close(w.routed) })
+	}
+	w.mu.Unlock()
+	frame, err := w.Conn.Receive(ctx)
+	w.mu.Lock()
+	if w.callID != "" && strings.Contains(string(frame), w.callID) {
+		w.handed = true
+	}
+	w.mu.Unlock()
+	return frame, err
+}
+
+// An answer that reached the call before its send failed is the call's outcome: the send error
+// comes later and says less.
+func TestAnswerRoutedBeforeSendFailedWins(t *testing.T) {
+	inner := newFake(t, func(f *fakeServer, m wireMsg) {
+		if m.Method == "tools/call" {
+			f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"booked R-17"}]}}`)
+		}
+	})
+	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
+		conn, err := inner.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &answerThenFailSend{Conn: conn, routed: make(chan struct{})}, nil
+	})
+	c, err := mcpclient.Connect(context.Background(), tr, noWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := callReq(t, c, "reserve", nil)
+	resp, err := c.Do(context.Background(), req)
+	if err != nil {
+		t.Fatalf("err %v: the answer that had arrived was dropped", err)
+	}
+	if text(t, resp) != "booked R-17" || resp.Attempts != 1 {
+		t.Errorf("result %q after %d attempts", text(t, resp), resp.Attempts)
+	}
+	if e, _ := c.Ledger().Lookup(req.ID()); e.State != mcpclient.StateAnswered {
+		t.Errorf("ledger state %v, want answered", e.State)
+	}
+}

@@ -366,6 +366,9 @@ func (c *httpConn) awaitOnServerStream(id string) bool {
 
 // answeredOnServerStream notes the responses an event of the GET stream carries.
 func (c *httpConn) answeredOnServerStream(data []byte) {
+	if !bytes.Contains(data, []byte(`"result"`)) && !bytes.Contains(data, []byte(`"error"`)) {
+		return // a notification or a server request: spare it the decoding
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, raw := range jsonrpc.ResponseIDs(data) {

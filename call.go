@@ -36,6 +36,14 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", method, err)}
 	}
+	var toolName string
+	if method == "tools/call" {
+		if toolName = toolNameOf(params, raw); toolName == "" {
+			// Most often a tool's arguments passed where the call's params belong: the server
+			// would only refuse it, and a recovery would be spent on that refusal.
+			return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("tools/call params need the tool's name (for new arguments to the same tool, use CallTool or SupersedeToolCall)")}
+		}
+	}
 	id := cc.id
 	pinned := !id.IsZero()
 	if !pinned {
@@ -59,7 +67,7 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 		}
 		header = standardHeaders(method, raw, s.init.ProtocolVersion)
 		if method == "tools/call" {
-			if err := c.addParamHeaders(header, toolNameOf(params, raw), raw); err != nil {
+			if err := c.addParamHeaders(header, toolName, raw); err != nil {
 				return nil, &Error{Code: CodeInvalidArgument, Err: err}
 			}
 		}
@@ -68,9 +76,7 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 	req.header = header
 	req.idempotent = cc.idempotent
 	req.progress, req.idle, req.max = cc.progress, cc.idle, cc.max
-	if method == "tools/call" {
-		req.toolName = toolNameOf(params, raw)
-	}
+	req.toolName = toolName
 	if pinned {
 		if err := c.ledger.check(req); err != nil {
 			return nil, &Error{Code: CodeRequestIDReused, ID: id, Request: req, Err: err}
@@ -396,11 +402,13 @@ func (r *attemptLoop) reissue() *Error {
 	}
 	next := freeze(r.c, id, r.cur.method, r.cur.params)
 	next.toolName, next.idempotent, next.header = r.cur.toolName, r.cur.idempotent, r.cur.header
-	next.supersedes = r.cur.id
+	next.supersedes, next.automatic = r.cur.id, true
 	next.reason = "re-issued under a new id after an uncertain attempt; the request is safe to repeat"
 	f, _, err := r.c.ledger.begin(next)
 	if err != nil {
-		return r.fail(CodeOf(err), err)
+		// The request may have run, and it stays in the ledger, unresolved: its outcome is
+		// what the caller must learn, whatever kept the re-issue from being tracked.
+		return r.fail(CodeOutcomeUnknown, fmt.Errorf("the re-issue under a new id was refused: %w (last attempt: %w)", err, r.lastErr))
 	}
 	if r.curFlight != nil {
 		r.c.ledger.settle(r.cur.key, r.curFlight, StateUncertain, true, nil,

@@ -40,12 +40,47 @@ func (i Inspection) String() string { return "checked " + i.Checked + "; found "
 // The new request has prev's method and params (nil keeps prev's), and carries
 // _meta.supersedes = prev's id on the wire. The ledger keeps prev's entry and records which id
 // replaced it and why. Note that the server will run the new request: it is a new request.
+//
+// For a tools/call, params are the call's params, the tool's name included; to change only the
+// tool's arguments, use SupersedeToolCall.
 func (c *Client) Supersede(ctx context.Context, prev *Request, inspection Inspection, params any, opts ...CallOption) (*Response, error) {
 	next, err := c.newSupersedingRequest(prev, inspection, params, opts)
 	if err != nil {
 		return nil, returned(err)
 	}
+	if testHookSupersedeBuilt != nil {
+		testHookSupersedeBuilt()
+	}
 	return c.Do(ctx, next)
+}
+
+// testHookSupersedeBuilt, set only by tests, runs between the building of a superseding request
+// and its sending.
+var testHookSupersedeBuilt func()
+
+// SupersedeToolCall replaces the tool call prev by a call of the same tool with args (anything
+// that marshals to a JSON object, or nil), under a new id, and sends it: Supersede for the usual
+// correction, new arguments for the same tool. The new call's params are the tool's name, args
+// and _meta.supersedes; what else prev's params carried is not kept (use Supersede to write the
+// params whole). It needs an inspection and refuses a prev still in flight, as Supersede does,
+// and returns the result as CallTool does.
+func (c *Client) SupersedeToolCall(ctx context.Context, prev *Request, inspection Inspection, args any, opts ...CallOption) (*CallToolResult, error) {
+	if prev == nil || prev.owner != c {
+		return nil, returned(&Error{Code: CodeInvalidArgument, Err: errors.New("the request to supersede was not made by this client")})
+	}
+	if prev.method != "tools/call" {
+		return nil, returned(&Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev,
+			Err: fmt.Errorf("SupersedeToolCall replaces a tools/call, not a %s", prev.method)})
+	}
+	rawArgs, err := marshalParams(args)
+	if err != nil {
+		return nil, returned(&Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("arguments of tool %s: %w", prev.toolName, err)})
+	}
+	next, err := c.newSupersedingRequest(prev, inspection, encodeToolCall(prev.toolName, rawArgs).raw, opts)
+	if err != nil {
+		return nil, returned(err)
+	}
+	return c.sendToolCall(ctx, next)
 }
 
 func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, params any, opts []CallOption) (*Request, error) {

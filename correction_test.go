@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/northstar-mcp/mcpclient"
@@ -203,5 +205,140 @@ func TestResendWhileInFlightWaitsForTheFirst(t *testing.T) {
 	}
 	if srv.Executions("reserve") != 1 {
 		t.Errorf("executions %d, want 1", srv.Executions("reserve"))
+	}
+}
+
+// The check that the superseded request is not in flight and the start of the superseding one
+// are one step: a Resend of the old request that starts in between is not run beside it.
+func TestSupersedeRacingAResendIsRefused(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 4)
+	var running, most atomic.Int32
+	srv := mcptest.NewTestServer(t, mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(unsafeTool, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			if n == 1 { // a second execution beside it is the failure: it must not block
+				started <- struct{}{}
+				<-release
+			}
+			return &mcpclient.CallToolResult{}, nil
+		}),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
+	c := mcptest.NewClient(t, srv, noWait)
+	lost := callReq(t, c, "reserve", nil)
+	go func() { <-started; release <- struct{}{} }()
+	if _, err := c.Do(context.Background(), lost); !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("setup: %v", err)
+	}
+
+	resent := make(chan error, 1)
+	defer mcpclient.SetSupersedeHookForTest(func() {
+		// The Resend starts after Supersede looked at the old request, before it is sent.
+		go func() { _, err := c.Resend(context.Background(), lost); resent <- err }()
+		<-started
+	})()
+	_, err := c.Supersede(context.Background(), lost, mcpclient.Inspection{Checked: "bookings", Found: "none"}, nil)
+	close(release)
+	if !errors.Is(err, mcpclient.ErrRequestInFlight) || mcpclient.IsWireError(err) {
+		t.Errorf("Supersede racing a Resend: %v, want a local ErrRequestInFlight", err)
+	}
+	if err := <-resent; err != nil {
+		t.Errorf("the Resend: %v", err)
+	}
+	if most.Load() != 1 {
+		t.Errorf("%d executions ran at once for one operation", most.Load())
+	}
+	if e, _ := c.Ledger().Lookup(lost.ID()); !e.SupersededBy.IsZero() {
+		t.Errorf("the old entry is linked to a refused Supersede: %+v", e)
+	}
+}
+
+// A request replaced once is replaced again through its replacement: two live replacements of
+// one operation is what Supersede exists to prevent.
+func TestSupersedeOfAnAlreadySupersededRequestIsRefused(t *testing.T) {
+	srv, c, lost := uncertainCall(t)
+	insp := mcpclient.Inspection{Checked: "bookings", Found: "none for room 12"}
+	resp, err := c.Supersede(context.Background(), lost, insp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := srv.FramesReceived()
+	_, err = c.Supersede(context.Background(), lost, insp, nil)
+	if mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument || !strings.Contains(err.Error(), resp.Request.ID().String()) {
+		t.Errorf("second Supersede: %v, want CodeInvalidArgument naming %v", err, resp.Request.ID())
+	}
+	if srv.FramesReceived() != frames {
+		t.Error("the refused Supersede sent something")
+	}
+}
+
+// A tools/call without a tool name is refused before sending: the usual way to get one is to
+// pass a tool's arguments where the call's params belong.
+func TestToolCallWithoutANameIsRefusedLocally(t *testing.T) {
+	srv, c, lost := uncertainCall(t)
+	frames := srv.FramesReceived()
+	insp := mcpclient.Inspection{Checked: "bookings", Found: "none for room 12"}
+	_, err := c.Supersede(context.Background(), lost, insp, map[string]string{"room": "14"})
+	if mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+		t.Errorf("Supersede with arguments for params: %v, want CodeInvalidArgument", err)
+	}
+	if _, err := c.NewRequest("tools/call", map[string]string{"room": "14"}); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+		t.Errorf("NewRequest without a tool name: %v, want CodeInvalidArgument", err)
+	}
+	if srv.FramesReceived() != frames {
+		t.Error("a tools/call without a name was sent")
+	}
+	if e, _ := c.Ledger().Lookup(lost.ID()); !e.SupersededBy.IsZero() {
+		t.Errorf("the refused Supersede linked the old entry: %+v", e)
+	}
+}
+
+// SupersedeToolCall replaces a tool call's arguments and keeps its tool.
+func TestSupersedeToolCallKeepsTheTool(t *testing.T) {
+	srv, c, lost := uncertainCall(t)
+	insp := mcpclient.Inspection{Checked: "GET /bookings?room=12", Found: "no booking"}
+	res, err := c.SupersedeToolCall(context.Background(), lost, insp, map[string]string{"room": "14"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Text(), `"room":"14"`) {
+		t.Errorf("result %q", res.Text())
+	}
+	old, _ := c.Ledger().Lookup(lost.ID())
+	frames := srv.Received(old.SupersededBy)
+	if old.SupersededBy.IsZero() || len(frames) != 1 {
+		t.Fatalf("the old entry %+v, %d frames under its successor", old, len(frames))
+	}
+	var wire struct {
+		Params struct {
+			Name      string            `json:"name"`
+			Arguments map[string]string `json:"arguments"`
+			Meta      map[string]any    `json:"_meta"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(frames[0], &wire); err != nil {
+		t.Fatal(err)
+	}
+	if wire.Params.Name != "reserve" || wire.Params.Arguments["room"] != "14" || wire.Params.Meta["supersedes"] != lost.ID().String() {
+		t.Errorf("wire params %+v", wire.Params)
+	}
+}
+
+func TestSupersedeToolCallRefusesOtherMethods(t *testing.T) {
+	srv := mcptest.NewTestServer(t)
+	c := mcptest.NewClient(t, srv)
+	req, err := c.NewRequest("ping", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.SupersedeToolCall(context.Background(), req, mcpclient.Inspection{Checked: "x", Found: "y"}, nil)
+	if mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+		t.Errorf("SupersedeToolCall of a ping: %v, want CodeInvalidArgument", err)
 	}
 }

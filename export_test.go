@@ -57,3 +57,11 @@ func IDKeyForTest(raw []byte) (string, error) { return idKey(raw) }
 func EncodeToolCallForTest(name string, args json.RawMessage) []byte {
 	return encodeToolCall(name, args).raw
 }
+
+// SetSupersedeHookForTest makes f run between the building of a superseding request and its
+// sending, and returns a func restoring the previous hook.
+func SetSupersedeHookForTest(f func()) (restore func()) {
+	old := testHookSupersedeBuilt
+	testHookSupersedeBuilt = f
+	return func() { testHookSupersedeBuilt = old }
+}

@@ -67,9 +67,12 @@ type Entry struct {
 // sending, other content under a used id.
 //
 // The ledger is bounded. When full it forgets the oldest resolved entries (answered, failed, or
-// superseded) and never an unresolved one; when every entry is unresolved it refuses new
-// requests with ErrLedgerFull. Its memory lasts as long as the Client: a process restart forgets
-// it, which is why ids are UUIDs rather than counters.
+// superseded by a request that took their place) and never an unresolved one; when every entry
+// is unresolved it refuses new requests with ErrLedgerFull, as a full receipt store refuses new
+// ids. A Supersede needs room too: it never evicts the entry it replaces, and on a full ledger it
+// is refused. Room is made as requests settle, or by Forget, for an uncertain request whose
+// outcome the caller has established by other means. Its memory lasts as long as the Client: a
+// process restart forgets it, which is why ids are UUIDs rather than counters.
 //
 // A Ledger is safe for concurrent use. Its one mutex is never held across I/O.
 type Ledger struct {
@@ -165,20 +168,37 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			e.elem = nil
 		}
 	} else {
-		// The entry a deliberate replacement supersedes is resolved from now on, so it can
-		// make room for its replacement when nothing else can: a ledger full of uncertain
-		// requests must not block the way out of one.
-		if older, ok := l.entries[req.supersedes.JSON()]; ok && !req.supersedes.IsZero() {
-			older.SupersededBy = req.id
-			l.markEvictableLocked(older) // not while it is in flight: an automatic re-issue
+		var older *ledgerEntry
+		if !req.supersedes.IsZero() {
+			older = l.entries[req.supersedes.JSON()]
 		}
-		if len(l.entries) >= l.capacity && !l.evictOldest() {
+		if older != nil && !req.automatic {
+			// Checked here, under the lock, so that a Resend of the older request cannot start
+			// between the caller's look at it and this request: one operation, one live request.
+			switch {
+			case older.flight != nil:
+				return nil, false, &Error{Code: CodeRequestInFlight, ID: req.id, Request: req,
+					Err: fmt.Errorf("request %s, which this one supersedes, is in flight; wait for its outcome", req.supersedes.JSON())}
+			case !older.SupersededBy.IsZero():
+				return nil, false, &Error{Code: CodeInvalidArgument, ID: req.id, Request: req,
+					Err: fmt.Errorf("request %s was already superseded by %s; supersede that one", req.supersedes.JSON(), older.SupersededBy.JSON())}
+			}
+		}
+		// The entry being superseded is never the one evicted to make room: it stays, as the
+		// record of what was sent under its id.
+		if len(l.entries) >= l.capacity && !l.evictOldest(older) {
 			return nil, false, &Error{Code: CodeLedgerFull, ID: req.id, Request: req,
 				Err: fmt.Errorf("all %d entries are unresolved", l.capacity)}
 		}
 		e = &ledgerEntry{Entry: Entry{ID: req.id, Method: req.method, Fingerprint: req.fp, Created: now,
 			Supersedes: req.supersedes, Reason: req.reason}}
 		l.entries[req.key] = e
+		if older != nil {
+			// Linked only now that the replacement is admitted: a refused one leaves the
+			// older entry exactly as it was, unresolved if it was.
+			older.SupersededBy = req.id
+			l.markEvictableLocked(older) // not while it is in flight: an automatic re-issue
+		}
 	}
 	f = &flight{prior: e.State, reached: e.reached, done: make(chan struct{})}
 	e.State = StatePending
@@ -187,14 +207,40 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 	return f, true, nil
 }
 
-func (l *Ledger) evictOldest() bool {
-	front := l.evictable.Front()
-	if front == nil {
-		return false
+// evictOldest forgets the oldest resolved entry other than keep, and reports whether there was
+// one.
+func (l *Ledger) evictOldest(keep *ledgerEntry) bool {
+	for el := l.evictable.Front(); el != nil; el = el.Next() {
+		if e := el.Value.(*ledgerEntry); e != keep {
+			l.evictable.Remove(el)
+			delete(l.entries, e.ID.JSON())
+			return true
+		}
 	}
-	e := l.evictable.Remove(front).(*ledgerEntry)
-	delete(l.entries, e.ID.JSON())
-	return true
+	return false
+}
+
+// Forget removes id's entry, whatever its state, so that it takes no room: for a request whose
+// outcome the caller has established by other means (it looked at the server's state after an
+// uncertain outcome, say) and will neither Resend nor Supersede. Afterwards the ledger no longer
+// guards the id: the request's bytes and history are gone from it, and a pinned id could carry
+// other content. Forget refuses, with ErrRequestInFlight, an entry whose attempt loop is still
+// running; forgetting an id the ledger does not hold does nothing.
+func (l *Ledger) Forget(id ID) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[id.JSON()]
+	if !ok {
+		return nil
+	}
+	if e.flight != nil {
+		return returned(&Error{Code: CodeRequestInFlight, ID: id, Err: errors.New("an attempt loop runs for the request; wait for its outcome before forgetting it")})
+	}
+	if e.elem != nil {
+		l.evictable.Remove(e.elem)
+	}
+	delete(l.entries, id.JSON())
+	return nil
 }
 
 // attempted counts one more send under key.

@@ -330,20 +330,41 @@ func TestLedgerFullOfUnresolvedRefusesNewRequests(t *testing.T) {
 		checkKept(t)
 	})
 
-	t.Run("a supersede finds room by making its predecessor evictable", func(t *testing.T) {
+	t.Run("a supersede is refused, and the entry it would replace stays", func(t *testing.T) {
 		srv := ledgerUncertain(t)
 		c := mcptest.NewClient(t, srv, mcpclient.WithLedgerCapacity(2))
 		u0, u1 := ledgerDoUncertain(t, c, 0), ledgerDoUncertain(t, c, 1)
-		resp, err := c.Supersede(ctx, u0, mcpclient.Inspection{Checked: "the x log", Found: "n=0 absent"},
-			mcpclient.CallToolParams{Name: "ok"})
+		insp := mcpclient.Inspection{Checked: "the x log", Found: "n=0 absent"}
+		_, err := c.Supersede(ctx, u0, insp, mcpclient.CallToolParams{Name: "ok"})
+		if !errors.Is(err, mcpclient.ErrLedgerFull) {
+			t.Fatalf("Supersede with a ledger full of uncertain entries: %v, want ErrLedgerFull", err)
+		}
+		for i, u := range []*mcpclient.Request{u0, u1} {
+			if e, ok := c.Ledger().Lookup(u.ID()); !ok || e.State != mcpclient.StateUncertain || !e.SupersededBy.IsZero() {
+				t.Errorf("uncertain entry %d: %+v, present %v; want it kept, unlinked", i, e, ok)
+			}
+		}
+		// The entry a refused Supersede named is still unresolved: a new request cannot evict it.
+		if _, err := c.Do(ctx, ledgerRequest(t, c, "ok", 7)); !errors.Is(err, mcpclient.ErrLedgerFull) {
+			t.Fatalf("a new request after the refused Supersede: %v, want ErrLedgerFull", err)
+		}
+		if _, ok := c.Ledger().Lookup(u0.ID()); !ok {
+			t.Fatal("the refused Supersede left its predecessor evictable")
+		}
+
+		// The caller resolved u1 and says so: that makes the room.
+		if err := c.Ledger().Forget(u1.ID()); err != nil {
+			t.Fatalf("Forget: %v", err)
+		}
+		if _, ok := c.Ledger().Lookup(u1.ID()); ok {
+			t.Fatal("Forget kept the entry")
+		}
+		resp, err := c.Supersede(ctx, u0, insp, mcpclient.CallToolParams{Name: "ok"})
 		if err != nil {
-			t.Fatalf("Supersede with a ledger full of uncertain entries: %v", err)
+			t.Fatalf("Supersede after Forget: %v", err)
 		}
-		if _, ok := c.Ledger().Lookup(u0.ID()); ok {
-			t.Error("the superseded entry should have made room")
-		}
-		if e, ok := c.Ledger().Lookup(u1.ID()); !ok || e.State != mcpclient.StateUncertain {
-			t.Errorf("the other uncertain entry: %+v, present %v", e, ok)
+		if e, ok := c.Ledger().Lookup(u0.ID()); !ok || e.SupersededBy != resp.Request.ID() {
+			t.Errorf("the superseded entry %+v (present %v)", e, ok)
 		}
 		if e, _ := c.Ledger().Lookup(resp.Request.ID()); e.Supersedes != u0.ID() {
 			t.Errorf("new entry %+v does not name its predecessor", e)
@@ -529,4 +550,78 @@ func TestLedgerResendKeepsTheHistoryOfItsID(t *testing.T) {
 			t.Errorf("entry state failed after the resend, though x ran %d times", srv.ExecutionsOf("x", reqs[0].ID()))
 		}
 	})
+}
+
+// A safe request re-issued after an uncertain attempt needs a ledger entry for its new id. When
+// the ledger has no room for it, the original must stay as it is, unresolved: it may have run,
+// and forgetting it would let other content take its id.
+func TestLedgerFullDuringAutomaticReissueKeepsTheOriginal(t *testing.T) {
+	ctx := context.Background()
+	srv := ledgerUncertain(t)
+	srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "ok"})
+	c := mcptest.NewClient(t, srv, mcpclient.WithLedgerCapacity(2), ledgerImmediate)
+	u0 := ledgerDoUncertain(t, c, 0)
+
+	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "ok", Arguments: map[string]int{"n": 1}}, mcpclient.Idempotent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Do(ctx, req)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrLedgerFull) {
+		t.Fatalf("err %v, want ErrOutcomeUnknown caused by the ledger's refusal of the re-issue", err)
+	}
+	var e *mcpclient.Error
+	if !errors.As(err, &e) || e.ID != req.ID() || e.Request != req {
+		t.Errorf("the error names %v, want the original %v", e.ID, req.ID())
+	}
+	entry, ok := c.Ledger().Lookup(req.ID())
+	if !ok || entry.State != mcpclient.StateUncertain || !entry.SupersededBy.IsZero() {
+		t.Fatalf("original entry %+v (present %v), want uncertain and not superseded", entry, ok)
+	}
+	// Unresolved, it is never evicted: a new request is refused instead.
+	if _, err := c.Do(ctx, ledgerRequest(t, c, "ok", 2)); !errors.Is(err, mcpclient.ErrLedgerFull) {
+		t.Fatalf("new request: %v, want ErrLedgerFull", err)
+	}
+	for _, r := range []*mcpclient.Request{u0, req} {
+		if _, ok := c.Ledger().Lookup(r.ID()); !ok {
+			t.Fatalf("entry %v was evicted", r.ID())
+		}
+	}
+	// And its id still denotes its content.
+	other, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "ok", Arguments: map[string]int{"n": 99}}, mcpclient.WithRequestID(req.ID()))
+	if !errors.Is(err, mcpclient.ErrRequestIDReused) {
+		t.Fatalf("other content under the original's id: %v (request %v), want ErrRequestIDReused", err, other)
+	}
+}
+
+func TestLedgerForget(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "slow"}, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		started <- struct{}{}
+		<-release
+		return &mcpclient.CallToolResult{}, nil
+	}))
+	c := mcptest.NewClient(t, srv)
+	req := ledgerRequest(t, c, "slow", 1)
+	done := make(chan error, 1)
+	go func() { _, err := c.Do(ctx, req); done <- err }()
+	<-started
+	if err := c.Ledger().Forget(req.ID()); !errors.Is(err, mcpclient.ErrRequestInFlight) {
+		t.Errorf("Forget of a request in flight: %v, want ErrRequestInFlight", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ledger().Forget(req.ID()); err != nil {
+		t.Fatalf("Forget: %v", err)
+	}
+	if _, ok := c.Ledger().Lookup(req.ID()); ok || c.Ledger().Len() != 0 {
+		t.Errorf("the entry is still there (%d entries)", c.Ledger().Len())
+	}
+	if err := c.Ledger().Forget(req.ID()); err != nil {
+		t.Errorf("Forget of an unknown id: %v, want nil", err)
+	}
 }

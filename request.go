@@ -27,10 +27,13 @@ type Request struct {
 	idempotent bool // the caller vouched that running it twice does no harm
 	supersedes ID
 	reason     string // why it supersedes, for the ledger
-	progress   ProgressHandler
-	idle, max  time.Duration
-	header     map[string]string // transport headers naming the request (stateless revisions)
-	owner      *Client
+	// automatic: the client itself made it to replace a request whose attempt loop it runs (a
+	// safe request re-issued under a new id), so the replaced one is in flight by design.
+	automatic bool
+	progress  ProgressHandler
+	idle, max time.Duration
+	header    map[string]string // transport headers naming the request (stateless revisions)
+	owner     *Client
 }
 
 // ID returns the request's id.

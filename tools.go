@@ -137,6 +137,11 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 	if err != nil {
 		return nil, returned(err)
 	}
+	return c.sendToolCall(ctx, req)
+}
+
+// sendToolCall sends a frozen tools/call and decodes its result.
+func (c *Client) sendToolCall(ctx context.Context, req *Request) (*CallToolResult, error) {
 	resp, err := c.do(ctx, req)
 	if err != nil {
 		return nil, returned(err)
@@ -146,7 +151,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 		return nil, returned(&Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts,
 			Err: fmt.Errorf("decoding the tools/call result: %w", err)})
 	}
-	if err := c.tools.checkStructured(name, &res); err != nil {
+	if err := c.tools.checkStructured(req.toolName, &res); err != nil {
 		return nil, returned(&Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts, Err: err})
 	}
 	return &res, nil

@@ -585,6 +585,140 @@ func TestDefaultClassify(t *testing.T) {
 	})
 }
 
+// errBoDialRefused is the cause of a dial a boFlakyDial transport refuses.
+var errBoDialRefused = errors.New("dial refused (test)")
+
+// boFlakyDial returns a transport to srv whose dials fail when fail says so, given the dial's
+// number (1 for the first), and a function reporting how many dials were made.
+func boFlakyDial(srv *mcptest.Server, fail func(n int) bool) (transport.Transport, func() int) {
+	var mu sync.Mutex
+	dials := 0
+	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
+		mu.Lock()
+		dials++
+		n := dials
+		mu.Unlock()
+		if fail(n) {
+			return nil, &transport.Error{Outcome: transport.NotDelivered, Err: errBoDialRefused}
+		}
+		return srv.Transport().Connect(ctx)
+	})
+	return tr, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return dials
+	}
+}
+
+// TestBackoffConnectRetriesReportToOnRetry: Connect's failed dials are retried under the policy
+// and reported to OnRetry as a call's attempts are, numbered from 1, with the waits the fake
+// clock sees; when they run out, the error counts the dials.
+func TestBackoffConnectRetriesReportToOnRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		failures    int
+		maxAttempts int
+		wantErr     bool
+	}{
+		{"succeeds on the third dial", 2, 4, false},
+		{"out of attempts", 10, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := mcptest.NewServer(mcptest.WithLogger(mcptest.TestLogger(t)), mcptest.WithTool(mcpclient.Tool{Name: "t"}, boTool))
+				defer srv.Close()
+				tr, dials := boFlakyDial(srv, func(n int) bool { return n <= tc.failures })
+				rec := &boRecorder{}
+				policy := mcpclient.RetryPolicy{MaxAttempts: tc.maxAttempts, NewBackOff: boConstant(time.Second), OnRetry: rec.onRetry}
+				start := time.Now()
+				c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithLogger(mcptest.TestLogger(t)), mcpclient.WithRetryPolicy(policy),
+					mcpclient.WithProtocolVersion(mcpclient.LatestLegacyProtocolVersion)) // no probe: one dial a session
+				elapsed := time.Since(start)
+				if c != nil {
+					defer c.Close()
+				}
+				wantDials := min(tc.failures+1, tc.maxAttempts)
+				if n := dials(); n != wantDials {
+					t.Fatalf("Connect dialed %d times, want %d", n, wantDials)
+				}
+				if tc.wantErr {
+					if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.Is(err, errBoDialRefused) {
+						t.Fatalf("Connect = %v, want ErrNotDelivered caused by the refused dial", err)
+					}
+					if e := boError(t, err); e.Attempts != wantDials {
+						t.Errorf("error counts %d attempts, want %d", e.Attempts, wantDials)
+					}
+				} else if err != nil {
+					t.Fatalf("Connect: %v", err)
+				}
+				attempts, causes, waits := rec.take()
+				if want := fmt.Sprint(seq(1, wantDials-1)); fmt.Sprint(attempts) != want {
+					t.Fatalf("OnRetry attempts %v, want %s", attempts, want)
+				}
+				for i, cause := range causes {
+					if !errors.Is(cause, errBoDialRefused) {
+						t.Errorf("OnRetry cause %d = %v, want the refused dial", i, cause)
+					}
+				}
+				if elapsed != boSum(waits) || elapsed != time.Duration(wantDials-1)*time.Second {
+					t.Errorf("Connect took %v on the fake clock; OnRetry reported waits %v", elapsed, waits)
+				}
+			})
+		})
+	}
+}
+
+// TestBackoffReconnectsCountAsAttempts: within a call, a failed reconnection is an attempt, as
+// MaxAttempts counts it: OnRetry numbers it after the sends before it, once, and the response
+// still counts only the sends.
+func TestBackoffReconnectsCountAsAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(mcptest.WithLogger(mcptest.TestLogger(t)), mcptest.WithTool(mcpclient.Tool{Name: "t"}, boTool))
+		defer srv.Close()
+		// The first dial opens the session; the two after it, for the call, fail.
+		tr, dials := boFlakyDial(srv, func(n int) bool { return n == 2 || n == 3 })
+		rec := &boRecorder{}
+		policy := mcpclient.RetryPolicy{MaxAttempts: 5, NewBackOff: boConstant(time.Second), OnRetry: rec.onRetry}
+		c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithLogger(mcptest.TestLogger(t)), mcpclient.WithRetryPolicy(policy),
+			mcpclient.WithProtocolVersion(mcpclient.LatestLegacyProtocolVersion)) // no probe: one dial a session
+		if err != nil {
+			t.Fatalf("Connect: %v", err)
+		}
+		defer c.Close()
+		srv.Inject(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "t"})
+		req := boRequest(t, c, 1)
+		resp, err, elapsed := boDo(context.Background(), c, req)
+		if err != nil {
+			t.Fatalf("Do: %v", err)
+		}
+		if resp.Attempts != 2 {
+			t.Errorf("response after %d attempts, want 2 sends", resp.Attempts)
+		}
+		if n := dials(); n != 4 {
+			t.Errorf("%d dials, want 4", n)
+		}
+		attempts, causes, waits := rec.take()
+		if fmt.Sprint(attempts) != "[1 2 3]" {
+			t.Fatalf("OnRetry attempts %v, want [1 2 3]", attempts)
+		}
+		if !errors.Is(causes[0], transport.ErrSessionNotFound) || !errors.Is(causes[1], errBoDialRefused) || !errors.Is(causes[2], errBoDialRefused) {
+			t.Errorf("OnRetry causes %v, want the expired session, then the refused dials", causes)
+		}
+		if elapsed != boSum(waits) || elapsed != 3*time.Second {
+			t.Errorf("the call took %v on the fake clock; OnRetry reported waits %v", elapsed, waits)
+		}
+	})
+}
+
+// seq returns the integers from lo to hi.
+func seq(lo, hi int) []int {
+	var s []int
+	for i := lo; i <= hi; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
 // Close ends a call waiting between attempts at once, and its error says why once.
 func TestBackoffWaitEndsAtClose(t *testing.T) {
 	cases := []struct {

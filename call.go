@@ -237,6 +237,7 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, error, State) {
 	b := backoff.WithContext(r.hint, waitCtx)
 	var final *Error
 	var finalState State
+	tries := 0 // the failed attempts as MaxAttempts counts them: sends, and reconnections before one
 	resp, err := backoff.RetryNotifyWithData(func() (*Response, error) {
 		resp, fail, state, retryErr := r.attempt(ctx)
 		if fail != nil {
@@ -245,9 +246,10 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, error, State) {
 		}
 		return resp, retryErr
 	}, b, func(err error, d time.Duration) {
-		r.c.log.Debug("mcpclient: retrying", "id", r.cur.key, "method", r.cur.method, "attempt", r.attempts, "delay", d, "err", err)
+		tries++
+		r.c.log.Debug("mcpclient: retrying", "id", r.cur.key, "method", r.cur.method, "attempt", tries, "delay", d, "err", err)
 		if p.OnRetry != nil {
-			p.OnRetry(r.attempts, err, d)
+			p.OnRetry(tries, err, d)
 		}
 	})
 	switch {

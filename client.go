@@ -68,8 +68,8 @@ type Client struct {
 
 // Connect opens a connection through t, negotiates the protocol revision with initialize and
 // sends notifications/initialized. Dialing and initialize are retried under the client's retry
-// policy; a server answering with a revision this client does not speak is refused with
-// ErrUnsupportedVersion.
+// policy, each failed try reported to its OnRetry; a server answering with a revision this
+// client does not speak is refused with ErrUnsupportedVersion.
 func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
 	c, err := connect(ctx, t, opts)
 	return c, returned(err)
@@ -114,6 +114,9 @@ func (c *Client) firstSession(ctx context.Context) error {
 		return s, err
 	}, b, func(err error, d time.Duration) {
 		c.log.Debug("mcpclient: connect failed, retrying", "attempt", attempts, "delay", d, "err", err)
+		if p.OnRetry != nil {
+			p.OnRetry(attempts, err, d)
+		}
 	})
 	if err == nil {
 		return nil

@@ -67,9 +67,12 @@ type RetryPolicy struct {
 	// computed wait when present. Default 30s.
 	MaxServerDelay time.Duration
 
-	// OnRetry, if set, is called before each wait with the number of the attempt that failed,
-	// its cause and the wait that follows. It runs on the caller's goroutine, for logs and
-	// metrics; it must not block.
+	// OnRetry, if set, is called before each wait: once for every failed attempt that another
+	// follows, never after the last. attempt numbers the failed one from 1 as MaxAttempts counts
+	// them: in a call, every send and every reconnection that failed before a send (so it may
+	// exceed the Attempts of the call's Response or Error, which count sends only); in Connect,
+	// every try at opening the session. cause is why it failed, delay the wait that follows. It
+	// runs on the caller's goroutine, for logs and metrics; it must not block.
 	OnRetry func(attempt int, cause error, delay time.Duration)
 }
 

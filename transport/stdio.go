@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,14 +11,52 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrProcessExited reports that the server process of a [Command] connection exited. Receive
-// returns it, with the exit status, when the connection ends because the process did; Sends
+// returns it, in a [*ProcessExitError], when the connection ends because the process did; Sends
 // that follow are NotDelivered.
 var ErrProcessExited = errors.New("transport: server process exited")
+
+// ProcessExitError describes the exit of a [Command]'s server process: its status, and the last
+// lines it wrote to stderr, which usually say why a server exits at once (a bad flag, a missing
+// file, a crash). errors.Is(err, ErrProcessExited) holds for it, and errors.As finds the
+// *exec.ExitError of a status other than 0.
+type ProcessExitError struct {
+	// Pid is the process's id.
+	Pid int
+	// Wait is what waiting for the process returned: an *exec.ExitError for a non-zero status or
+	// a signal, nil for exit status 0.
+	Wait error
+	// Stderr is the end of what the process wrote to stderr: its last lines, at most 10 and
+	// 2 KiB, without the final newline; "…" starts it when earlier output was left out. It is
+	// empty when the process wrote nothing there.
+	Stderr string
+}
+
+func (e *ProcessExitError) Error() string {
+	status := "exit status 0"
+	if e.Wait != nil {
+		status = e.Wait.Error()
+	}
+	if e.Stderr == "" {
+		return fmt.Sprintf("%v: %s", ErrProcessExited, status)
+	}
+	// Quoted: the text is the server's, and may hold line breaks or control characters.
+	return fmt.Sprintf("%v: %s; stderr ended with %q", ErrProcessExited, status, e.Stderr)
+}
+
+// Unwrap returns ErrProcessExited and, if set, Wait.
+func (e *ProcessExitError) Unwrap() []error {
+	if e.Wait == nil {
+		return []error{ErrProcessExited}
+	}
+	return []error{ErrProcessExited, e.Wait}
+}
 
 // Default shutdown timeouts of a [Command] connection.
 const (
@@ -37,10 +76,13 @@ const (
 // delays neither the end of Receive (after the exit, stdout is read only while data keeps
 // coming) nor Close.
 //
-// The server's exit ends the connection: Receive returns an error wrapping ErrProcessExited and
-// naming the exit status, every request awaiting an answer becomes uncertain (the client does
-// that when Receive ends), and a Send afterwards is NotDelivered. The Conn must still be closed,
-// which the client does when Receive ends.
+// The server's exit ends the connection: Receive returns a [*ProcessExitError] naming the exit
+// status and the last lines of the server's stderr, every request awaiting an answer becomes
+// uncertain (the client does that when Receive ends), and a Send afterwards is NotDelivered with
+// the same error. A process that exits closes its stdin a moment before its exit can be known:
+// a Send whose write fails waits for the exit up to a second (and within its context), so that
+// it reports the exit rather than a broken pipe. The Conn must still be closed, which the client
+// does when Receive ends.
 //
 // Close shuts the server down as the MCP stdio transport recommends: it closes the server's
 // stdin, waits up to CloseTimeout for the process to exit, then sends SIGTERM to the process
@@ -64,8 +106,10 @@ type Command struct {
 
 	// Stderr is where the server's stderr goes. If nil and Logger is set, each stderr line is
 	// logged at Info level with the attribute "stderr"; if both are nil, stderr is discarded.
-	// A Stderr that is not an *os.File is written by one goroutine of the connection, which
-	// Close waits for: it must not block forever.
+	// Whatever it is, a goroutine of the connection reads the server's stderr from a pipe, to
+	// keep its last lines for the report of the process's exit, and writes it to Stderr; Close
+	// waits for that goroutine, so Stderr must not block forever. A Stderr that fails is not
+	// written again, and the server's stderr is still read.
 	Stderr io.Writer
 	// Logger, if set, receives the server's stderr (see Stderr) and warnings about skipped
 	// oversized frames.
@@ -122,28 +166,13 @@ func (c *Command) Connect(ctx context.Context) (Conn, error) {
 	parent, child = append(parent, stdoutR), append(child, stdoutW)
 	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
 
-	var stderrR *os.File
-	stderr, logger := c.Stderr, c.Logger
-	switch w := stderr.(type) {
-	case *os.File:
-		cmd.Stderr = w
-	case nil:
-		if logger != nil {
-			r, pw, err := os.Pipe()
-			if err != nil {
-				return fail(err)
-			}
-			stderrR, cmd.Stderr = r, pw
-			parent, child = append(parent, r), append(child, pw)
-		}
-	default:
-		r, pw, err := os.Pipe()
-		if err != nil {
-			return fail(err)
-		}
-		stderrR, cmd.Stderr = r, pw
-		parent, child = append(parent, r), append(child, pw)
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
 	}
+	parent, child = append(parent, stderrR), append(child, stderrW)
+	cmd.Stderr = stderrW
+	stderr, logger := c.Stderr, c.Logger
 
 	if err := ctx.Err(); err != nil {
 		closeAll(parent)
@@ -164,6 +193,8 @@ func (c *Command) Connect(ctx context.Context) (Conn, error) {
 		stdout:       stdoutR,
 		stderr:       stderrR,
 		exited:       make(chan struct{}),
+		stderrDone:   make(chan struct{}),
+		closing:      make(chan struct{}),
 		closeTimeout: c.CloseTimeout,
 		termTimeout:  c.TermTimeout,
 	}
@@ -183,13 +214,10 @@ func (c *Command) Connect(ctx context.Context) (Conn, error) {
 	p.stream = newStreamConn(&stdoutReader{f: stdoutR}, stdinW, stdinW.Close, c.MaxFrameSize, hooks)
 	go p.stream.readLoop()
 	go p.wait()
-	if stderrR != nil {
-		p.stderrDone = make(chan struct{})
-		if stderr != nil {
-			go p.copyStderr(stderr)
-		} else {
-			go p.logStderr(logger)
-		}
+	if stderr == nil && logger != nil {
+		go p.logStderr(logger)
+	} else {
+		go p.copyStderr(stderr)
 	}
 	return p, nil
 }
@@ -205,6 +233,12 @@ const (
 	// stderrDrainGrace: at Close, after the process ended, how long the stderr goroutine may
 	// read on before stderr is closed under it.
 	stderrDrainGrace = 500 * time.Millisecond
+	// stderrTailGrace: once the process exited, how long the report of its exit waits for the
+	// end of its stderr, which a descendant outside the process group may hold open.
+	stderrTailGrace = 250 * time.Millisecond
+	// exitNoticeGrace: when a write to the server's stdin fails, how long Send waits for the
+	// process's exit to be known, to report it instead of the broken pipe.
+	exitNoticeGrace = time.Second
 )
 
 // stdioConn is the Conn of a Command: a stream conn over the process's stdin and stdout, and
@@ -214,12 +248,21 @@ type stdioConn struct {
 	cmd    *exec.Cmd
 	pid    int
 	stdout *os.File
-	stderr *os.File // nil when no stderr goroutine runs
+	stderr *os.File
 
 	exited  chan struct{} // closed once the process was waited for
 	waitErr error         // written before exited is closed
 
-	stderrDone chan struct{} // closed when the stderr goroutine ends; nil if none runs
+	stderrDone chan struct{} // closed when the stderr goroutine ends
+	tail       stderrTail
+
+	exitOnce sync.Once
+	exitErr  *ProcessExitError // the report of the exit, made once
+
+	// closing is closed when Close begins; exitedBeforeClose, written before, tells whether the
+	// process had exited by then, or exits because of the Close.
+	closing           chan struct{}
+	exitedBeforeClose bool
 
 	closeTimeout, termTimeout time.Duration
 
@@ -235,12 +278,20 @@ func (p *stdioConn) wait() {
 	p.stdout.SetReadDeadline(time.Now().Add(exitDrainGrace))
 }
 
-// exitError describes the process's exit. Call it only after exited is closed.
+// exitError describes the process's exit. Call it only after exited is closed. The first call
+// waits, briefly, for the end of stderr: the last thing a process writes before it exits is
+// often why.
 func (p *stdioConn) exitError() error {
-	if p.waitErr != nil {
-		return fmt.Errorf("%w: %w", ErrProcessExited, p.waitErr)
-	}
-	return fmt.Errorf("%w: exit status 0", ErrProcessExited)
+	p.exitOnce.Do(func() {
+		t := time.NewTimer(stderrTailGrace)
+		select {
+		case <-p.stderrDone:
+		case <-t.C:
+		}
+		t.Stop()
+		p.exitErr = &ProcessExitError{Pid: p.pid, Wait: p.waitErr, Stderr: p.tail.String()}
+	})
+	return p.exitErr
 }
 
 func (p *stdioConn) hasExited() bool {
@@ -269,14 +320,49 @@ func (p *stdioConn) streamEnded(readErr error) error {
 // Send writes a frame to the server's stdin. Once the process has exited it is NotDelivered.
 func (p *stdioConn) Send(ctx context.Context, msg *Message) error {
 	if p.hasExited() {
-		select {
-		case <-p.stream.done:
-			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: p.stream.cause}
-		default:
-		}
-		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: p.exitError()}
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: p.afterExit()}
 	}
-	return p.stream.Send(ctx, msg)
+	err := p.stream.Send(ctx, msg)
+	if err == nil || ctx.Err() != nil || errors.Is(err, errEmptyFrame) || errors.Is(err, errFrameLineBreak) {
+		return err
+	}
+	// The write failed on the pipe: a process that exits closes its end before its exit can be
+	// known. The exit, if it comes, is what the caller needs to hear of.
+	t := time.NewTimer(exitNoticeGrace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-ctx.Done():
+		return err
+	case <-p.closing:
+		if !p.exitedBeforeClose {
+			return err
+		}
+	case <-t.C:
+		return err
+	}
+	cause := p.afterExit()
+	if !errors.Is(cause, ErrProcessExited) {
+		return err
+	}
+	var te *Error
+	if !errors.As(err, &te) {
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: fmt.Errorf("%w (%w)", cause, err)}
+	}
+	return &Error{Outcome: te.Outcome, ID: msg.ID, Err: fmt.Errorf("%w (%w)", cause, te.Err)}
+}
+
+// afterExit is why nothing can be sent once the process has exited: the exit, unless Close
+// began while the process still ran, in which case the process exited because of it.
+func (p *stdioConn) afterExit() error {
+	select {
+	case <-p.closing:
+		if !p.exitedBeforeClose {
+			return ErrClosed
+		}
+	default:
+	}
+	return p.exitError()
 }
 
 // Receive returns the next frame from the server's stdout.
@@ -298,6 +384,8 @@ func (p *stdioConn) Close() error {
 }
 
 func (p *stdioConn) shutdown() error {
+	p.exitedBeforeClose = p.hasExited()
+	close(p.closing)
 	// Closing stdin asks the server to exit; the reader keeps draining stdout meanwhile, so
 	// that a server flushing its output does not block.
 	p.stream.shutdown(ErrClosed)
@@ -316,11 +404,9 @@ func (p *stdioConn) shutdown() error {
 	}
 	p.stdout.Close()
 	<-p.stream.readEnd
-	if p.stderr != nil {
-		p.stderr.SetReadDeadline(time.Now().Add(stderrDrainGrace))
-		<-p.stderrDone
-		p.stderr.Close()
-	}
+	p.stderr.SetReadDeadline(time.Now().Add(stderrDrainGrace))
+	<-p.stderrDone
+	p.stderr.Close()
 	return err
 }
 
@@ -343,9 +429,25 @@ func (p *stdioConn) waitExit(d time.Duration) bool {
 	}
 }
 
+// copyStderr reads the server's stderr into the tail and on to w, if w is set and has not
+// failed, until stderr ends.
 func (p *stdioConn) copyStderr(w io.Writer) {
 	defer close(p.stderrDone)
-	io.Copy(w, p.stderr)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := p.stderr.Read(buf)
+		if n > 0 {
+			p.tail.Write(buf[:n])
+			if w != nil {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					w = nil // keep reading: a server blocked on a full stderr pipe would hang
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // maxStderrLine bounds one logged stderr record; a longer line is logged in pieces.
@@ -357,6 +459,7 @@ func (p *stdioConn) logStderr(l *slog.Logger) {
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
+			p.tail.Write(line)
 			s := string(line)
 			if err == nil {
 				s = s[:len(s)-1]
@@ -398,4 +501,67 @@ func (r *stdoutReader) Read(b []byte) (int, error) {
 		r.timedOut = true
 		r.f.SetReadDeadline(time.Now().Add(exitDrainGrace))
 	}
+}
+
+// Bounds of the stderr kept for the report of a process's exit.
+const (
+	stderrTailBytes = 2 << 10
+	stderrTailLines = 10
+)
+
+// stderrTail keeps the last stderrTailBytes bytes written to it.
+type stderrTail struct {
+	mu  sync.Mutex
+	buf []byte
+	cut bool // earlier bytes were dropped
+}
+
+func (t *stderrTail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(b)
+	if t.buf == nil {
+		t.buf = make([]byte, 0, stderrTailBytes)
+	}
+	if len(b) >= stderrTailBytes {
+		t.cut = t.cut || len(t.buf) > 0 || len(b) > stderrTailBytes
+		t.buf = append(t.buf[:0], b[len(b)-stderrTailBytes:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(b) - stderrTailBytes; over > 0 {
+		t.buf = t.buf[:copy(t.buf, t.buf[over:])]
+		t.cut = true
+	}
+	t.buf = append(t.buf, b...)
+	return n, nil
+}
+
+// String returns the last stderrTailLines lines kept, without trailing line breaks, as valid
+// UTF-8, and starting with "…" if anything before them was left out.
+func (t *stderrTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := bytes.TrimRight(t.buf, "\r\n")
+	cut := t.cut
+	end := len(b)
+	for range stderrTailLines {
+		end = bytes.LastIndexByte(b[:end], '\n')
+		if end < 0 {
+			break
+		}
+	}
+	if end >= 0 {
+		b, cut = b[end+1:], true
+	}
+	if cut {
+		// The bytes kept may begin inside a character.
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+	}
+	s := strings.ReplaceAll(strings.ToValidUTF8(string(b), "\uFFFD"), "\r\n", "\n")
+	if cut && s != "" {
+		s = "…" + s
+	}
+	return s
 }

@@ -591,3 +591,186 @@ func TestCommandStartFailure(t *testing.T) {
 	}
 	wantOutcome(t, err, transport.NotDelivered, context.Canceled)
 }
+
+// shCommand returns a Command running script with sh; $0 in the script is arg0.
+func shCommand(t *testing.T, script, arg0 string) *transport.Command {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh:", err)
+	}
+	return &transport.Command{Path: sh, Args: []string{"-c", script, arg0}}
+}
+
+// wantExitReport checks that err reports the process's exit with status 3 and the stderr
+// wanted, and returns the report.
+func wantExitReport(t *testing.T, err error, stderr string) *transport.ProcessExitError {
+	t.Helper()
+	var pe *transport.ProcessExitError
+	if !errors.As(err, &pe) || !errors.Is(err, transport.ErrProcessExited) {
+		t.Fatalf("error %v (%T) is not a *ProcessExitError", err, err)
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 {
+		t.Errorf("error %v holds no *exec.ExitError with code 3", err)
+	}
+	if pe.Stderr != stderr {
+		t.Errorf("Stderr = %q, want %q", pe.Stderr, stderr)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "exit status 3") || !strings.Contains(msg, stderr) {
+		t.Errorf("error %q does not name the exit status and %q", msg, stderr)
+	}
+	return pe
+}
+
+// TestCommandEarlyExitReportsStatusAndStderr: a server that exits at once, whatever becomes of
+// its stderr, is reported by Receive and by a Send, whichever of the write and the exit comes
+// first, with its exit status and the last line it wrote to stderr.
+func TestCommandEarlyExitReportsStatusAndStderr(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(cmd *transport.Command) (check func(t *testing.T))
+	}{
+		{"stderr discarded", func(*transport.Command) func(*testing.T) { return func(*testing.T) {} }},
+		{"stderr to a writer", func(cmd *transport.Command) func(*testing.T) {
+			var b syncBuffer
+			cmd.Stderr = &b
+			return func(t *testing.T) {
+				if got := b.String(); got != "boom\n" {
+					t.Errorf("stderr written %q", got)
+				}
+			}
+		}},
+		{"stderr to a file", func(cmd *transport.Command) func(*testing.T) {
+			f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			cmd.Stderr = f
+			return func(t *testing.T) {
+				if got, _ := os.ReadFile(f.Name()); string(got) != "boom\n" {
+					t.Errorf("stderr written %q", got)
+				}
+			}
+		}},
+		{"stderr logged", func(cmd *transport.Command) func(*testing.T) {
+			h := newRecordHandler()
+			cmd.Logger = slog.New(h)
+			return func(t *testing.T) {
+				if got, ok := h.find(slog.LevelInfo, "stderr"); !ok || got != "boom" {
+					t.Errorf("logged stderr = %q, %v", got, ok)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Several rounds: the write and the exit race, and either may win.
+			for range 5 {
+				cmd := shCommand(t, "echo boom >&2; exit 3", "")
+				check := tc.setup(cmd)
+				c, err := cmd.Connect(context.Background())
+				if err != nil {
+					t.Fatalf("Connect: %v", err)
+				}
+				err = c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`), ID: "1", Method: "initialize"})
+				if err != nil {
+					wantOutcome(t, err, transport.NotDelivered, transport.ErrProcessExited)
+					wantExitReport(t, err, "boom")
+				}
+				_, err = c.Receive(context.Background())
+				wantConnEnded(t, err, transport.ErrProcessExited)
+				wantExitReport(t, err, "boom")
+				err = c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), ID: "2", Method: "ping"})
+				wantOutcome(t, err, transport.NotDelivered, transport.ErrProcessExited)
+				wantExitReport(t, err, "boom")
+				if err := c.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+				check(t)
+			}
+		})
+	}
+}
+
+// TestCommandSendWaitsForTheExitOfAServerThatClosedStdin: a write that fails because the server
+// closed its stdin on its way out reports the exit that follows, not the broken pipe.
+func TestCommandSendWaitsForTheExitOfAServerThatClosedStdin(t *testing.T) {
+	var stderr syncBuffer
+	cmd := shCommand(t, "exec 0<&-; echo boom >&2; sleep 0.2; exit 3", "")
+	cmd.Stderr = &stderr
+	c := connectCommand(t, cmd)
+	eventually(t, 5*time.Second, "the server wrote nothing to stderr", func() bool { return stderr.String() != "" })
+	err := c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`), ID: "1", Method: "initialize"})
+	wantOutcome(t, err, transport.NotDelivered, transport.ErrProcessExited)
+	wantExitReport(t, err, "boom")
+	if !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("error %v does not keep the failed write", err)
+	}
+}
+
+// TestCommandSendWaitForTheExitIsBounded: a server that closed its stdin and lives on gets the
+// broken pipe after a bounded wait, or at once when the caller's context ends.
+func TestCommandSendWaitForTheExitIsBounded(t *testing.T) {
+	var stderr syncBuffer
+	cmd := shCommand(t, "exec 0<&-; echo ready >&2; exec sleep 30", "")
+	cmd.Stderr = &stderr
+	cmd.CloseTimeout = 50 * time.Millisecond // sleep ignores the end of stdin; SIGTERM ends it
+	c := connectCommand(t, cmd)
+	eventually(t, 5*time.Second, "the server wrote nothing to stderr", func() bool { return stderr.String() != "" })
+	frame := &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`), ID: "1", Method: "initialize"}
+
+	start := time.Now()
+	err := c.Send(context.Background(), frame)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Send took %v", d)
+	}
+	wantOutcome(t, err, transport.NotDelivered, syscall.EPIPE)
+	if errors.Is(err, transport.ErrProcessExited) {
+		t.Errorf("Send = %v, but the process runs", err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	err = c.Send(ctx, frame)
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Errorf("Send with a 100ms deadline took %v", d)
+	}
+	wantOutcome(t, err, transport.NotDelivered, nil)
+}
+
+// TestCommandStderrFloodStaysBounded: what the exit report keeps of stderr is bounded in lines
+// and bytes, however much the server wrote, and ends with its last words.
+func TestCommandStderrFloodStaysBounded(t *testing.T) {
+	for _, tc := range []struct{ name, script, last string }{
+		{"many lines", `i=0; while [ $i -lt 2000 ]; do echo "line $i of a flood of stderr"; i=$((i+1)); done >&2; echo "last words" >&2; exit 3`, "last words"},
+		{"megabytes of lines", `yes 'a line of a flood of stderr' | head -c 4000000 >&2; echo "last words" >&2; exit 3`, "last words"},
+		{"one huge line", `head -c 3000000 /dev/zero | tr '\0' x >&2; echo "last words" >&2; exit 3`, "last words"},
+		{"no newline", `head -c 3000000 /dev/zero | tr '\0' x >&2; printf 'last words' >&2; exit 3`, "last words"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := connectCommand(t, shCommand(t, tc.script, ""))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := c.Receive(ctx)
+			wantConnEnded(t, err, transport.ErrProcessExited)
+			var pe *transport.ProcessExitError
+			if !errors.As(err, &pe) {
+				t.Fatalf("Receive = %v, want a *ProcessExitError", err)
+			}
+			if !strings.HasSuffix(pe.Stderr, tc.last) || !strings.HasPrefix(pe.Stderr, "…") {
+				t.Errorf("Stderr = %.100q…, want a cut tail ending with %q", pe.Stderr, tc.last)
+			}
+			if n := strings.Count(pe.Stderr, "\n") + 1; n > 10 {
+				t.Errorf("Stderr holds %d lines, want at most 10", n)
+			}
+			if n := len(pe.Stderr); n > 2<<10+len("…") {
+				t.Errorf("Stderr holds %d bytes, want at most 2 KiB", n)
+			}
+			if n := len(err.Error()); n > 4<<10 {
+				t.Errorf("the error's text is %d bytes", n)
+			}
+		})
+	}
+}

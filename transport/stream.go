@@ -165,14 +165,19 @@ type writeDeadliner interface {
 	SetWriteDeadline(t time.Time) error
 }
 
+// The frames Send refuses before writing anything.
+var (
+	errEmptyFrame     = errors.New("empty frame")
+	errFrameLineBreak = errors.New("frame contains a line break, which would split it on a newline-delimited stream")
+)
+
 // Send writes msg.Frame and a newline. See NewStreamConn for the outcomes.
 func (c *streamConn) Send(ctx context.Context, msg *Message) error {
 	if len(msg.Frame) == 0 {
-		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: errors.New("empty frame")}
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: errEmptyFrame}
 	}
 	if bytes.IndexByte(msg.Frame, '\n') >= 0 || bytes.IndexByte(msg.Frame, '\r') >= 0 {
-		return &Error{Outcome: NotDelivered, ID: msg.ID,
-			Err: errors.New("frame contains a line break, which would split it on a newline-delimited stream")}
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: errFrameLineBreak}
 	}
 	if err := ctx.Err(); err != nil {
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}

@@ -55,6 +55,9 @@ type Client struct {
 	// accepted in initialize: later dials of the client go straight to initialize, a request
 	// fewer per reconnection. A failed initialize forgets it.
 	olderServer string
+	// exitsAtStart counts the dials in a row whose server process exited before the session
+	// opened; a session that opens resets it.
+	exitsAtStart int
 
 	closeOnce sync.Once
 	// ctx ends at Close and Detach; the client's own background work runs under it.
@@ -70,6 +73,13 @@ type Client struct {
 // sends notifications/initialized. Dialing and initialize are retried under the client's retry
 // policy, each failed try reported to its OnRetry; a server answering with a revision this
 // client does not speak is refused with ErrUnsupportedVersion.
+//
+// A server process that exits before the session opens ([transport.Command]) is started once
+// more, since a crash on a cold start may be transient; if that one exits too, Connect fails
+// with the exit's status and the end of the server's stderr ([transport.ProcessExitError]),
+// however many attempts the policy allows. The client keeps to the same rule when it reconnects
+// for a call: a call starts such a server at most twice, and once it has exited at start twice
+// in a row, each call starts it once, until a session opens.
 func Connect(ctx context.Context, t transport.Transport, opts ...Option) (*Client, error) {
 	c, err := connect(ctx, t, opts)
 	return c, returned(err)
@@ -104,6 +114,7 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 func (c *Client) firstSession(ctx context.Context) error {
 	p := c.cfg.retry
 	attempts := 0
+	var lastErr error
 	b := backoff.WithContext(backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), ctx)
 	_, err := backoff.RetryNotifyWithData(func() (*session, error) {
 		attempts++
@@ -111,6 +122,7 @@ func (c *Client) firstSession(ctx context.Context) error {
 		if err != nil && isDefinite(err) {
 			return nil, backoff.Permanent(err)
 		}
+		lastErr = err
 		return s, err
 	}, b, func(err error, d time.Duration) {
 		c.log.Debug("mcpclient: connect failed, retrying", "attempt", attempts, "delay", d, "err", err)
@@ -123,7 +135,14 @@ func (c *Client) firstSession(ctx context.Context) error {
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if errors.Is(e, errExitsAtStart) {
+			e.Attempts = attempts
+		}
 		return e
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) && lastErr != nil && !errors.Is(lastErr, ctxErr) {
+		// The context ended between attempts: what the last one met is the news.
+		err = fmt.Errorf("%w (last attempt: %w)", context.Cause(ctx), lastErr)
 	}
 	if transport.OutcomeOf(err) == OutcomeAnswered {
 		return &Error{Code: CodeServerError, Attempts: attempts, Err: err}
@@ -136,6 +155,10 @@ func isDefinite(err error) bool {
 	var e *Error
 	return errors.As(err, &e) || errors.Is(err, transport.ErrMisconfigured) || transport.OutcomeOf(err) == OutcomeAnswered
 }
+
+// errExitsAtStart ends the dials for a server process that exited before the session opened
+// twice in a row: starting it as often as the retry policy allows would only repeat the crash.
+var errExitsAtStart = errors.New("mcpclient: the server process exited before the session opened, twice in a row")
 
 // session returns the live session, dialing a new one if there is none. One dial runs at a
 // time; concurrent callers wait for it. Errors that are *Error are definite; others are
@@ -168,11 +191,15 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 
 		c.mu.Lock()
 		c.dialing = nil
-		if err == nil {
-			if c.closed {
-				err = &Error{Code: CodeClosed, Err: ErrClosed}
-			} else {
-				c.sess = s
+		switch {
+		case err == nil && c.closed:
+			err = &Error{Code: CodeClosed, Err: ErrClosed}
+		case err == nil:
+			c.sess = s
+			c.exitsAtStart = 0
+		case errors.Is(err, transport.ErrProcessExited) && !isDefinite(err):
+			if c.exitsAtStart++; c.exitsAtStart > 1 {
+				err = &Error{Code: CodeNotDelivered, Err: fmt.Errorf("%w: %w", errExitsAtStart, err)}
 			}
 		}
 		c.mu.Unlock()

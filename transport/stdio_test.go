@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -772,5 +774,145 @@ func TestCommandStderrFloodStaysBounded(t *testing.T) {
 				t.Errorf("the error's text is %d bytes", n)
 			}
 		})
+	}
+}
+
+// noWaits retries at once: the tests of spawning count processes, not waits.
+var noWaits = mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} }, MaxAttempts: 10})
+
+// spawnCounter returns a file for a server script to append a line to at each start, and a
+// function counting the lines.
+func spawnCounter(t *testing.T) (path string, count func() int) {
+	path = filepath.Join(t.TempDir(), "spawns")
+	return path, func() int {
+		b, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return bytes.Count(b, []byte("\n"))
+	}
+}
+
+// wantClientExitReport checks that err is an *mcpclient.Error reporting the server's exit with
+// status 3 and its stderr "boom".
+func wantClientExitReport(t *testing.T, err error, code error) {
+	t.Helper()
+	var e *mcpclient.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not an *mcpclient.Error", err, err)
+	}
+	if !errors.Is(err, code) || !errors.Is(err, transport.ErrProcessExited) {
+		t.Errorf("error %v: want %v caused by ErrProcessExited", err, code)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "exit status 3") || !strings.Contains(msg, "boom") {
+		t.Errorf("error %q names neither the exit status nor the server's stderr", msg)
+	}
+}
+
+// TestCommandExitingAtStartIsStartedTwiceByConnect: Connect starts a server that exits before
+// answering once more, not as often as its attempts allow, and reports the exit.
+func TestCommandExitingAtStartIsStartedTwiceByConnect(t *testing.T) {
+	for _, version := range []string{"", mcpclient.LatestLegacyProtocolVersion} { // with server/discover first, and without
+		t.Run("version="+version, func(t *testing.T) {
+			spawns, count := spawnCounter(t)
+			cmd := shCommand(t, `echo spawned >> "$0"; echo boom >&2; exit 3`, spawns)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			opts := []mcpclient.Option{noWaits}
+			if version != "" {
+				opts = append(opts, mcpclient.WithProtocolVersion(version))
+			}
+			c, err := mcpclient.Connect(ctx, cmd, opts...)
+			if c != nil {
+				c.Close()
+				t.Fatal("Connect succeeded")
+			}
+			wantClientExitReport(t, err, mcpclient.ErrNotDelivered)
+			if n := count(); n != 2 {
+				t.Errorf("the server was started %d times, want 2", n)
+			}
+			var e *mcpclient.Error
+			if errors.As(err, &e) && e.Attempts != 2 {
+				t.Errorf("error counts %d attempts, want 2", e.Attempts)
+			}
+		})
+	}
+}
+
+// TestCommandDyingServerIsRestartedOnceByACall: a call whose server died reconnects, but a
+// server that then exits at start is started once more, not as often as the call's attempts
+// allow; once it has exited at start twice in a row, a later call starts it once, until a
+// session opens again.
+func TestCommandDyingServerIsRestartedOnceByACall(t *testing.T) {
+	spawns, count := spawnCounter(t)
+	fake := fakeServer(t)
+	// The first start is the fake server; every later one exits at once.
+	cmd := shCommand(t, `n=$(wc -l < "$0" 2>/dev/null || echo 0); echo spawned >> "$0"
+if [ "$n" -ge 1 ]; then echo boom >&2; exit 3; fi
+exec "$FAKE_SERVER"`, spawns)
+	cmd.Env = append(fake.Env, "FAKE_SERVER="+fake.Path)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mcpclient.Connect(ctx, cmd, noWaits)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer c.Close()
+
+	// die exits with status 3; the call is safe to repeat, so the client reconnects for it.
+	_, err = c.CallTool(ctx, "die", nil, mcpclient.Idempotent())
+	wantClientExitReport(t, err, mcpclient.ErrOutcomeUnknown)
+	if n := count(); n != 3 {
+		t.Errorf("the server was started %d times in all, want 3: once, and twice for the call", n)
+	}
+
+	_, err = c.CallTool(ctx, "echo", nil)
+	wantClientExitReport(t, err, mcpclient.ErrNotDelivered)
+	if n := count(); n != 4 {
+		t.Errorf("the server was started %d times in all, want 4: once more for the second call", n)
+	}
+}
+
+// TestCommandConnectDeadlineWithAServerThatClosedStdin: a server that closed its stdin and lives
+// on fails every write; Connect ends at its deadline all the same, with the last failure.
+func TestCommandConnectDeadlineWithAServerThatClosedStdin(t *testing.T) {
+	var stderr syncBuffer
+	cmd := shCommand(t, `exec 0<&-; echo ready >&2; exec sleep 30`, "")
+	cmd.Stderr = &stderr
+	cmd.CloseTimeout = 50 * time.Millisecond // sleep ignores the end of stdin; SIGTERM ends it
+	var mu sync.Mutex
+	dials := 0
+	// Each dial returns once the server has closed its stdin, so that every write fails.
+	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
+		conn, err := cmd.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		dials++
+		n := dials
+		mu.Unlock()
+		eventually(t, 5*time.Second, "the server did not close its stdin", func() bool { return strings.Count(stderr.String(), "ready") >= n })
+		return conn, nil
+	})
+	const deadline = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	start := time.Now()
+	c, err := mcpclient.Connect(ctx, tr)
+	elapsed := time.Since(start)
+	if c != nil {
+		c.Close()
+		t.Fatal("Connect succeeded")
+	}
+	if elapsed > deadline+600*time.Millisecond {
+		t.Errorf("Connect took %v with a deadline of %v", elapsed, deadline)
+	}
+	var e *mcpclient.Error
+	if !errors.As(err, &e) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Connect = %v, want an *mcpclient.Error caused by the deadline", err)
+	}
+	if !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("Connect = %v, want the last attempt's failed write in it", err)
 	}
 }

@@ -272,6 +272,79 @@ func TestStatelessMultiRoundTripRefusals(t *testing.T) {
 	}
 }
 
+// roundsServer answers each tools/call of a call with the answer for its round (1, 2, ...),
+// and records the ids of the tools/call requests it received.
+func roundsServer(t *testing.T, answer func(round int) (status int, body string)) (*statelessServer, func() []string) {
+	var mu sync.Mutex
+	var ids []string
+	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+		if r.Method != "tools/call" {
+			return 0, ""
+		}
+		mu.Lock()
+		ids = append(ids, string(r.ID))
+		n := len(ids)
+		mu.Unlock()
+		return answer(n)
+	})
+	return s, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), ids...)
+	}
+}
+
+const inputRequired = `{"resultType":"input_required","requestState":"more"}`
+
+func TestStatelessCallOfMaxRoundsReturnsTheLastRoundsResult(t *testing.T) {
+	s, sent := roundsServer(t, func(round int) (int, string) {
+		if round < mcpclient.MaxRounds {
+			return 200, result(inputRequired)
+		}
+		return 200, result(`{"resultType":"complete","content":[{"type":"text","text":"booked"}]}`)
+	})
+	c := connectStateless(t, s)
+	res, err := c.CallTool(context.Background(), "book", nil)
+	if err != nil || res.Text() != "booked" {
+		t.Fatalf("%v %v: the complete answer of the last permitted round is the call's result", res, err)
+	}
+	if n := len(sent()); n != mcpclient.MaxRounds {
+		t.Errorf("%d requests, want %d", n, mcpclient.MaxRounds)
+	}
+}
+
+func TestStatelessCallNeedingMoreRoundsStopsWithoutSendingAnother(t *testing.T) {
+	for name, last := range map[string]func() (int, string){
+		"input required": func() (int, string) { return 200, result(inputRequired) },
+		// A refusal that a re-issue in the named revision would mend, after rounds of input.
+		"revision refused": func() (int, string) {
+			return 400, `"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}`
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, sent := roundsServer(t, func(round int) (int, string) {
+				if round < mcpclient.MaxRounds {
+					return 200, result(inputRequired)
+				}
+				return last()
+			})
+			c := connectStateless(t, s)
+			res, err := c.CallTool(context.Background(), "book", nil)
+			ids := sent()
+			if len(ids) != mcpclient.MaxRounds {
+				t.Fatalf("%d requests sent, want %d and not one more", len(ids), mcpclient.MaxRounds)
+			}
+			var e *mcpclient.Error
+			if res != nil || !errors.Is(err, mcpclient.ErrRoundLimit) || !errors.As(err, &e) {
+				t.Fatalf("%v %v, want ErrRoundLimit", res, err)
+			}
+			if e.ID.JSON() != ids[len(ids)-1] || e.Request == nil || e.Request.ID() != e.ID || e.Attempts != 1 {
+				t.Errorf("error names %s (request %v, %d attempts), want the last request sent, %s", e.ID.JSON(), e.Request, e.Attempts, ids[len(ids)-1])
+			}
+		})
+	}
+}
+
 func TestStatelessHeaderMismatchRelistsTools(t *testing.T) {
 	var mu sync.Mutex
 	lists := 0

@@ -7,9 +7,15 @@ import (
 	"fmt"
 )
 
-// maxRounds bounds the requests one call may take in a stateless revision: the original, and
+// MaxRounds bounds the requests one call may take in a stateless revision: the original, and
 // the re-issues that answer the server's input requests or correct a refused revision or header.
-const maxRounds = 8
+const MaxRounds = 8
+
+// ErrRoundLimit: a call in a stateless revision would need a request beyond MaxRounds, because
+// the answer to the last one asked for input again, or refused it in a way a re-issue would mend.
+// The client does not send that request. The *Error names the last request sent; its answer was
+// no result, so nothing the call produced was thrown away.
+var ErrRoundLimit = errors.New("mcpclient: the call needs more requests than MaxRounds")
 
 // inputMethods are the requests a server may answer with input_required (SEP-2322).
 var inputMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
@@ -23,7 +29,9 @@ var inputMethods = map[string]bool{"tools/call": true, "prompts/get": true, "res
 //   - -32020 HeaderMismatch on tools/call: sent again after listing the tools, with fresh
 //     Mcp-Param-* headers.
 //
-// Both refusals come before execution, so the re-issue cannot run anything twice.
+// Both refusals come before execution, so the re-issue cannot run anything twice. A complete
+// answer ends the call in any round; when the answer to round MaxRounds would need one more
+// round, the call ends with ErrRoundLimit before anything more is sent.
 func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 	corrected := map[int64]bool{}
 	for round := 1; ; round++ {
@@ -31,24 +39,19 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 		if req.header == nil { // an older revision: nothing more to do
 			return resp, err
 		}
-		if round == maxRounds {
-			if err == nil {
-				err = &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
-					Err: fmt.Errorf("the call needed more than %d requests", maxRounds)}
-			}
-			return nil, err
-		}
+		last := round == MaxRounds
 		if err != nil {
 			var rpc *RPCError
-			if !errors.As(err, &rpc) || corrected[rpc.Code] {
+			if !errors.As(err, &rpc) || corrected[rpc.Code] || !correctable(req, rpc) {
 				return nil, err
 			}
-			next, ok, cerr := c.correct(ctx, req, rpc)
+			if last {
+				return nil, &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: attemptsOf(err),
+					Err: fmt.Errorf("%w: the request mending this refusal would be request %d: %w", ErrRoundLimit, MaxRounds+1, rpc)}
+			}
+			next, cerr := c.correct(ctx, req, rpc)
 			if cerr != nil {
 				return nil, cerr
-			}
-			if !ok {
-				return nil, err
 			}
 			corrected[rpc.Code] = true
 			req = next
@@ -70,6 +73,10 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
 					Err: fmt.Errorf("%s answered input_required", req.method)}
 			}
+			if last {
+				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
+					Err: fmt.Errorf("%w: request %d still answered input_required", ErrRoundLimit, MaxRounds)}
+			}
 			next, err := c.answerInputs(ctx, req, r.InputRequests, r.RequestState)
 			if err != nil {
 				return nil, err
@@ -82,25 +89,37 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 	}
 }
 
-// correct builds the re-issue of a request a stateless server refused before running it, when
-// the refusal says how to mend it.
-func (c *Client) correct(ctx context.Context, req *Request, rpc *RPCError) (*Request, bool, error) {
-	switch {
-	case rpc.Code == RPCUnsupportedProtocolVersion:
-		v := bestVersion(rpc.supportedVersions(), "", true)
-		if v == "" {
-			return nil, false, nil
-		}
-		next, err := c.reround(req, req.params, v, "sent again in "+v+", the revision the server named")
-		return next, err == nil, err
-	case rpc.Code == RPCHeaderMismatch && req.method == "tools/call":
-		if _, err := collect(c.Tools(ctx)); err != nil {
-			return nil, false, err
-		}
-		next, err := c.reround(req, req.params, req.header["Mcp-Protocol-Version"], "sent again with the headers of the tool as listed now")
-		return next, err == nil, err
+// attemptsOf returns the attempts an *Error in err's chain counts.
+func attemptsOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Attempts
 	}
-	return nil, false, nil
+	return 0
+}
+
+// correctable reports whether a stateless server's refusal of req says how to mend it.
+func correctable(req *Request, rpc *RPCError) bool {
+	switch rpc.Code {
+	case RPCUnsupportedProtocolVersion:
+		return bestVersion(rpc.supportedVersions(), "", true) != ""
+	case RPCHeaderMismatch:
+		return req.method == "tools/call"
+	}
+	return false
+}
+
+// correct builds the re-issue of a request a stateless server refused before running it, with
+// a refusal that correctable accepted.
+func (c *Client) correct(ctx context.Context, req *Request, rpc *RPCError) (*Request, error) {
+	if rpc.Code == RPCUnsupportedProtocolVersion {
+		v := bestVersion(rpc.supportedVersions(), "", true)
+		return c.reround(req, req.params, v, "sent again in "+v+", the revision the server named")
+	}
+	if _, err := collect(c.Tools(ctx)); err != nil {
+		return nil, err
+	}
+	return c.reround(req, req.params, req.header["Mcp-Protocol-Version"], "sent again with the headers of the tool as listed now")
 }
 
 // answerInputs answers the server's input requests with the client's handlers and builds the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -67,7 +68,7 @@ func newStatelessServer(t *testing.T, answer func(r statelessRequest) (int, stri
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		if r.ID != nil {
+		if r.ID != nil && body != "" { // an empty body: a bare HTTP status
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,%s}`, r.ID, body)
 		}
 	}))
@@ -376,6 +377,47 @@ func TestStatelessHeaderMismatchRelistsTools(t *testing.T) {
 	tools, err := c.ListTools(context.Background())
 	if err != nil || len(tools) != 1 || tools[0].Name != "geo" {
 		t.Errorf("the tool with a number header should be left out: %v %v", tools, err)
+	}
+}
+
+func TestStatelessHeaderMismatchWhoseRelistingFailsNamesTheCall(t *testing.T) {
+	for name, listing := range map[string]func() (int, string){
+		"refused": func() (int, string) { return 200, `"error":{"code":-32603,"message":"listing broke"}` },
+		// tools/list is re-issued after each uncertain attempt until the attempts run out.
+		"lost": func() (int, string) { return 502, "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var mu sync.Mutex
+			var callIDs []string
+			s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+				switch r.Method {
+				case "tools/list":
+					return listing()
+				case "tools/call":
+					mu.Lock()
+					callIDs = append(callIDs, string(r.ID))
+					mu.Unlock()
+					return 400, `"error":{"code":-32020,"message":"Header mismatch"}`
+				}
+				return 0, ""
+			})
+			c := connectStateless(t, s)
+			_, err := c.CallTool(context.Background(), "geo", map[string]string{"region": "eu"})
+			var e *mcpclient.Error
+			var rpc *mcpclient.RPCError
+			if !errors.As(err, &e) || !errors.As(err, &rpc) {
+				t.Fatalf("error %v", err)
+			}
+			if len(callIDs) != 1 || e.ID.JSON() != callIDs[0] || e.Request.Method() != "tools/call" || e.Attempts != 1 {
+				t.Errorf("the error names %s (%s, %d attempts); want the refused call %v", e.ID.JSON(), e.Request.Method(), e.Attempts, callIDs)
+			}
+			if e.Code != mcpclient.CodeServerError || rpc.Code != mcpclient.RPCHeaderMismatch || errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+				t.Errorf("error %v: want the call's definite refusal, whatever became of the listing", err)
+			}
+			if !strings.Contains(err.Error(), "tools/list") {
+				t.Errorf("error %v does not say the listing failed", err)
+			}
+		})
 	}
 }
 

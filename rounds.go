@@ -49,7 +49,7 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 				return nil, &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: attemptsOf(err),
 					Err: fmt.Errorf("%w: the request mending this refusal would be request %d: %w", ErrRoundLimit, MaxRounds+1, rpc)}
 			}
-			next, cerr := c.correct(ctx, req, rpc)
+			next, cerr := c.correct(ctx, req, rpc, err)
 			if cerr != nil {
 				return nil, cerr
 			}
@@ -110,16 +110,34 @@ func correctable(req *Request, rpc *RPCError) bool {
 }
 
 // correct builds the re-issue of a request a stateless server refused before running it, with
-// a refusal that correctable accepted.
-func (c *Client) correct(ctx context.Context, req *Request, rpc *RPCError) (*Request, error) {
+// a refusal that correctable accepted. refusal is the error of req that carries rpc.
+func (c *Client) correct(ctx context.Context, req *Request, rpc *RPCError, refusal error) (*Request, error) {
 	if rpc.Code == RPCUnsupportedProtocolVersion {
 		v := bestVersion(rpc.supportedVersions(), "", true)
 		return c.reround(req, req.params, v, "sent again in "+v+", the revision the server named")
 	}
 	if _, err := collect(c.Tools(ctx)); err != nil {
-		return nil, err
+		return nil, listingFailed(req, rpc, attemptsOf(refusal), err)
 	}
 	return c.reround(req, req.params, req.header["Mcp-Protocol-Version"], "sent again with the headers of the tool as listed now")
+}
+
+// listingFailed is the error of a tools/call refused for its headers whose tools could not be
+// listed again to mend them. It is about the call, which the server refused before running it:
+// its id, its refusal, and the listing's failure as the cause. The listing's own *Error is not
+// in the chain, so that its Code (ErrOutcomeUnknown for a lost tools/list, say) is not taken for
+// the call's.
+func listingFailed(req *Request, rpc *RPCError, attempts int, err error) *Error {
+	cause := err
+	var e *Error
+	if errors.As(err, &e) {
+		cause = fmt.Errorf("%s for tools/list request %s: %w", e.Code, e.ID.JSON(), e.Err)
+		if e.ID.IsZero() {
+			cause = fmt.Errorf("%s: %w", e.Code, e.Err)
+		}
+	}
+	return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: attempts,
+		Err: fmt.Errorf("%w; listing the tools to mend the headers failed: %w", rpc, cause)}
 }
 
 // answerInputs answers the server's input requests with the client's handlers and builds the

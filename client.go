@@ -418,7 +418,7 @@ func (c *Client) keepalive(interval time.Duration) {
 		case <-t.C:
 		}
 		if s := c.current(); s != nil && s.modern {
-			continue // stateless revisions have no ping; there is no connection to keep
+			continue // a stateless revision holds no connection between requests: none to keep alive
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, interval)
 		if err := c.Ping(ctx); err != nil && c.ctx.Err() == nil {

@@ -32,6 +32,7 @@ const (
 
 // ErrMethodRemoved reports a method the negotiated revision no longer has (ping, logging/setLevel,
 // resources/subscribe and the like in 2026-07-28). The client refuses it before sending.
+// Client.Ping is not refused: it sends server/discover there.
 var ErrMethodRemoved = errors.New("mcpclient: method not in the negotiated protocol revision")
 
 // removedMethods are the client requests 2026-07-28 took out of the protocol.

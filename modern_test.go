@@ -180,8 +180,11 @@ func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
 	c := connectStateless(t, s)
 	before := len(s.requests())
 	for name, call := range map[string]func() error{
-		"ping":      func() error { return c.Ping(context.Background()) },
 		"subscribe": func() error { return c.Subscribe(context.Background(), "file:///x") },
+		"ping request": func() error {
+			_, err := c.NewRequest("ping", nil)
+			return err
+		},
 	} {
 		if err := call(); !errors.Is(err, mcpclient.ErrMethodRemoved) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
 			t.Errorf("%s: %v, want ErrMethodRemoved", name, err)
@@ -189,6 +192,19 @@ func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
 	}
 	if len(s.requests()) != before {
 		t.Error("a removed method was sent")
+	}
+}
+
+func TestStatelessPingSendsDiscover(t *testing.T) {
+	s := newStatelessServer(t, nil)
+	c := connectStateless(t, s)
+	before := len(s.requests())
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	reqs := s.requests()[before:]
+	if len(reqs) != 1 || reqs[0].Method != "server/discover" || reqs[0].header.Get("Mcp-Method") != "server/discover" || len(reqs[0].meta()) == 0 {
+		t.Fatalf("Ping sent %+v, want one server/discover of the stateless revision", reqs)
 	}
 }
 

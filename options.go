@@ -145,7 +145,9 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 }
 
 // WithKeepalive pings the server every interval while the client is open, so that a dead
-// connection is found before a call needs it. Default: no keepalive.
+// connection is found before a call needs it. A session of a stateless revision (2026-07-28)
+// holds no connection between requests, and the keepalive sends nothing there; call Ping to ask
+// whether such a server is alive. Default: no keepalive.
 func WithKeepalive(interval time.Duration) Option {
 	return optionFunc(func(c *config) { c.keepalive = interval })
 }

@@ -304,14 +304,8 @@ func (t *toolCache) taskSupport(name string) (support string, found, cached bool
 // checkTaskSupport refuses, locally, a task-augmented call the server does not allow: the
 // protocol says a client MUST NOT send one. It lists the tools when the client has no listing.
 func (c *Client) checkTaskSupport(ctx context.Context, name string) error {
-	if s := c.current(); s == nil || s.isDead() {
-		if _, err := c.session(ctx); err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				return e
-			}
-			return &Error{Code: CodeNotDelivered, Err: err}
-		}
+	if _, err := c.liveSession(ctx); err != nil {
+		return err
 	}
 	caps := c.ServerCapabilities()
 	if !caps.TaskCapabilities().ToolsCall {

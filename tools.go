@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"sync"
@@ -61,10 +62,35 @@ func (c *Client) call(ctx context.Context, method string, params, out any, opts 
 	return nil
 }
 
-// Ping checks that the server answers. Its id is fresh and nothing depends on it: a ping is safe
-// to repeat and is re-issued after an uncertain attempt.
+// Ping checks that the server answers. It sends ping, or, in a stateless revision (2026-07-28),
+// which has no ping, server/discover, the cheapest request there; any answer that is not an
+// error means the server is alive, and the answer is not used otherwise. Without a live session
+// it connects first, since the revision decides the request. Its id is fresh and nothing depends
+// on it: both requests are safe to repeat and are re-issued after an uncertain attempt.
 func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
-	return c.call(ctx, "ping", nil, nil, opts...)
+	s, err := c.liveSession(ctx)
+	if err != nil {
+		return returned(err)
+	}
+	method := "ping"
+	if s.modern {
+		method = "server/discover"
+	}
+	return c.call(ctx, method, nil, nil, opts...)
+}
+
+// liveSession returns the current session, connecting when there is none, for callers whose
+// request depends on what the session settled (its revision, the server's capabilities).
+func (c *Client) liveSession(ctx context.Context) (*session, error) {
+	s, err := c.session(ctx)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, e
+		}
+		return nil, &Error{Code: CodeNotDelivered, Err: err}
+	}
+	return s, nil
 }
 
 // ListToolsPage returns one page of tools/list, starting at cursor ("" for the first page).

@@ -8,6 +8,9 @@
 // session is left alone so that the server's receipt for the request survives for a later
 // resend under the same id (-id).
 //
+// METHOD ping without PARAMS asks whether the server is alive in any revision: it sends ping,
+// or server/discover to a 2026-07-28 server, which has no ping, and prints {}.
+//
 // Exit codes:
 //
 //	0  result
@@ -213,6 +216,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if o.idSet {
 		callOpts = append(callOpts, mcpclient.WithRequestID(mcpclient.StringID(idText(o.id))))
 	}
+	if o.method == "ping" && isEmptyObject(o.params) {
+		// Client.Ping asks whether the server is alive in every revision, 2026-07-28 included,
+		// which has no ping.
+		if err := c.Ping(ctx, callOpts...); err != nil {
+			return failed(c, err, stderr)
+		}
+		c.Close()
+		io.WriteString(stdout, "{}\n")
+		return exitOK
+	}
 	req, err := c.NewRequest(o.method, o.params, callOpts...)
 	if err != nil {
 		report(stderr, err, c.SessionID())
@@ -222,14 +235,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	resp, err := c.Do(ctx, req)
 	session := c.SessionID()
 	if err != nil {
-		code := exitCode(err, c)
-		report(stderr, err, session)
-		if code == exitUnknown || code == exitConflict {
-			c.Detach() // the session, and the receipt for the request, must survive
-		} else {
-			c.Close() // ends the session
-		}
-		return code
+		return failed(c, err, stderr)
 	}
 	defer c.Close()
 	var line bytes.Buffer
@@ -244,6 +250,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// failed reports the error of the request sent and ends the client, leaving the session open
+// when the request's receipt there must survive.
+func failed(c *mcpclient.Client, err error, stderr io.Writer) int {
+	code := exitCode(err, c)
+	report(stderr, err, c.SessionID())
+	if code == exitUnknown || code == exitConflict {
+		c.Detach() // the session, and the receipt for the request, must survive
+	} else {
+		c.Close() // ends the session
+	}
+	return code
+}
+
+func isEmptyObject(params json.RawMessage) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(params, &obj) == nil && len(obj) == 0
 }
 
 // idText accepts the id as plain text or as a JSON string literal ("abc" with its quotes).

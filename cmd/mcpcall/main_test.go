@@ -162,6 +162,46 @@ func TestGeneratedIDsAreUniqueStrings(t *testing.T) {
 	}
 }
 
+// statelessServer is a 2026-07-28 server: it answers server/discover, and refuses every other
+// method. It records the methods it received.
+func statelessServer(t *testing.T) (url string, methods func() []string) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		got = append(got, m.Method)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if m.Method == "server/discover" {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{}}}`, m.ID)
+			return
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}
+}
+
+func TestPingAStatelessServer(t *testing.T) {
+	url, methods := statelessServer(t)
+	r := call(t, "", "-url", url, "ping")
+	if r.code != exitOK || r.stdout != "{}\n" || r.stderr != "" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if got := methods(); len(got) != 2 || got[0] != "server/discover" || got[1] != "server/discover" {
+		t.Errorf("the server received %q, want server/discover to connect and one more as the ping", got)
+	}
+}
+
 func TestHeaderFlag(t *testing.T) {
 	srv := mcptest.NewTestHTTPServer(t)
 	got := make(chan string, 8)

@@ -35,6 +35,10 @@ const (
 	CodeInvalidArgument
 	// CodeClosed: the client was closed.
 	CodeClosed
+	// CodeStructuredContent: a tool ran and answered, but its structuredContent does not match
+	// the outputSchema the tool was listed with (see ErrStructuredContent). Unlike every other
+	// Code, it comes with the result: CallTool returns both.
+	CodeStructuredContent
 )
 
 var codeNames = [...]string{
@@ -48,6 +52,7 @@ var codeNames = [...]string{
 	CodeProtocol:           "protocol error",
 	CodeInvalidArgument:    "invalid argument",
 	CodeClosed:             "client closed",
+	CodeStructuredContent:  "structuredContent mismatch",
 }
 
 func (c Code) String() string {
@@ -86,6 +91,10 @@ var (
 	ErrInspectionRequired = errors.New("mcpclient: supersede needs an inspection of the server's state")
 	// ErrClosed: the client is closed.
 	ErrClosed = errors.New("mcpclient: client closed")
+	// ErrStructuredContent: a tool result whose structuredContent does not match the tool's
+	// outputSchema, or is missing although the tool declares one. The tool ran: CallTool returns
+	// its result together with this error, whose Code is CodeStructuredContent.
+	ErrStructuredContent = errors.New("mcpclient: structuredContent does not match the tool's outputSchema")
 )
 
 var sentinels = map[Code]error{
@@ -96,6 +105,7 @@ var sentinels = map[Code]error{
 	CodeLedgerFull:         ErrLedgerFull,
 	CodeUnsupportedVersion: ErrUnsupportedVersion,
 	CodeClosed:             ErrClosed,
+	CodeStructuredContent:  ErrStructuredContent,
 }
 
 // Error is the one error type the Client returns.

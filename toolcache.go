@@ -2,17 +2,12 @@ package mcpclient
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
-
-// ErrStructuredContent reports a tool result whose structuredContent does not match the tool's
-// outputSchema, or is missing although the tool declares one.
-var ErrStructuredContent = errors.New("mcpclient: structuredContent does not match the tool's outputSchema")
 
 // toolCache holds the last complete tools/list: for ListTools, and for checking each tool's
 // structuredContent against its outputSchema. notifications/tools/list_changed empties it.
@@ -99,7 +94,9 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 	return c.Compile(loc)
 }
 
-// checkStructured checks a tool's result against the tool's outputSchema, when it is known.
+// checkStructured checks a tool's result against the outputSchema the cached listing gives the
+// tool. A tool the cache does not hold (never listed, or listed before a list_changed emptied
+// the cache) is not checked, and nothing here lists the tools to find its schema.
 func (t *toolCache) checkStructured(name string, res *CallToolResult) error {
 	if res.IsError {
 		return nil

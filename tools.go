@@ -154,6 +154,14 @@ func (c *Client) ListTools(ctx context.Context) ([]*Tool, error) {
 // retried. After ErrOutcomeUnknown the *Error holds the frozen request: inspect what the tool
 // does (did the reservation happen?) before calling Resend or Supersede with it. To keep the id
 // before anything is sent, build the request with NewRequest and send it with Do.
+//
+// The result's structuredContent is checked against the outputSchema of the tool as the client
+// last listed it (Tools, ListTools). CallTool never lists the tools itself, and a tool the client
+// holds no listing of (never listed, or listed before a notifications/tools/list_changed) is not
+// checked. When the check fails, the tool has run and answered, and CallTool returns both the
+// result and an *Error with ErrStructuredContent (CodeStructuredContent) naming the call, as
+// io.Reader returns n > 0 with an error: keep what the result says (a booking reference, say)
+// before deciding what the mismatch means. With any other error the result is nil.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
 	rawArgs, err := marshalParams(args)
 	if err != nil {
@@ -178,7 +186,7 @@ func (c *Client) sendToolCall(ctx context.Context, req *Request) (*CallToolResul
 			Err: fmt.Errorf("decoding the tools/call result: %w", err)})
 	}
 	if err := c.tools.checkStructured(req.toolName, &res); err != nil {
-		return nil, returned(&Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts, Err: err})
+		return &res, returned(&Error{Code: CodeStructuredContent, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts, Err: err})
 	}
 	return &res, nil
 }

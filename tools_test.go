@@ -188,31 +188,69 @@ func TestListToolsCacheEmptiedByListChanged(t *testing.T) {
 
 func TestStructuredContentIsCheckedAgainstOutputSchema(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`)
+	var mu sync.Mutex
 	reply := `{"sum":3}`
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "add", OutputSchema: schema},
 		func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
 			return &mcpclient.CallToolResult{StructuredContent: json.RawMessage(reply)}, nil
 		}))
-	c := mcptest.NewClient(t, srv)
+	changed := make(chan struct{}, 1)
+	c := mcptest.NewClient(t, srv, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
+		func(context.Context, string, json.RawMessage) { changed <- struct{}{} }))
 	ctx := context.Background()
-	// Unlisted, the schema is unknown and nothing is checked.
-	reply = `{"sum":"three"}`
-	if _, err := c.CallTool(ctx, "add", nil); err != nil {
-		t.Fatalf("unlisted tool: %v", err)
+	// call returns whether the result was checked, failing the test unless the result came back.
+	call := func(t *testing.T, structured string) (checked bool) {
+		t.Helper()
+		mu.Lock()
+		reply = structured
+		mu.Unlock()
+		res, err := c.CallTool(ctx, "add", nil)
+		if err == nil {
+			return false
+		}
+		var e *mcpclient.Error
+		if !errors.Is(err, mcpclient.ErrStructuredContent) || mcpclient.CodeOf(err) != mcpclient.CodeStructuredContent || !errors.As(err, &e) {
+			t.Fatalf("structuredContent %q: error %v, want ErrStructuredContent", structured, err)
+		}
+		if res == nil || string(res.StructuredContent) != structured {
+			t.Fatalf("structuredContent %q: result %+v; the tool ran, its result must come back with the error", structured, res)
+		}
+		if entry, ok := c.Ledger().Lookup(e.ID); !ok || entry.State != mcpclient.StateAnswered || e.Request.ID() != e.ID {
+			t.Errorf("the error names %s, ledger %+v: want the answered call", e.ID.JSON(), entry)
+		}
+		return true
 	}
+	t.Run("unlisted", func(t *testing.T) {
+		// The client never listed the tools: it knows no schema and checks nothing.
+		if call(t, `{"sum":"three"}`) {
+			t.Error("a tool the client has not listed was checked")
+		}
+	})
 	if _, err := c.ListTools(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct {
-		reply string
-		ok    bool
-	}{{`{"sum":3}`, true}, {`{"sum":"three"}`, false}, {``, false}} {
-		reply = tt.reply
-		_, err := c.CallTool(ctx, "add", nil)
-		if tt.ok != (err == nil) || (!tt.ok && (!errors.Is(err, mcpclient.ErrStructuredContent) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol)) {
-			t.Errorf("structuredContent %q: error %v", tt.reply, err)
+	t.Run("listed", func(t *testing.T) {
+		for structured, bad := range map[string]bool{`{"sum":3}`: false, `{"sum":"three"}`: true, ``: true} {
+			if call(t, structured) != bad {
+				t.Errorf("structuredContent %q: checked %v, want %v", structured, !bad, bad)
+			}
 		}
-	}
+	})
+	t.Run("list changed", func(t *testing.T) {
+		srv.Notify("notifications/tools/list_changed", nil)
+		<-changed // the client's own handling runs before the caller's handler
+		if call(t, `{"sum":"three"}`) {
+			t.Error("checked against the schema of a listing the server said has changed")
+		}
+		if _, err := c.ListTools(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !call(t, `{"sum":"three"}`) {
+			t.Error("not checked after listing the tools again")
+		}
+	})
 }
 
 func TestOutputSchemaReferencesAreNotFetched(t *testing.T) {

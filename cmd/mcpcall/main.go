@@ -8,6 +8,10 @@
 // session is left alone so that the server's receipt for the request survives for a later
 // resend under the same id (-id).
 //
+// A tools/call result is printed as it came: mcpcall lists no tools, so it does not check
+// structuredContent against the tool's outputSchema (Client.CallTool checks only tools it has
+// listed).
+//
 // METHOD ping without PARAMS asks whether the server is alive in any revision: it sends ping,
 // or server/discover to a 2026-07-28 server, which has no ping, and prints {}.
 //

@@ -9,10 +9,14 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// toolCache holds the last complete tools/list: for ListTools, and for checking each tool's
-// structuredContent against its outputSchema. notifications/tools/list_changed empties it.
+// toolCache holds the last complete tools/list: for ListTools, for the Mcp-Param-* headers of a
+// call, and for checking each tool's structuredContent against its outputSchema.
+// notifications/tools/list_changed empties it, and a listing that began before the notification
+// is not stored: its pages may predate the change.
 type toolCache struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// gen counts the invalidations; a listing stores its tools only under the gen it began in.
+	gen     uint64
 	valid   bool
 	list    []*Tool
 	byName  map[string]*Tool
@@ -20,9 +24,21 @@ type toolCache struct {
 	headers map[string][]headerParam      // the x-mcp-header declarations of each tool
 }
 
-func (t *toolCache) store(list []*Tool) {
+// generation returns the gen a listing beginning now passes to store.
+func (t *toolCache) generation() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.gen
+}
+
+// store installs a complete listing that began in generation gen, unless the cache was emptied
+// since.
+func (t *toolCache) store(list []*Tool, gen uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if gen != t.gen {
+		return
+	}
 	t.valid, t.list = true, list
 	t.byName = make(map[string]*Tool, len(list))
 	t.headers = make(map[string][]headerParam)
@@ -45,6 +61,7 @@ func (t *toolCache) headerParamsOf(name string) []headerParam {
 func (t *toolCache) invalidate() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.gen++
 	t.valid, t.list, t.byName, t.schemas, t.headers = false, nil, nil, nil, nil
 }
 

@@ -107,9 +107,15 @@ func (c *Client) ListToolsPage(ctx context.Context, cursor string, opts ...CallO
 // error and stops. A complete listing replaces the tool hints (readOnlyHint, idempotentHint) that
 // decide whether a tools/call is safe to repeat, and refreshes the cache ListTools serves from.
 func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
-	var listed []*Tool
-	safe := map[string]bool{}
+	var (
+		listed []*Tool
+		safe   map[string]bool
+		gen    uint64
+	)
 	fetch := func(ctx context.Context, cursor string) ([]*Tool, string, error) {
+		if cursor == "" { // a listing begins (again, when the iterator is ranged once more)
+			listed, safe, gen = nil, map[string]bool{}, c.tools.generation()
+		}
 		page, err := c.ListToolsPage(ctx, cursor)
 		if err != nil {
 			return nil, "", err
@@ -133,7 +139,7 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 	}
 	return paginate(ctx, fetch, func() {
 		c.hints.replace(safe)
-		c.tools.store(listed)
+		c.tools.store(listed, gen)
 	})
 }
 

@@ -186,6 +186,60 @@ func TestListToolsCacheEmptiedByListChanged(t *testing.T) {
 	}
 }
 
+func TestToolsIteratorRangedTwiceCachesOneListing(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t, append(manyTools(3, &k), mcptest.WithPageSize(2))...)
+	c := mcptest.NewClient(t, srv)
+	tools := c.Tools(context.Background())
+	for range 2 {
+		for _, err := range tools {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if cached, err := c.ListTools(context.Background()); err != nil || len(cached) != 3 {
+		t.Errorf("cached %d tools, %v; want the 3 of one listing", len(cached), err)
+	}
+}
+
+func TestListingOverlappingListChangedIsNotCached(t *testing.T) {
+	handled := make(chan struct{})
+	var mu sync.Mutex
+	lists := 0
+	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+		if m.Method != "tools/list" {
+			return
+		}
+		mu.Lock()
+		lists++
+		first := lists == 1
+		mu.Unlock()
+		if first {
+			// The tools change while the answer is on its way: the answer may be stale.
+			f.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+			<-handled
+		}
+		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}}`)
+	})
+	c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
+		func(context.Context, string, json.RawMessage) { handled <- struct{}{} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 2 {
+		if _, err := c.ListTools(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if lists != 2 {
+		t.Errorf("%d listings: a listing answered after list_changed must not be served from the cache", lists)
+	}
+}
+
 func TestStructuredContentIsCheckedAgainstOutputSchema(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`)
 	var mu sync.Mutex

@@ -434,14 +434,21 @@ func (c *Client) CallToolTask(ctx context.Context, name string, args any, ttl ti
 // GetTask returns the task's current state (tasks/get). It is read-only: after an uncertain
 // attempt it is re-issued under a new id.
 func (c *Client) GetTask(ctx context.Context, taskID string, opts ...CallOption) (*Task, error) {
+	t, _, err := c.getTask(ctx, taskID, opts)
+	return t, err
+}
+
+// getTask is GetTask, returning the tasks/get response too.
+func (c *Client) getTask(ctx context.Context, taskID string, opts []CallOption) (*Task, *Response, error) {
 	if err := taskIDArgument("tasks/get", taskID); err != nil {
-		return nil, returned(err)
+		return nil, nil, returned(err)
 	}
 	ct := checkedTask{want: taskID}
-	if err := c.call(ctx, "tasks/get", taskIDParams{taskID}, &ct, opts...); err != nil {
-		return nil, err
+	resp, err := c.callResponse(ctx, "tasks/get", taskIDParams{taskID}, &ct, opts)
+	if err != nil {
+		return nil, nil, err
 	}
-	return &ct.task, nil
+	return &ct.task, resp, nil
 }
 
 // TaskResultRaw returns the raw result of the task's request (tasks/result): what the request
@@ -559,14 +566,22 @@ func (c *Client) ListTasks(ctx context.Context) ([]*Task, error) {
 // the tool's isError result or the JSON-RPC error of tasks/result; errors.Is matches
 // ErrTaskFailed or ErrTaskCancelled. If ctx ends, the error is CodeOutcomeUnknown: the task goes
 // on at the server, and AwaitTask may be called again.
+//
+// AwaitTask knows the task by its id only, not by the request that created it (which another
+// client, or an earlier process, may have sent), so its errors name a request of its own: the
+// tasks/get or tasks/result that failed, or, when ctx ends between two polls, the last tasks/get,
+// whose answer is the task's last known state (the message gives that state and the task id).
 func (c *Client) AwaitTask(ctx context.Context, taskID string) (*CallToolResult, error) {
 	if err := taskIDArgument("AwaitTask", taskID); err != nil {
 		return nil, returned(err)
 	}
 	var t *Task
 	for {
-		var err error
-		if t, err = c.GetTask(ctx, taskID); err != nil {
+		var (
+			poll *Response
+			err  error
+		)
+		if t, poll, err = c.getTask(ctx, taskID, nil); err != nil {
 			return nil, err
 		}
 		if t.Terminal() {
@@ -584,7 +599,7 @@ func (c *Client) AwaitTask(ctx context.Context, taskID string) (*CallToolResult,
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return nil, returned(&Error{Code: CodeOutcomeUnknown,
+			return nil, returned(&Error{Code: CodeOutcomeUnknown, ID: poll.Request.id, Request: poll.Request, Attempts: poll.Attempts,
 				Err: fmt.Errorf("waiting for task %s, last %s: %w", taskID, t.Status, context.Cause(ctx))})
 		}
 	}

@@ -340,6 +340,15 @@ func TestAwaitTaskHonoursPollInterval(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || mcpclient.CodeOf(err) == 0 || !strings.Contains(err.Error(), task.TaskID) {
 			t.Errorf("AwaitTask past its deadline: %v", err)
 		}
+		// The deadline came between two polls: the error names the last tasks/get, answered.
+		var e *mcpclient.Error
+		if !errors.As(err, &e) || e.ID.IsZero() || e.Request == nil || e.Request.ID() != e.ID ||
+			e.Request.Method() != "tasks/get" || !strings.Contains(string(e.Request.Params()), task.TaskID) {
+			t.Fatalf("AwaitTask past its deadline: %+v, want the last tasks/get named", e)
+		}
+		if entry, _ := c.Ledger().Lookup(e.ID); entry.State != mcpclient.StateAnswered {
+			t.Errorf("the named request is %v, want the answered tasks/get", entry.State)
+		}
 		if res, err := c.AwaitTask(ctx, task.TaskID); err != nil || res.Text() != "rested" {
 			t.Errorf("AwaitTask again: %+v, %v", res, err)
 		}

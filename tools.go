@@ -44,22 +44,28 @@ func (h *toolHints) replace(safe map[string]bool) {
 
 // call sends method with params and decodes the result into out.
 func (c *Client) call(ctx context.Context, method string, params, out any, opts ...CallOption) error {
+	_, err := c.callResponse(ctx, method, params, out, opts)
+	return err
+}
+
+// callResponse is call, returning the response too, for callers that name its request later.
+func (c *Client) callResponse(ctx context.Context, method string, params, out any, opts []CallOption) (*Response, error) {
 	req, err := c.newRequest(method, params, opts)
 	if err != nil {
-		return returned(err)
+		return nil, returned(err)
 	}
 	resp, err := c.do(ctx, req)
 	if err != nil {
-		return returned(err)
+		return nil, returned(err)
 	}
 	if out == nil {
-		return nil
+		return resp, nil
 	}
 	if err := resp.Decode(out); err != nil {
-		return returned(&Error{Code: CodeProtocol, ID: req.id, Request: resp.Request, Attempts: resp.Attempts,
+		return nil, returned(&Error{Code: CodeProtocol, ID: req.id, Request: resp.Request, Attempts: resp.Attempts,
 			Err: fmt.Errorf("decoding the %s result: %w", method, err)})
 	}
-	return nil
+	return resp, nil
 }
 
 // Ping checks that the server answers. It sends ping, or, in a stateless revision (2026-07-28),

@@ -14,7 +14,8 @@ const MaxRounds = 8
 // ErrRoundLimit: a call in a stateless revision would need a request beyond MaxRounds, because
 // the answer to the last one asked for input again, or refused it in a way a re-issue would mend.
 // The client does not send that request. The *Error names the last request sent; its answer was
-// no result, so nothing the call produced was thrown away.
+// no result, so nothing the call produced was thrown away. Its Code is CodeProtocol after
+// input_required, and CodeServerError, with the *RPCError, after a refusal.
 var ErrRoundLimit = errors.New("mcpclient: the call needs more requests than MaxRounds")
 
 // inputMethods are the requests a server may answer with input_required (SEP-2322).

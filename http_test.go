@@ -2,10 +2,12 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -429,6 +431,45 @@ func TestHTTPOversizedAnswerIsTypedAndNotRefetched(t *testing.T) {
 		if n := len(srv.Received(req.ID())); n != 1 {
 			t.Errorf("the request was sent %d times", n)
 		}
+	})
+}
+
+// largeImage is a tool result of 10 MiB: an image in base64, as tools return files.
+func largeImage() mcpclient.Content {
+	raw := make([]byte, 15<<19) // 7.5 MiB, 10 MiB in base64
+	rand.NewChaCha8([32]byte{}).Read(raw)
+	return mcpclient.Content{Type: "image", MIMEType: "image/png", Data: base64.StdEncoding.EncodeToString(raw)}
+}
+
+// largeImageTool answers every call with want.
+func largeImageTool(want mcpclient.Content) mcptest.Option {
+	return mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		return &mcpclient.CallToolResult{Content: []mcpclient.Content{want}}, nil
+	})
+}
+
+// wantLargeImage checks that c's call of the tool returns want whole.
+func wantLargeImage(t *testing.T, c *mcpclient.Client, want mcpclient.Content) {
+	t.Helper()
+	res, err := c.CallTool(context.Background(), unsafeTool.Name, nil)
+	if err != nil {
+		t.Fatalf("a result of %d MiB with the default limit: %v", len(want.Data)>>20, err)
+	}
+	if len(res.Content) != 1 || res.Content[0].Data != want.Data {
+		t.Fatalf("the result came back changed: %d blocks", len(res.Content))
+	}
+}
+
+func TestHTTPLargeToolResultArrivesWhole(t *testing.T) {
+	want := largeImage()
+	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
+		srv := mcptest.NewTestHTTPServer(t, append(opts, largeImageTool(want))...)
+		c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL}, noWait)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		wantLargeImage(t, c, want)
 	})
 }
 

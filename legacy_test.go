@@ -98,3 +98,9 @@ func TestLegacySSEEndpointMustBeSameOrigin(t *testing.T) {
 		t.Fatalf("error %v, want a not-delivered cross-origin refusal", err)
 	}
 }
+
+func TestLegacySSELargeToolResultArrivesWhole(t *testing.T) {
+	want := largeImage()
+	srv := mcptest.NewTestHTTPServer(t, largeImageTool(want))
+	wantLargeImage(t, legacyClient(t, srv, noWait), want)
+}

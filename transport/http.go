@@ -60,9 +60,9 @@ type HTTP struct {
 	// its values (a user's token, a tenant, a trace span).
 	HeaderFunc func(ctx context.Context, h http.Header) error
 
-	// MaxMessageSize bounds one JSON response body or one SSE event, in bytes. Default
-	// DefaultMaxMessageSize. A larger one fails its exchange with ErrMessageTooLarge and is never
-	// fetched again by resumption.
+	// MaxMessageSize bounds one JSON response body or one SSE event, in bytes; <= 0 means
+	// DefaultMaxMessageSize (64 MiB). A larger one fails its exchange with ErrMessageTooLarge
+	// and is never fetched again by resumption.
 	MaxMessageSize int
 
 	// MaxResumes bounds the consecutive attempts to resume one broken stream without an event
@@ -73,9 +73,10 @@ type HTTP struct {
 	Logger *slog.Logger
 }
 
-// DefaultMaxMessageSize is the largest JSON body or SSE event the HTTP transport reads unless
-// told otherwise.
-const DefaultMaxMessageSize = 4 << 20
+// DefaultMaxMessageSize is the largest message a transport reads unless told otherwise: one JSON
+// body or SSE event over HTTP, one line over a byte stream or a server's stdout. Tool results
+// carry files and images (a PDF of 10 MiB is 14 MiB of base64), so the bound is generous.
+const DefaultMaxMessageSize = 64 << 20
 
 // ErrMessageTooLarge reports a response body or SSE event over the transport's size limit.
 var ErrMessageTooLarge = sse.ErrEventTooLarge

@@ -38,7 +38,9 @@ type SSE struct {
 	Header http.Header
 	// HeaderFunc, if set, may add headers to each request.
 	HeaderFunc func(ctx context.Context, h http.Header) error
-	// MaxMessageSize bounds one SSE event, in bytes. Default DefaultMaxMessageSize.
+	// MaxMessageSize bounds one SSE event, in bytes; <= 0 means DefaultMaxMessageSize (64 MiB).
+	// A larger event ends the stream, and with it the session: the requests awaiting answers
+	// become uncertain.
 	MaxMessageSize int
 	// Logger receives debug records. Default: discard.
 	Logger *slog.Logger

@@ -115,7 +115,8 @@ type Command struct {
 	// oversized frames.
 	Logger *slog.Logger
 
-	// MaxFrameSize bounds an incoming line in bytes; <= 0 means DefaultMaxFrameSize.
+	// MaxFrameSize bounds an incoming line in bytes, without its line terminator; <= 0 means
+	// DefaultMaxMessageSize (64 MiB). NewStreamConn says what becomes of a longer line.
 	MaxFrameSize int
 
 	// CloseTimeout is how long Close waits, after closing stdin, for the process to exit

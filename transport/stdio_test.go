@@ -253,6 +253,24 @@ func TestCommandWithClient(t *testing.T) {
 	}
 }
 
+func TestCommandLargeAnswerWithClient(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mcpclient.Connect(ctx, fakeServer(t)) // the default limit
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer c.Close()
+	const size = 10 << 20
+	res, err := c.CallTool(ctx, "big", map[string]any{"size": size})
+	if err != nil {
+		t.Fatalf("a result of %d MiB: %v", size>>20, err)
+	}
+	if got := res.Text(); len(got) < size || strings.Trim(got[:size], "x") != "" || !strings.HasPrefix(got[size:], " server=") {
+		t.Fatalf("the result came back changed: %d bytes", len(got))
+	}
+}
+
 func TestCommandDeathWithClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

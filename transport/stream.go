@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// DefaultMaxFrameSize bounds an incoming line when no other limit is set: 4 MiB.
-const DefaultMaxFrameSize = 4 << 20
-
 // ErrFrameTooLarge describes an incoming line longer than the connection's frame limit. Receive
 // never returns it: such a line is skipped and counted (see [NewStreamConn]), and a [Command]
 // with a Logger logs it with this error.
@@ -33,7 +30,7 @@ type Stream struct {
 	Open func(ctx context.Context) (io.ReadWriteCloser, error)
 
 	// MaxFrameSize bounds an incoming line in bytes, without its line terminator; <= 0 means
-	// DefaultMaxFrameSize.
+	// DefaultMaxMessageSize (64 MiB). NewStreamConn says what becomes of a longer line.
 	MaxFrameSize int
 }
 
@@ -74,7 +71,7 @@ func (s *Stream) Connect(ctx context.Context) (Conn, error) {
 //
 // Receive returns the next non-empty line, without its "\n" and without a "\r" before it. A
 // last line that the stream ends without a newline is returned too. A line longer than
-// maxFrameSize bytes (<= 0 means DefaultMaxFrameSize) is skipped up to its newline and Receive
+// maxFrameSize bytes (<= 0 means DefaultMaxMessageSize) is skipped up to its newline and Receive
 // goes on with the next one: the connection survives, but if the lost line was the answer to a
 // request, that request sees no answer on this connection (the caller's context, or the end of
 // the connection, settles it). The returned Conn counts skipped lines; its method
@@ -136,7 +133,7 @@ type streamConn struct {
 // newStreamConn returns a stream conn; the caller starts its reader with go c.readLoop().
 func newStreamConn(r io.Reader, w io.Writer, closeFn func() error, maxFrameSize int, hooks streamHooks) *streamConn {
 	if maxFrameSize <= 0 {
-		maxFrameSize = DefaultMaxFrameSize
+		maxFrameSize = DefaultMaxMessageSize
 	}
 	return &streamConn{
 		r:       r,

@@ -313,6 +313,15 @@ func TestStreamWriteErrorBeforeAnyByteIsNotDelivered(t *testing.T) {
 	}
 }
 
+func TestStreamLargeLineArrivesWhole(t *testing.T) {
+	c, peer := streamPair(t, 0) // the default limit
+	line := `{"jsonrpc":"2.0","id":1,"result":{"data":"` + strings.Repeat("A", 10<<20) + `"}}`
+	go io.WriteString(peer, line+"\n")
+	if got := streamReceive(t, c); got != line {
+		t.Fatalf("a line of %d bytes came back as %d bytes", len(line), len(got))
+	}
+}
+
 func TestStreamOversizedLineIsSkipped(t *testing.T) {
 	const max = 64
 	c, peer := streamPair(t, max)

@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -340,6 +341,41 @@ func TestHostileOversizedMessage(t *testing.T) {
 			hStillUsable(t, c)
 		})
 	})
+}
+
+// bytesAllocated returns how many bytes of heap f allocated (the process's, so tests that
+// measure it must not run in parallel).
+func bytesAllocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A server announcing a body near the limit and sending a few bytes of it costs the client
+// memory for those bytes, not for the announcement.
+func TestHostileDeclaredLengthIsNotTrusted(t *testing.T) {
+	first := hOnce()
+	srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+		if m.Method == "tools/call" && first() {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(transport.DefaultMaxMessageSize))
+			io.WriteString(w, hResult(m.ID, hToolResult)[:20])
+			return true // net/http cuts the connection: the body is short of its length
+		}
+		return false
+	})
+	c := hConnect(t, &transport.HTTP{URL: srv.URL})
+	var err error
+	n := bytesAllocated(func() { _, err = c.CallTool(hCtx(t), "reserve", nil) })
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("error %v, want ErrOutcomeUnknown for an answer cut short", err)
+	}
+	if n > 4<<20 {
+		t.Errorf("a call whose answer announced %d MiB and sent 20 bytes allocated %.1f MiB", transport.DefaultMaxMessageSize>>20, float64(n)/(1<<20))
+	}
+	hStillUsable(t, c)
 }
 
 func TestHostileOversizedSSEEvent(t *testing.T) {

@@ -75,7 +75,8 @@ type HTTP struct {
 
 // DefaultMaxMessageSize is the largest message a transport reads unless told otherwise: one JSON
 // body or SSE event over HTTP, one line over a byte stream or a server's stdout. Tool results
-// carry files and images (a PDF of 10 MiB is 14 MiB of base64), so the bound is generous.
+// carry files and images (a PDF of 10 MiB is 14 MiB of base64), so the bound is generous; what a
+// message costs in memory follows its size, never the bound.
 const DefaultMaxMessageSize = 64 << 20
 
 // ErrMessageTooLarge reports a response body or SSE event over the transport's size limit.
@@ -936,17 +937,30 @@ func drain(body io.ReadCloser) {
 	body.Close()
 }
 
-// readLimited reads a body of at most limit bytes. A declared length that fits is read into one
-// buffer of that size: a body of megabytes read by io.ReadAll is copied a dozen times over as
-// its buffer grows.
+// readLimited reads a body of at most limit bytes. A declared length over the limit is refused
+// at once. One within it is believed only as far as the bytes bear it out: the buffer starts at
+// no more than bodyBufferStart and grows fourfold, up to the declared length, while the body
+// lasts, so that a server announcing the limit and sending little costs little, and a body of
+// megabytes is copied once or twice (io.ReadAll, growing its buffer by a quarter, copies it a
+// dozen times over).
 func readLimited(r io.Reader, declared int64, limit int) ([]byte, error) {
 	if declared > int64(limit) {
 		return nil, fmt.Errorf("%w: %d bytes declared, the limit is %d", ErrMessageTooLarge, declared, limit)
 	}
 	if declared > 0 {
-		b := make([]byte, declared)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, err
+		b := make([]byte, 0, min(declared, bodyBufferStart))
+		for int64(len(b)) < declared {
+			if len(b) == cap(b) {
+				b = append(make([]byte, 0, min(4*int64(cap(b)), declared)), b...)
+			}
+			n, err := r.Read(b[len(b):cap(b)])
+			b = b[:len(b)+n]
+			if err == io.EOF && int64(len(b)) < declared {
+				return nil, io.ErrUnexpectedEOF
+			}
+			if err != nil && err != io.EOF {
+				return nil, err
+			}
 		}
 		return b, nil
 	}
@@ -959,6 +973,9 @@ func readLimited(r io.Reader, declared int64, limit int) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// bodyBufferStart bounds the buffer a declared body length buys before its bytes arrive.
+const bodyBufferStart = 1 << 20
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

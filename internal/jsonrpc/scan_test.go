@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,4 +164,96 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// skimmed feeds frame to a Skimmer in pieces cut every step bytes (all at once for 0).
+func skimmed(frame []byte, step int) ([]string, bool) {
+	var s Skimmer
+	if step <= 0 {
+		step = len(frame) + 1
+	}
+	for i := 0; i < len(frame); i += step {
+		s.Write(frame[i:min(i+step, len(frame))])
+	}
+	raw, ok := s.Responses()
+	var ids []string
+	for _, id := range raw {
+		ids = append(ids, string(id))
+	}
+	return ids, ok
+}
+
+// skimOracle is what a Skimmer must say of a frame Decode accepts: the ids of its responses,
+// and whether every message is a request, a notification or a response with a usable id.
+func skimOracle(msgs []Message) (ids []string, ok bool) {
+	ok = true
+	for _, m := range msgs {
+		switch {
+		case m.Method != "":
+		case len(m.ID) > 0 && len(m.ID) <= skimIDMax && string(m.ID) != "null" && m.ID[0] != '{' && m.ID[0] != '[':
+			ids = append(ids, string(m.ID))
+		default:
+			ok = false
+		}
+	}
+	if len(ids) > skimBatchMax {
+		return ids[:skimBatchMax], false
+	}
+	return ids, ok
+}
+
+func TestSkimmer(t *testing.T) {
+	big := strings.Repeat(`x\"\\`, 1<<14)
+	for _, tc := range []struct {
+		frame string
+		ids   []string
+		ok    bool
+	}{
+		{`{"jsonrpc":"2.0","id":"a","result":{"text":"` + big + `"}}`, []string{`"a"`}, true},
+		{`{"result":{"text":"` + big + `","id":"inner"},"jsonrpc":"2.0","id" : 42 }`, []string{`42`}, true},
+		{`{"jsonrpc":"2.0","id":"b","error":{"code":1,"message":"` + big + `"}}`, []string{`"b"`}, true},
+		{`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + big + `"}}`, nil, true},
+		{`{"jsonrpc":"2.0","id":7,"method":"sampling/createMessage","params":{"data":"` + big + `"}}`, nil, true},
+		{`[{"jsonrpc":"2.0","id":1,"result":{"a":[1,{"b":"` + big + `"}]}},{"jsonrpc":"2.0","method":"m"},{"id":"\u0032","result":2}]`, []string{`1`, `"\u0032"`}, true},
+		{`{"I\u0044":"c","result":"` + big + `"}`, []string{`"c"`}, true},
+		{`{"jsonrpc":"2.0","result":"` + big + `"}`, nil, false},                      // no id
+		{`{"jsonrpc":"2.0","id":null,"error":{"message":"` + big + `"}}`, nil, false}, // null id
+		{`{"id":{"a":1},"result":"` + big + `"}`, nil, false},
+		{`{"id":"` + strings.Repeat("i", skimIDMax) + `","result":1}`, nil, false},
+		{`{"jsonrpc":"2.0","id":1,"result":"` + big, nil, false}, // cut off
+		{big, nil, false},
+		{`"` + big + `"`, nil, false},
+		{`{"id":1,"result":1} {"id":2,"result":2}`, []string{`1`}, false},
+		{`{"method":5,"result":"` + big + `"}`, nil, false},
+		{`{"method":"m","method":null,"id":3}`, nil, true},
+		{`{"method":"","id":3,"result":1}`, []string{`3`}, true},
+	} {
+		for _, step := range []int{0, 1, 7, 4096} {
+			ids, ok := skimmed([]byte(tc.frame), step)
+			if !slices.Equal(ids, tc.ids) || ok != tc.ok {
+				t.Errorf("Skimmer(%.80s…) in pieces of %d = %v, %v; want %v, %v", tc.frame, step, ids, ok, tc.ids, tc.ok)
+			}
+		}
+	}
+}
+
+// FuzzSkimmer holds the Skimmer to Decode: of every frame Decode accepts, in pieces of any
+// size, it reports the responses' ids, and whether every message is accounted for, as the
+// decoded messages say.
+func FuzzSkimmer(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte, step uint8) {
+		ids, ok := skimmed(frame, int(step))
+		msgs, err := Decode(frame)
+		if err != nil {
+			return
+		}
+		wantIDs, wantOK := skimOracle(msgs)
+		if !slices.Equal(ids, wantIDs) || ok != wantOK {
+			t.Fatalf("Skimmer(%q) in pieces of %d = %v, %v; Decode says %v, %v", frame, step, ids, ok, wantIDs, wantOK)
+		}
+	})
 }

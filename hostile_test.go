@@ -315,32 +315,95 @@ func TestHostileOversizedMessage(t *testing.T) {
 		hStillUsable(t, c)
 	})
 
-	// A stream transport skips the oversized line and keeps the connection; the request it
-	// answered gets no answer, and its caller's deadline settles it.
+	// A stream transport reads the oversized line to its end without keeping it, and ends the
+	// request it answered at once; the connection goes on. In the bubble, a call left waiting
+	// would reach its deadline at once.
 	t.Run("stream", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			first := hOnce()
-			tr := hStream(t, 1024, func(w io.Writer, m hMsg) {
+			tr, opened := hCountOpens(hStream(t, 1024, func(w io.Writer, m hMsg) {
 				if m.Method == "tools/call" && first() {
 					io.WriteString(w, hResult(m.ID, big)+"\n")
 					return
 				}
 				hStreamDefault(w, m)
-			})
-			c, err := mcpclient.Connect(context.Background(), tr, noWait)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			}))
+			c := hConnect(t, tr)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_, err = c.CallTool(ctx, "reserve", nil)
-			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("error %v, want ErrOutcomeUnknown at the deadline", err)
+			_, err := c.CallTool(ctx, "reserve", nil)
+			if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol || ctx.Err() != nil {
+				t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge before the deadline", err)
 			}
 			hStillUsable(t, c)
+			if n := opened.Load(); n != 1 {
+				t.Errorf("%d connections opened, want 1: the connection survives an oversized answer", n)
+			}
 		})
 	})
+
+	// An oversized line that names no request ends the connection, and with it the calls
+	// awaiting answers; the client opens a new one for the next call.
+	t.Run("stream, no id", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			first := hOnce()
+			tr, opened := hCountOpens(hStream(t, 1024, func(w io.Writer, m hMsg) {
+				if m.Method == "tools/call" && first() {
+					io.WriteString(w, `{"jsonrpc":"2.0","result":`+big+"}\n")
+					return
+				}
+				hStreamDefault(w, m)
+			}))
+			c := hConnect(t, tr)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := c.CallTool(ctx, "reserve", nil)
+			if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol || ctx.Err() != nil {
+				t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge before the deadline", err)
+			}
+			hStillUsable(t, c)
+			if n := opened.Load(); n != 2 {
+				t.Errorf("%d connections opened, want 2", n)
+			}
+		})
+	})
+
+	// The id an oversized answer names is matched as the client spells it.
+	t.Run("stream, id spelled otherwise", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			tr := hStream(t, 1024, func(w io.Writer, m hMsg) {
+				if m.Method == "tools/call" {
+					// The same id without escapes: "a<b&c" for "a\u003cb\u0026c".
+					var id string
+					json.Unmarshal(m.ID, &id)
+					io.WriteString(w, hResult(json.RawMessage(`"`+id+`"`), big)+"\n")
+					return
+				}
+				hStreamDefault(w, m)
+			})
+			c := hConnect(t, tr)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := c.CallTool(ctx, "reserve", nil, mcpclient.WithRequestID(mcpclient.StringID("a<b&c")))
+			if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol || ctx.Err() != nil {
+				t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge before the deadline", err)
+			}
+			if err := c.Ping(ctx); err != nil {
+				t.Fatalf("ping after the episode: %v", err)
+			}
+		})
+	})
+}
+
+// hCountOpens counts the streams tr opens.
+func hCountOpens(tr transport.Transport) (transport.Transport, *atomic.Int32) {
+	s := tr.(*transport.Stream)
+	n, open := new(atomic.Int32), s.Open
+	s.Open = func(ctx context.Context) (io.ReadWriteCloser, error) {
+		n.Add(1)
+		return open(ctx)
+	}
+	return s, n
 }
 
 // bytesAllocated returns how many bytes of heap f allocated (the process's, so tests that

@@ -79,7 +79,8 @@ type HTTP struct {
 // message costs in memory follows its size, never the bound.
 const DefaultMaxMessageSize = 64 << 20
 
-// ErrMessageTooLarge reports a response body or SSE event over the transport's size limit.
+// ErrMessageTooLarge reports a message over the transport's size limit: a response body or SSE
+// event, a line of a byte stream.
 var ErrMessageTooLarge = sse.ErrEventTooLarge
 
 // StatusError is an HTTP response that carried no answer the client could use.

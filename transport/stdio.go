@@ -111,8 +111,8 @@ type Command struct {
 	// waits for that goroutine, so Stderr must not block forever. A Stderr that fails is not
 	// written again, and the server's stderr is still read.
 	Stderr io.Writer
-	// Logger, if set, receives the server's stderr (see Stderr) and warnings about skipped
-	// oversized frames.
+	// Logger, if set, receives the server's stderr (see Stderr) and warnings about messages
+	// over MaxFrameSize.
 	Logger *slog.Logger
 
 	// MaxFrameSize bounds an incoming line in bytes, without its line terminator; <= 0 means
@@ -207,9 +207,15 @@ func (c *Command) Connect(ctx context.Context) (Conn, error) {
 	}
 	hooks := streamHooks{ended: p.streamEnded}
 	if logger != nil {
-		hooks.oversized = func(n int) {
-			logger.Warn("transport: skipped an oversized frame from the server; the request it answered sees no answer",
-				"err", ErrFrameTooLarge, "pid", p.pid, "bytes", n, "limit", p.stream.max)
+		hooks.oversized = func(n int, ids []string, named bool) {
+			msg := "transport: dropped a request or notification from the server over the size limit"
+			switch {
+			case !named:
+				msg = "transport: a message from the server over the size limit names no request it may answer; ending the connection"
+			case len(ids) > 0:
+				msg = "transport: an answer from the server over the size limit ends its request"
+			}
+			logger.Warn(msg, "err", ErrMessageTooLarge, "pid", p.pid, "bytes", n, "limit", p.stream.max, "ids", ids)
 		}
 	}
 	p.stream = newStreamConn(&stdoutReader{f: stdoutR}, stdinW, stdinW.Close, c.MaxFrameSize, hooks)

@@ -416,22 +416,58 @@ func TestCommandStderrToLogger(t *testing.T) {
 	}
 }
 
-func TestCommandOversizedFrameSkipped(t *testing.T) {
+func TestCommandOversizedAnswerEndsItsExchange(t *testing.T) {
 	h := newRecordHandler()
 	cmd := fakeServer(t)
 	cmd.Logger = slog.New(h)
 	cmd.MaxFrameSize = 4 << 10
 	c := connectCommand(t, cmd)
 	sendToolCall(t, c, 1, "big", `{"size":100000}`)
-	// The answer to 1 is skipped; the next frame is the answer to 2.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.Receive(ctx)
+	if te := wantOutcome(t, err, transport.Uncertain, transport.ErrMessageTooLarge); te.ID != "1" {
+		t.Fatalf("the failure names request %q, want 1", te.ID)
+	}
+	// The connection goes on.
 	if got := callTool(t, c, 2, "echo", `{"n":2}`); !strings.HasPrefix(got, `{"n":2}`) {
 		t.Fatalf("echo = %q", got)
 	}
 	if n := oversized(t, c); n != 1 {
 		t.Errorf("OversizedFrames = %d, want 1", n)
 	}
-	if got, ok := h.find(slog.LevelWarn, "err"); !ok || got != transport.ErrFrameTooLarge.Error() {
-		t.Errorf("warning about the oversized frame: err = %q, %v", got, ok)
+	if got, ok := h.find(slog.LevelWarn, "err"); !ok || got != transport.ErrMessageTooLarge.Error() {
+		t.Errorf("warning about the oversized answer: err = %q, %v", got, ok)
+	}
+}
+
+func TestCommandOversizedAnswerWithClient(t *testing.T) {
+	cmd := fakeServer(t)
+	cmd.MaxFrameSize = 4 << 10
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := mcpclient.Connect(ctx, cmd)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer c.Close()
+	before, err := c.CallTool(ctx, "echo", map[string]any{})
+	if err != nil {
+		t.Fatalf("CallTool: %v", err)
+	}
+	// A deadline far shorter than the test's: an answer left waiting would end there.
+	callCtx, cancelCall := context.WithTimeout(ctx, 5*time.Second)
+	defer cancelCall()
+	_, err = c.CallTool(callCtx, "big", map[string]any{"size": 100000})
+	if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol || callCtx.Err() != nil {
+		t.Fatalf("error %v, want a protocol error for the oversized answer before the deadline", err)
+	}
+	after, err := c.CallTool(ctx, "echo", map[string]any{})
+	if err != nil {
+		t.Fatalf("CallTool after the oversized answer: %v", err)
+	}
+	if pidIn(t, after.Text(), "server") != pidIn(t, before.Text(), "server") {
+		t.Errorf("the connection did not survive: %q, then %q", before.Text(), after.Text())
 	}
 }
 

@@ -4,19 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// ErrFrameTooLarge describes an incoming line longer than the connection's frame limit. Receive
-// never returns it: such a line is skipped and counted (see [NewStreamConn]), and a [Command]
-// with a Logger logs it with this error.
-var ErrFrameTooLarge = errors.New("transport: incoming frame exceeds the size limit")
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+)
 
 // Stream is a [Transport] over byte streams: each Connect opens one (a socket, a pipe) and speaks
 // newline-delimited JSON-RPC on it, as described at [NewStreamConn].
@@ -70,15 +69,27 @@ func (s *Stream) Connect(ctx context.Context) (Conn, error) {
 // deadline; otherwise ctx is only checked before writing.
 //
 // Receive returns the next non-empty line, without its "\n" and without a "\r" before it. A
-// last line that the stream ends without a newline is returned too. A line longer than
-// maxFrameSize bytes (<= 0 means DefaultMaxMessageSize) is skipped up to its newline and Receive
-// goes on with the next one: the connection survives, but if the lost line was the answer to a
-// request, that request sees no answer on this connection (the caller's context, or the end of
-// the connection, settles it). The returned Conn counts skipped lines; its method
-// OversizedFrames() int64 reports the count (reach it with a type assertion). Receive honors ctx
-// and returns ctx.Err() when ctx ends first; the connection lives on. When the stream ends (EOF)
-// or a read fails, Receive returns an error that wraps io.EOF or the read error and is not an
-// *Error: the connection has ended.
+// last line that the stream ends without a newline is returned too.
+//
+// A line longer than maxFrameSize bytes (<= 0 means DefaultMaxMessageSize) is read to its
+// newline and dropped, no more than the limit of it ever held; memory otherwise follows the
+// lines read, never the limit. What the line was is read from it on the way (the id of a
+// JSON-RPC response may come anywhere in it):
+//   - an answer: once the line has ended, Receive returns, for each request it answers, an
+//     Uncertain *Error with the request's id wrapping ErrMessageTooLarge (the request may have
+//     run), and the connection goes on with the next line;
+//   - a request or a notification: it is dropped, and the connection goes on;
+//   - anything else, such as a response whose id cannot be read or a line that is no JSON-RPC:
+//     the line may answer a request it does not name, so the connection ends, lest that request
+//     wait for an answer that was thrown away: Receive returns an *Error without an id wrapping
+//     ErrMessageTooLarge, and every request awaiting an answer becomes uncertain.
+//
+// The returned Conn counts oversized lines; its method OversizedFrames() int64 reports the count
+// (reach it with a type assertion).
+//
+// Receive honors ctx and returns ctx.Err() when ctx ends first; the connection lives on. When
+// the stream ends (EOF) or a read fails, Receive returns an error that wraps io.EOF or the read
+// error and is not an *Error: the connection has ended.
 //
 // After Close, Send returns a NotDelivered *Error wrapping ErrClosed and Receive an error
 // wrapping ErrClosed. Close closes rwc; it is idempotent and safe to call concurrently. A
@@ -93,9 +104,10 @@ func NewStreamConn(rwc io.ReadWriteCloser, maxFrameSize int) Conn {
 
 // streamHooks let the stdio transport reuse the stream conn.
 type streamHooks struct {
-	// oversized, if set, is told of every skipped line and its length (at least; counting stops
-	// at the limit).
-	oversized func(n int)
+	// oversized, if set, is told of every line over the limit: its length, the ids of the
+	// requests it answered, and whether it named every request it may answer (when it did not,
+	// the connection ends).
+	oversized func(n int, ids []string, named bool)
 	// ended, if set, turns the error that ended reading into the error Receive reports. It
 	// runs on the reader goroutine and must return promptly once the conn is closed (done).
 	ended func(readErr error) error
@@ -114,7 +126,7 @@ type streamConn struct {
 	wsem chan struct{}
 	wbuf []byte // frame plus newline; guarded by wsem
 
-	frames chan []byte // the reader hands lines over, unbuffered
+	frames chan delivery // the reader hands lines and exchange failures over, unbuffered
 	// push, once set, takes lines and the end of reading instead of Receive; pushSet is closed
 	// when it is, so that a reader waiting to hand a line to Receive hands it to push instead.
 	push    atomic.Pointer[func(frame []byte, err error)]
@@ -142,7 +154,7 @@ func newStreamConn(r io.Reader, w io.Writer, closeFn func() error, maxFrameSize 
 		max:     maxFrameSize,
 		hooks:   hooks,
 		wsem:    make(chan struct{}, 1),
-		frames:  make(chan []byte),
+		frames:  make(chan delivery),
 		pushSet: make(chan struct{}),
 		readEnd: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -263,8 +275,8 @@ func (c *streamConn) Receive(ctx context.Context) ([]byte, error) {
 	default:
 	}
 	select {
-	case f := <-c.frames:
-		return f, nil
+	case d := <-c.frames:
+		return d.unpack()
 	case <-c.readEnd:
 		select {
 		case <-c.done:
@@ -295,7 +307,7 @@ func (c *streamConn) shutdown(cause error) error {
 	return err
 }
 
-// OversizedFrames reports how many incoming lines were skipped for exceeding the size limit.
+// OversizedFrames reports how many incoming lines were over the size limit.
 func (c *streamConn) OversizedFrames() int64 { return c.oversizedN.Load() }
 
 // readLoop reads lines and hands them to Receive until reading fails. Once the conn is closed it
@@ -331,9 +343,12 @@ func (c *streamConn) readLoop() {
 func (c *streamConn) readLines() error {
 	br := bufio.NewReaderSize(c.r, readBufferSize)
 	for {
-		line, err := c.readLine(br)
-		if line != nil {
-			c.handOver(line)
+		line, over, err := c.readLine(br)
+		switch {
+		case over != nil:
+			c.oversized(over, err != nil)
+		case line != nil:
+			c.handOver(delivery{frame: line})
 		}
 		if err != nil {
 			return err
@@ -341,16 +356,16 @@ func (c *streamConn) readLines() error {
 	}
 }
 
-// handOver gives a line to push, or to Receive until push is set.
-func (c *streamConn) handOver(line []byte) {
+// handOver gives a line, or the failure of an exchange, to push, or to Receive until push is set.
+func (c *streamConn) handOver(d delivery) {
 	if push := c.push.Load(); push != nil {
-		(*push)(line, nil)
+		(*push)(d.unpack())
 		return
 	}
 	select {
-	case c.frames <- line:
+	case c.frames <- d:
 	case <-c.pushSet:
-		(*c.push.Load())(line, nil)
+		(*c.push.Load())(d.unpack())
 	case <-c.done:
 	}
 }
@@ -362,37 +377,107 @@ func (c *streamConn) Push(deliver func(frame []byte, err error)) {
 	}
 }
 
-// readLine returns the next line worth returning, or nil for a line that is empty or too long,
-// and the error that ended the stream, if it did.
-func (c *streamConn) readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	total := 0
-	over := false
+// An oversizedLine is what is kept of a line over the limit: its length, and what was read of
+// its JSON-RPC envelope.
+type oversizedLine struct {
+	n    int
+	skim jsonrpc.Skimmer
+}
+
+// readLine returns the next line worth returning, nil for an empty one, or what was read of a
+// line over the limit; and the error that ended the stream, if it did.
+func (c *streamConn) readLine(br *bufio.Reader) (line []byte, over *oversizedLine, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
-		total += len(chunk)
-		if !over {
-			if len(line)+len(chunk)-2 > c.max { // room for "\r\n"
-				over, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
+		switch {
+		case over != nil:
+			over.n += len(chunk)
+			over.skim.Write(chunk)
+		case len(line)+len(chunk)-2 > c.max: // room for "\r\n"
+			over = &oversizedLine{n: len(line) + len(chunk)}
+			over.skim.Write(line)
+			over.skim.Write(chunk)
+			line = nil
+		default:
+			line = append(line, chunk...)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
+		if over != nil {
+			return nil, over, err
+		}
+		n := len(line)
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		switch {
-		case over || len(line) > c.max:
-			c.oversizedN.Add(1)
-			if c.hooks.oversized != nil {
-				c.hooks.oversized(total)
-			}
-			line = nil
+		case len(line) > c.max:
+			over = &oversizedLine{n: n}
+			over.skim.Write(line)
+			return nil, over, err
 		case len(bytes.TrimSpace(line)) == 0:
 			line = nil
 		}
-		return line, err
+		return line, nil, err
 	}
+}
+
+// oversized settles a line over the limit (see NewStreamConn): the requests it answers end with
+// ErrMessageTooLarge; a request or notification is dropped; a line that may answer a request
+// it does not name ends the connection. streamEnded says the stream ended with the line, which
+// ends the connection anyway.
+func (c *streamConn) oversized(over *oversizedLine, streamEnded bool) {
+	c.oversizedN.Add(1)
+	raw, named := over.skim.Responses()
+	ids := make([]string, 0, len(raw))
+	for _, id := range raw {
+		key, ok := messageID(id)
+		if !ok {
+			named = false
+			break
+		}
+		ids = append(ids, key)
+	}
+	if c.hooks.oversized != nil {
+		c.hooks.oversized(over.n, ids, named)
+	}
+	if !named {
+		if streamEnded {
+			return
+		}
+		tooLarge := fmt.Errorf("%w: a line of %d bytes, over the limit of %d, names no request it may answer: the connection ends",
+			ErrMessageTooLarge, over.n, c.max)
+		c.handOver(delivery{err: &Error{Outcome: Uncertain, Err: tooLarge}})
+		// Reading goes on, dropping what comes, until the stream closes: a server process must
+		// not block on a full stdout while it is being shut down.
+		c.shutdown(fmt.Errorf("%w: %w", ErrClosed, tooLarge))
+		return
+	}
+	for _, id := range ids {
+		c.handOver(delivery{err: &Error{Outcome: Uncertain, ID: id,
+			Err: fmt.Errorf("%w: the answer is a line of %d bytes, over the limit of %d", ErrMessageTooLarge, over.n, c.max)}})
+	}
+}
+
+// messageID returns an id read from the stream in the form Message.ID gives it: a string as
+// encoding/json encodes it, an integer in decimal. ok is false for anything else, which names
+// no request.
+func messageID(raw []byte) (id string, ok bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		b, err := json.Marshal(s)
+		return string(b), err == nil
+	}
+	digits := bytes.TrimPrefix(raw, []byte("-"))
+	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) || bytes.ContainsFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) {
+		return "", false // not an integer as JSON writes them
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return "", false
+	}
+	return strconv.FormatInt(n, 10), true
 }

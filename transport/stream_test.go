@@ -322,31 +322,74 @@ func TestStreamLargeLineArrivesWhole(t *testing.T) {
 	}
 }
 
-func TestStreamOversizedLineIsSkipped(t *testing.T) {
+func TestStreamOversizedAnswerEndsItsExchange(t *testing.T) {
 	const max = 64
 	c, peer := streamPair(t, max)
 	exact := `{"s":"` + strings.Repeat("x", max-8) + `"}`
-	if len(exact) != max {
-		t.Fatalf("bad fixture: %d bytes", len(exact))
+	justOver := `{"id":9,"result":"` + strings.Repeat("x", max-19) + `"}`
+	if len(exact) != max || len(justOver) != max+1 {
+		t.Fatalf("bad fixtures: %d and %d bytes", len(exact), len(justOver))
 	}
+	big := strings.Repeat(`y\"`, 100<<10)
 	go func() {
-		io.WriteString(peer, `{"big":"`+strings.Repeat("y", 200<<10)+"\"}\n")
-		io.WriteString(peer, `{"next":1}`+"\n")
+		io.WriteString(peer, `{"jsonrpc":"2.0","id":"a","result":{"text":"`+big+`"}}`+"\n")
+		io.WriteString(peer, `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`+big+`"}}`+"\n")
 		io.WriteString(peer, exact+"\r\n")
-		io.WriteString(peer, exact+"x\n")
+		// The id after the result, as some SDKs write it.
+		io.WriteString(peer, `{"result":{"text":"`+big+`","id":"inner"},"jsonrpc":"2.0","id":7}`+"\n")
+		io.WriteString(peer, justOver+"\r\n")
 		io.WriteString(peer, `{"last":1}`+"\n")
 	}()
-	if got := streamReceive(t, c); got != `{"next":1}` {
-		t.Fatalf("after an oversized line got %.40q, want the next frame", got)
+	receiveFailure := func(wantID string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.Receive(ctx)
+		if te := wantOutcome(t, err, transport.Uncertain, transport.ErrMessageTooLarge); te.ID != wantID {
+			t.Fatalf("the failure names request %q, want %q", te.ID, wantID)
+		}
 	}
+	receiveFailure(`"a"`)
+	// The notification was dropped.
 	if got := streamReceive(t, c); got != exact {
 		t.Fatalf("a line of exactly the limit: got %.80q", got)
 	}
+	receiveFailure(`7`)
+	receiveFailure(`9`)
 	if got := streamReceive(t, c); got != `{"last":1}` {
-		t.Fatalf("got %.80q, want the frame after the second oversized line", got)
+		t.Fatalf("got %.80q, want the frame after the oversized lines", got)
 	}
-	if n := oversized(t, c); n != 2 {
-		t.Errorf("OversizedFrames = %d, want 2", n)
+	if n := oversized(t, c); n != 4 {
+		t.Errorf("OversizedFrames = %d, want 4", n)
+	}
+}
+
+// A line over the limit that may answer a request it does not name ends the connection: the
+// requests awaiting answers must not wait for one that was thrown away.
+func TestStreamOversizedLineNamingNoRequestEndsTheConnection(t *testing.T) {
+	big := strings.Repeat("y", 100<<10)
+	for name, line := range map[string]string{
+		"no id":       `{"jsonrpc":"2.0","result":{"text":"` + big + `"}}`,
+		"null id":     `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"` + big + `"}}`,
+		"fraction id": `{"jsonrpc":"2.0","id":1.5,"result":"` + big + `"}`,
+		"no JSON-RPC": `{"big":"` + big + `"}`,
+		"no JSON":     big,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, peer := streamPair(t, 1024)
+			go func() {
+				io.WriteString(peer, line+"\n")
+				io.WriteString(peer, `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n")
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := c.Receive(ctx)
+			wantConnEnded(t, err, transport.ErrMessageTooLarge)
+			_, err = c.Receive(ctx)
+			wantConnEnded(t, err, transport.ErrClosed)
+			err = c.Send(ctx, &transport.Message{Frame: []byte(`{}`), ID: "2"})
+			wantOutcome(t, err, transport.NotDelivered, transport.ErrClosed)
+		})
 	}
 }
 

@@ -20,8 +20,9 @@ type Event struct {
 
 // ErrEventTooLarge reports an event larger than the reader's limit. The stream cannot be
 // resynchronized after it: the caller must treat the stream as broken (and must not reconnect
-// forever to the same oversized event).
-var ErrEventTooLarge = errors.New("sse: event exceeds the maximum size")
+// forever to the same oversized event). The transport package exports it as ErrMessageTooLarge,
+// for every message over a size limit, whence its text.
+var ErrEventTooLarge = errors.New("transport: message exceeds the size limit")
 
 const (
 	defaultMaxEventSize = 1 << 20
@@ -120,7 +121,7 @@ func (r *Reader) Next() (Event, error) {
 }
 
 func (r *Reader) tooLarge() {
-	r.err = fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max)
+	r.err = fmt.Errorf("sse: an event over the limit of %d bytes: %w", r.max, ErrEventTooLarge)
 	r.releaseBuffer()
 }
 

@@ -441,6 +441,40 @@ func TestHostileDeclaredLengthIsNotTrusted(t *testing.T) {
 	hStillUsable(t, c)
 }
 
+// With the default limit of 64 MiB, what a small answer costs follows its size on every
+// transport: no buffer is sized by the limit.
+func TestSmallAnswersCostNoLimitSizedBuffers(t *testing.T) {
+	const calls, perCall = 20, 1 << 20
+	check := func(t *testing.T, c *mcpclient.Client) {
+		t.Helper()
+		c.CallTool(hCtx(t), "reserve", nil) // the first call may set up what later ones reuse
+		n := bytesAllocated(func() {
+			for range calls {
+				if _, err := c.CallTool(hCtx(t), "reserve", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		if n/calls > perCall {
+			t.Errorf("a call with a small answer allocated %.1f MiB", float64(n/calls)/(1<<20))
+		}
+	}
+	tool := mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok")}}, nil
+	})
+	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
+		srv := mcptest.NewTestHTTPServer(t, append(opts, tool)...)
+		check(t, hConnect(t, &transport.HTTP{URL: srv.URL}))
+	})
+	t.Run("legacy", func(t *testing.T) {
+		srv := mcptest.NewTestHTTPServer(t, tool)
+		check(t, hConnect(t, srv.SSETransport()))
+	})
+	t.Run("stream", func(t *testing.T) {
+		check(t, hConnect(t, hStream(t, 0, hStreamDefault)))
+	})
+}
+
 func TestHostileOversizedSSEEvent(t *testing.T) {
 	first := hOnce()
 	var resumes atomic.Int32

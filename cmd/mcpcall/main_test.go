@@ -126,6 +126,23 @@ func TestResult(t *testing.T) {
 	}
 }
 
+// A tool result of megabytes, as files and images make, is printed whole with the default
+// limits, over an SSE answer.
+func TestLargeResult(t *testing.T) {
+	text := strings.Repeat("QUJD", 10<<18) // 10 MiB of base64
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithSSEResponses(10*time.Millisecond),
+		mcptest.WithTool(mcpclient.Tool{Name: "file"}, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(text)}}, nil
+		}))
+	r := call(t, "", "-url", srv.URL, "tools/call", `{"name":"file"}`)
+	if r.code != exitOK || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %.300q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `"text":"`+text+`"`) {
+		t.Errorf("stdout (%d bytes) lacks the result's text", len(r.stdout))
+	}
+}
+
 func TestGeneratedIDsAreUniqueStrings(t *testing.T) {
 	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool))
 	var mu sync.Mutex

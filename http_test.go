@@ -2,12 +2,10 @@ package mcpclient_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -436,9 +434,8 @@ func TestHTTPOversizedAnswerIsTypedAndNotRefetched(t *testing.T) {
 
 // largeImage is a tool result of 10 MiB: an image in base64, as tools return files.
 func largeImage() mcpclient.Content {
-	raw := make([]byte, 15<<19) // 7.5 MiB, 10 MiB in base64
-	rand.NewChaCha8([32]byte{}).Read(raw)
-	return mcpclient.Content{Type: "image", MIMEType: "image/png", Data: base64.StdEncoding.EncodeToString(raw)}
+	const block = "iVBORw0KGgoAAAANSUhEUgAA" // whole base64 quanta
+	return mcpclient.Content{Type: "image", MIMEType: "image/png", Data: strings.Repeat(block, 10<<20/len(block))}
 }
 
 // largeImageTool answers every call with want.

@@ -333,14 +333,12 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 	c.ledger.attempted(r.cur.key)
 	result, err := s.exchange(ctx, r.cur)
 	var malformed *errMalformedAnswer
-	if errors.As(err, &malformed) {
-		r.reached = true
-		return nil, r.fail(CodeProtocol, err), StateFailed, nil
-	}
-	if errors.Is(err, transport.ErrMessageTooLarge) {
-		// Resending would fetch the same oversized answer; the request may have run.
+	if errors.As(err, &malformed) || errors.Is(err, transport.ErrMessageTooLarge) {
+		// The server answered the id with something that is no usable answer (both result and
+		// error, an error that is no object, more bytes than the limit): the request may have
+		// run, and a resend would only fetch the same thing again.
 		r.reached, r.everUncertain = true, true
-		return nil, r.fail(CodeProtocol, err), StateUncertain, nil
+		return nil, r.fail(CodeOutcomeUnknown, err), StateUncertain, nil
 	}
 	outcome := p.Classify(err, r.resent)
 	if outcome != OutcomeNotDelivered {

@@ -87,6 +87,11 @@ var (
 	// ErrUnsupportedVersion: the server answered initialize with a revision this client does not
 	// speak.
 	ErrUnsupportedVersion = errors.New("mcpclient: unsupported protocol version")
+	// ErrMalformedResponse is in the chain of an ErrOutcomeUnknown when the server answered the
+	// request's id with something that is no valid JSON-RPC response (a result and an error
+	// together, an error that is not an error object): the request may have run, and the client
+	// does not resend it, which would fetch the same answer.
+	ErrMalformedResponse = errors.New("mcpclient: malformed response")
 	// ErrInspectionRequired: Supersede was called without an inspection record.
 	ErrInspectionRequired = errors.New("mcpclient: supersede needs an inspection of the server's state")
 	// ErrClosed: the client is closed.

@@ -1,6 +1,6 @@
 package mcpclient_test
 
-// Hostile servers (issue 5, item 3). Each test lets a server misbehave in one way, checks that
+// Hostile servers. Each test lets a server misbehave in one way, checks that
 // the client fails the affected call with an *mcpclient.Error of a sensible Code (or, where the
 // misbehaviour is survivable, returns the right answer), and then checks that a normal call on the
 // same Client succeeds.
@@ -8,13 +8,13 @@ package mcpclient_test
 // Related tests elsewhere, whose cases are not repeated here (the tests below add what they
 // lack: the follow-up call, other transports):
 //   - TestHTTPOversizedAnswerIsTypedAndNotRefetched (http_test.go): an oversized JSON body or SSE
-//     event is CodeProtocol and not fetched again (here: the same, plus the follow-up call, plus
+//     event leaves the outcome unknown and is not fetched again (here: the same, plus the follow-up call, plus
 //     stdio-style streams).
 //   - TestResponsesForUnknownIDsAndDuplicatesAreDropped (session_test.go): unknown ids,
 //     duplicates and garbage over a pipe, with a follow-up ping (here: the HTTP forms).
 //   - TestResponseShapes (session_test.go): a result and an error together over a pipe is
-//     CodeProtocol (here: over HTTP too, with a follow-up call).
-//   - TestMalformedErrorObjectIsProtocolError (session_test.go): an error that is no object.
+//     an unknown outcome (here: over HTTP too, with a follow-up call).
+//   - TestMalformedErrorObjectLeavesOutcomeUnknown (session_test.go): an error that is no object.
 //   - TestServerLyingAboutIDsLeavesOutcomeUnknown, TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown
 //     (session_test.go): answers for other ids only, over a pipe and an HTTP JSON body.
 
@@ -306,8 +306,8 @@ func TestHostileOversizedMessage(t *testing.T) {
 		})
 		c := hConnect(t, &transport.HTTP{URL: srv.URL, MaxMessageSize: 1024})
 		_, err := c.CallTool(hCtx(t), "reserve", nil)
-		if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
-			t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge", err)
+		if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+			t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge", err)
 		}
 		if e := asError(t, err); e.Attempts != 1 || srv.toolCalls.Load() != 1 {
 			t.Errorf("%d attempts, %d POSTs: an oversized answer must not be fetched again", e.Attempts, srv.toolCalls.Load())
@@ -332,8 +332,8 @@ func TestHostileOversizedMessage(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := c.CallTool(ctx, "reserve", nil)
-			if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol || ctx.Err() != nil {
-				t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge before the deadline", err)
+			if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) || ctx.Err() != nil {
+				t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge before the deadline", err)
 			}
 			hStillUsable(t, c)
 			if n := opened.Load(); n != 1 {
@@ -358,8 +358,8 @@ func TestHostileOversizedMessage(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := c.CallTool(ctx, "reserve", nil)
-			if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol || ctx.Err() != nil {
-				t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge before the deadline", err)
+			if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) || ctx.Err() != nil {
+				t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge before the deadline", err)
 			}
 			hStillUsable(t, c)
 			if n := opened.Load(); n != 2 {
@@ -385,8 +385,8 @@ func TestHostileOversizedMessage(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := c.CallTool(ctx, "reserve", nil, mcpclient.WithRequestID(mcpclient.StringID("a<b&c")))
-			if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol || ctx.Err() != nil {
-				t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge before the deadline", err)
+			if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) || ctx.Err() != nil {
+				t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge before the deadline", err)
 			}
 			if err := c.Ping(ctx); err != nil {
 				t.Fatalf("ping after the episode: %v", err)
@@ -497,8 +497,8 @@ func TestHostileOversizedSSEEvent(t *testing.T) {
 	t.Cleanup(fs.Close)
 	c := hConnect(t, &transport.HTTP{URL: fs.URL, MaxMessageSize: 1024})
 	_, err := c.CallTool(hCtx(t), "reserve", nil)
-	if !errors.Is(err, transport.ErrMessageTooLarge) || mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
-		t.Fatalf("error %v, want CodeProtocol with ErrMessageTooLarge", err)
+	if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge", err)
 	}
 	if srv.toolCalls.Load() != 1 || resumes.Load() != 0 {
 		t.Errorf("%d POSTs, %d resumptions: the oversized event must not be fetched again", srv.toolCalls.Load(), resumes.Load())
@@ -603,8 +603,8 @@ func TestHostileWrongJSONRPCVersion(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				_, err = c.CallTool(ctx, "reserve", nil)
-				if mcpclient.CodeOf(err) != mcpclient.CodeProtocol || errors.Is(err, context.DeadlineExceeded) {
-					t.Errorf("error %v (code %v), want CodeProtocol at once", err, mcpclient.CodeOf(err))
+				if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("error %v (code %v), want ErrOutcomeUnknown at once", err, mcpclient.CodeOf(err))
 				}
 				hStillUsable(t, c)
 			})
@@ -614,11 +614,17 @@ func TestHostileWrongJSONRPCVersion(t *testing.T) {
 
 func TestHostileResultAndErrorTogether(t *testing.T) {
 	const both = `{"jsonrpc":"2.0","id":ID,"result":{"content":[]},"error":{"code":-32000,"message":"both"}}`
+	// The server answered the id with something that is no answer: the tool may have run, and
+	// resending would fetch the same thing, receipts or not.
 	check := func(t *testing.T, c *mcpclient.Client) {
 		t.Helper()
 		_, err := c.CallTool(hCtx(t), "reserve", nil)
-		if mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
-			t.Fatalf("error %v (code %v), want CodeProtocol", err, mcpclient.CodeOf(err))
+		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrMalformedResponse) {
+			t.Fatalf("error %v (code %v), want ErrOutcomeUnknown caused by ErrMalformedResponse", err, mcpclient.CodeOf(err))
+		}
+		e := asError(t, err)
+		if entry, _ := c.Ledger().Lookup(e.ID); entry.State != mcpclient.StateUncertain || e.Attempts != 1 {
+			t.Errorf("ledger state %v after %d attempts, want uncertain after one", entry.State, e.Attempts)
 		}
 		hStillUsable(t, c)
 	}
@@ -647,7 +653,7 @@ func TestHostileResultAndErrorTogether(t *testing.T) {
 				}
 				return true
 			})
-			check(t, hConnect(t, &transport.HTTP{URL: srv.URL}))
+			check(t, hConnect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession)))
 		})
 	}
 }

@@ -432,14 +432,17 @@ func invalidResponse(m jsonrpc.Message) error {
 }
 
 // errMalformedAnswer marks a response whose id matched but which is no valid answer: an error
-// object that is not one, both result and error, an envelope that does not decode. It is an
-// answer all the same: resending would only fetch the same garbage.
+// object that is not one, both result and error, an envelope that does not decode. The request
+// may have run; resending would only fetch the same garbage.
 type errMalformedAnswer struct{ err error }
 
 func (e *errMalformedAnswer) Error() string {
 	return "malformed response: " + e.err.Error()
 }
 func (e *errMalformedAnswer) Unwrap() error { return e.err }
+
+// Is makes a malformed answer match ErrMalformedResponse.
+func (e *errMalformedAnswer) Is(target error) bool { return target == ErrMalformedResponse }
 
 func (s *session) routeResponse(m jsonrpc.Message) {
 	key, err := idKey(m.ID)

@@ -326,7 +326,7 @@ func TestServerRequestUnderAnIDInUseIsRefused(t *testing.T) {
 	}
 }
 
-func TestMalformedErrorObjectIsProtocolError(t *testing.T) {
+func TestMalformedErrorObjectLeavesOutcomeUnknown(t *testing.T) {
 	tr := newFake(t, func(f *fakeServer, m wireMsg) {
 		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":"boom"}`)
 	})
@@ -337,8 +337,11 @@ func TestMalformedErrorObjectIsProtocolError(t *testing.T) {
 	defer c.Close()
 	req, _ := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "x"})
 	_, err = c.Do(context.Background(), req)
-	if mcpclient.CodeOf(err) != mcpclient.CodeProtocol || asError(t, err).Attempts != 1 {
-		t.Fatalf("error %v, want a protocol error after one attempt", err)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrMalformedResponse) || asError(t, err).Attempts != 1 {
+		t.Fatalf("error %v, want an unknown outcome, caused by the malformed answer, after one attempt", err)
+	}
+	if e, _ := c.Ledger().Lookup(req.ID()); e.State != mcpclient.StateUncertain {
+		t.Errorf("ledger state %v, want uncertain: the tool may have run", e.State)
 	}
 }
 
@@ -395,9 +398,9 @@ func TestResponseShapes(t *testing.T) {
 		want  mcpclient.Code
 	}{
 		{"result beside a null error is the result", `{"jsonrpc":"2.0","id":ID,"result":{"ok":true},"error":null}`, 0},
-		{"a null error alone is malformed", `{"jsonrpc":"2.0","id":ID,"error":null}`, mcpclient.CodeProtocol},
-		{"neither result nor error is malformed", `{"jsonrpc":"2.0","id":ID}`, mcpclient.CodeProtocol},
-		{"result and error is malformed", `{"jsonrpc":"2.0","id":ID,"result":{},"error":{"code":1,"message":"x"}}`, mcpclient.CodeProtocol},
+		{"a null error alone is malformed", `{"jsonrpc":"2.0","id":ID,"error":null}`, mcpclient.CodeOutcomeUnknown},
+		{"neither result nor error is malformed", `{"jsonrpc":"2.0","id":ID}`, mcpclient.CodeOutcomeUnknown},
+		{"result and error is malformed", `{"jsonrpc":"2.0","id":ID,"result":{},"error":{"code":1,"message":"x"}}`, mcpclient.CodeOutcomeUnknown},
 		{"an error object is a server error", `{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"busy"}}`, mcpclient.CodeServerError},
 	}
 	for _, tt := range tests {

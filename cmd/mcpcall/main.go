@@ -21,8 +21,10 @@
 //	1  usage or local error
 //	2  definite failure: a JSON-RPC error, an HTTP 4xx other than 404-session/409/429, or a
 //	   tools/call result with isError:true (which is still printed)
-//	3  not executed: every attempt was refused before execution (dial, DNS, TLS, 429, 503)
-//	4  outcome unknown
+//	3  not executed: every attempt was refused before execution (dial, DNS, TLS, 429 or 503
+//	   with the server's Retry-After)
+//	4  outcome unknown (a 5xx without Retry-After, a reset after sending, a malformed or
+//	   oversized answer: the request may have run)
 //	5  request-id conflict (409, MCP_REQUEST_ID_REUSED, an in-flight refusal of a resend)
 //
 // stdout is empty unless a result arrived; stderr has one line naming the error class, the
@@ -209,7 +211,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		mcpclient.WithClientInfo(mcpclient.Implementation{Name: "mcpcall", Version: mcpclient.Version}))
 	if err != nil {
 		// Nothing of METHOD was sent.
-		code := exitCode(err, nil)
+		code := exitCode(err)
 		if code == exitUnknown {
 			code = exitNotExecuted
 		}
@@ -259,7 +261,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // failed reports the error of the request sent and ends the client, leaving the session open
 // when the request's receipt there must survive.
 func failed(c *mcpclient.Client, err error, stderr io.Writer) int {
-	code := exitCode(err, c)
+	code := exitCode(err)
 	report(stderr, err, c.SessionID())
 	if code == exitUnknown || code == exitConflict {
 		c.Detach() // the session, and the receipt for the request, must survive
@@ -290,9 +292,8 @@ func isToolError(result json.RawMessage) bool {
 	return json.Unmarshal(result, &r) == nil && r.IsError
 }
 
-// exitCode maps an error to the contract's exit code. c, if set, tells whether a protocol
-// error left the request's outcome unknown.
-func exitCode(err error, c *mcpclient.Client) int {
+// exitCode maps an error to the contract's exit code.
+func exitCode(err error) int {
 	switch mcpclient.CodeOf(err) {
 	case mcpclient.CodeOutcomeUnknown:
 		return exitUnknown
@@ -300,15 +301,7 @@ func exitCode(err error, c *mcpclient.Client) int {
 		return exitConflict
 	case mcpclient.CodeNotDelivered:
 		return exitNotExecuted
-	case mcpclient.CodeServerError, mcpclient.CodeUnsupportedVersion:
-		return exitFailed
-	case mcpclient.CodeProtocol:
-		var e *mcpclient.Error
-		if c != nil && errors.As(err, &e) {
-			if entry, ok := c.Ledger().Lookup(e.ID); ok && entry.State == mcpclient.StateUncertain {
-				return exitUnknown
-			}
-		}
+	case mcpclient.CodeServerError, mcpclient.CodeUnsupportedVersion, mcpclient.CodeProtocol:
 		return exitFailed
 	}
 	return exitLocal

@@ -167,12 +167,12 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	if !leader {
 		return awaitFlight(ctx, req, f)
 	}
-	ctx, stop := c.watchCall(ctx, req)
+	ctx, stop, followProgress := c.watchCall(ctx, req)
 	defer stop()
 	if req.progress != nil || req.idle > 0 {
 		c.listenForProgress()
 	}
-	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior,
+	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior, followProgress: followProgress,
 		// A resend inherits what earlier calls learned about the id.
 		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict}
 	settled := false
@@ -226,6 +226,10 @@ type attemptLoop struct {
 	prior         State // the original's state before this loop
 	lastErr       error
 	hint          *hintedBackOff
+	// reissueNext: cur is to be re-issued under a new id before the next send.
+	reissueNext bool
+	// followProgress moves the call's progress handler and idle timeout to a re-issue's token.
+	followProgress func(token string)
 }
 
 func (r *attemptLoop) run(ctx context.Context) (*Response, error, State) {
@@ -328,6 +332,12 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 		}
 		r.uncertainIn, r.resent = nil, false
 	}
+	if r.reissueNext {
+		r.reissueNext = false
+		if fail := r.reissue(); fail != nil {
+			return nil, fail, StateUncertain, nil
+		}
+	}
 
 	r.attempts++
 	c.ledger.attempted(r.cur.key)
@@ -373,9 +383,9 @@ func (r *attemptLoop) attempt(ctx context.Context) (resp *Response, final *Error
 	case s.receipts != "" || p.Mode == RetryAlways:
 		return nil, nil, 0, err
 	case r.safe:
-		if fail := r.reissue(); fail != nil {
-			return nil, fail, StateUncertain, nil
-		}
+		// Re-issued just before the next send, so that no id takes a ledger entry, or names
+		// the call's error, without having been sent.
+		r.reissueNext = true
 		return nil, nil, 0, err
 	}
 	return nil, r.fail(CodeOutcomeUnknown, fmt.Errorf("no receipts known and the request is not safe to repeat: %w", err)), StateUncertain, nil
@@ -400,8 +410,17 @@ func (r *attemptLoop) reissue() *Error {
 	if err != nil {
 		return r.fail(CodeOutcomeUnknown, err)
 	}
-	next := freeze(r.c, id, r.cur.method, r.cur.params)
+	params := r.cur.params
+	asksProgress := r.cur.progress != nil || r.cur.idle > 0
+	if asksProgress {
+		// Reports of the first execution, which may still run, must not pass for this one's.
+		if params, err = setMeta(params, map[string]json.RawMessage{"progressToken": json.RawMessage(id.JSON())}); err != nil {
+			return r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issuing: %w (last attempt: %w)", err, r.lastErr))
+		}
+	}
+	next := freeze(r.c, id, r.cur.method, params)
 	next.toolName, next.idempotent, next.header = r.cur.toolName, r.cur.idempotent, r.cur.header
+	next.progress, next.idle, next.max = r.cur.progress, r.cur.idle, r.cur.max
 	next.supersedes, next.automatic = r.cur.id, true
 	next.reason = "re-issued under a new id after an uncertain attempt; the request is safe to repeat"
 	f, _, err := r.c.ledger.begin(next)
@@ -416,6 +435,9 @@ func (r *attemptLoop) reissue() *Error {
 	}
 	r.cur, r.curFlight = next, f
 	r.resent, r.reached, r.uncertainIn = false, false, nil
+	if asksProgress {
+		r.followProgress(next.key)
+	}
 	return nil
 }
 

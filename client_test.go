@@ -522,3 +522,33 @@ func TestInFlightRefusalIsHardSignal(t *testing.T) {
 		t.Errorf("ledger state %s, want conflict", en.State)
 	}
 }
+
+// The attempts of a safe request may run out right after an uncertain attempt: the error then
+// names the request last sent, and no id that never left the client takes a ledger entry.
+func TestReissueOutOfAttemptsNamesTheLastRequestSent(t *testing.T) {
+	srv := mcptest.NewTestServer(t,
+		mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(unsafeTool, (&counter{}).tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve", Times: -1}))
+	c := mcptest.NewClient(t, srv, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
+		MaxAttempts: 2,
+		NewBackOff:  func() backoff.BackOff { return &backoff.ZeroBackOff{} },
+	}))
+	req := callReq(t, c, "reserve", nil, mcpclient.Idempotent())
+	_, err := c.Do(context.Background(), req)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("err %v, want ErrOutcomeUnknown", err)
+	}
+	e := asError(t, err)
+	if e.ID == req.ID() || len(srv.Received(e.ID)) != 1 {
+		t.Fatalf("the error names %v, received %d times; want the re-issue, sent once", e.ID, len(srv.Received(e.ID)))
+	}
+	if c.Ledger().Len() != 2 {
+		t.Errorf("%d ledger entries, want the original and its one re-issue", c.Ledger().Len())
+	}
+	orig, _ := c.Ledger().Lookup(req.ID())
+	last, _ := c.Ledger().Lookup(e.ID)
+	if orig.SupersededBy != e.ID || last.State != mcpclient.StateUncertain || !last.SupersededBy.IsZero() {
+		t.Errorf("ledger: original %+v, last %+v", orig, last)
+	}
+}

@@ -293,3 +293,50 @@ func TestFeaturesCancellation(t *testing.T) {
 		}
 	})
 }
+
+// A safe request re-issued under a new id asks for progress under that id: reports of the first
+// execution, which may still run, and of the new one must not mix.
+func TestFeaturesProgressOfAReissueHasItsOwnToken(t *testing.T) {
+	var mu sync.Mutex
+	var tokens []string
+	srv := mcptest.NewTestServer(t, mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(mcpclient.Tool{Name: "lookup"}, func(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			mu.Lock()
+			tokens = append(tokens, string(call.ProgressToken))
+			mu.Unlock()
+			call.Progress(1, 0, string(call.ProgressToken))
+			return featText(string(call.ProgressToken)), nil
+		}),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "lookup"}))
+	c := mcptest.NewClient(t, srv, noWait)
+	reports := make(chan string, 4)
+	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "lookup"}, mcpclient.Idempotent(),
+		mcpclient.WithProgress(func(p mcpclient.Progress) { reports <- p.Message }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(featCtx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Request.ID() == req.ID() {
+		t.Fatal("the request was not re-issued")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{req.ID().JSON(), resp.Request.ID().JSON()}
+	if !slices.Equal(tokens, want) {
+		t.Errorf("progress tokens the server saw %v, want each request's own id %v", tokens, want)
+	}
+	if tok := text(t, resp); tok != resp.Request.ID().JSON() {
+		t.Errorf("the answering execution ran under token %s, want the re-issue's id", tok)
+	}
+	// The report of the answering execution reached the handler before the answer.
+	var last string
+	for len(reports) > 0 {
+		last = <-reports
+	}
+	if last != resp.Request.ID().JSON() {
+		t.Errorf("last report %q, want the re-issue's", last)
+	}
+}

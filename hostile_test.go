@@ -727,10 +727,12 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 			case <-hCtx(t).Done():
 				t.Fatal("the client kept the silent exchange open")
 			}
-			if srv.cancelled.Load() != 1 {
-				t.Errorf("%d notifications/cancelled, want 1", srv.cancelled.Load())
-			}
+			// The notice is sent after the call returned, on the session's own goroutine.
+			waitFor(t, "notifications/cancelled", func() bool { return srv.cancelled.Load() == 1 })
 			hStillUsable(t, c)
+			if n := srv.cancelled.Load(); n != 1 {
+				t.Errorf("%d notifications/cancelled, want 1", n)
+			}
 		})
 	}
 }

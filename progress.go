@@ -119,10 +119,11 @@ func (c *Client) listenForProgress() {
 }
 
 // watchCall applies a request's progress handler and timeouts to the context of one Do call. The
-// returned stop must be called when the call ends.
-func (c *Client) watchCall(ctx context.Context, req *Request) (context.Context, func()) {
+// returned stop must be called when the call ends; follow moves the handler to another progress
+// token (a re-issue's), on the goroutine that runs the call.
+func (c *Client) watchCall(ctx context.Context, req *Request) (_ context.Context, stop func(), follow func(token string)) {
 	if req.progress == nil && req.idle <= 0 && req.max <= 0 {
-		return ctx, func() {}
+		return ctx, func() {}, func(string) {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	var timers []*time.Timer
@@ -141,7 +142,7 @@ func (c *Client) watchCall(ctx context.Context, req *Request) (context.Context, 
 	}
 	remove := c.progress.add(req.key, w)
 	trail := c.progressMayTrail()
-	return ctx, func() {
+	stop = func() {
 		if trail && req.progress != nil {
 			// Reports on another stream than the answer may still be on their way.
 			time.AfterFunc(progressTrail, remove)
@@ -153,4 +154,9 @@ func (c *Client) watchCall(ctx context.Context, req *Request) (context.Context, 
 		}
 		cancel(nil)
 	}
+	follow = func(token string) {
+		remove()
+		remove = c.progress.add(token, w)
+	}
+	return ctx, stop, follow
 }

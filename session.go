@@ -45,6 +45,10 @@ type session struct {
 
 	// requests are the server's requests being handled.
 	requests serverRequests
+
+	// cancelling holds, by request key, the notifications/cancelled being sent; each channel is
+	// closed once its notice is out. guarded by mu.
+	cancelling map[string]chan struct{}
 }
 
 // A pendingCall waits for the answer to one request sent on the session. ch is buffered and
@@ -157,6 +161,9 @@ func (s *session) end(cause error, detach bool) {
 
 // exchange sends req once on the session and waits for its answer.
 func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, error) {
+	if err := s.awaitCancelNotice(ctx, req.key); err != nil {
+		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 	}
@@ -219,12 +226,53 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 }
 
 // abandon tells the server the client no longer waits for req, unless the protocol forbids it
-// (initialize) or the transport already did by closing the exchange.
+// (initialize) or the transport already did by closing the exchange. The notice goes on a
+// goroutine of the session's: the caller has stopped waiting and must not wait for a slow server
+// to take it. A later send under the same id waits for it instead (see awaitCancelNotice), so
+// that the notice cannot reach the server after a resend and cancel that.
 func (s *session) abandon(req *Request, cause error) {
 	if sc, ok := s.conn.(transport.StreamCanceler); req.method == "initialize" || (ok && sc.CancelsByClosing()) {
 		return
 	}
-	s.sendCancelled(req, cause)
+	sent := make(chan struct{})
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	if s.cancelling == nil {
+		s.cancelling = make(map[string]chan struct{})
+	}
+	s.cancelling[req.key] = sent
+	s.c.wg.Add(1) // while the session's own count is held: it has not ended
+	s.mu.Unlock()
+	go func() {
+		defer s.c.wg.Done()
+		s.sendCancelled(req, cause)
+		s.mu.Lock()
+		if s.cancelling[req.key] == sent {
+			delete(s.cancelling, req.key)
+		}
+		s.mu.Unlock()
+		close(sent)
+	}()
+}
+
+// awaitCancelNotice waits until a notifications/cancelled for key, if one is being sent, has
+// been, or ctx ends.
+func (s *session) awaitCancelNotice(ctx context.Context, key string) error {
+	s.mu.Lock()
+	sent := s.cancelling[key]
+	s.mu.Unlock()
+	if sent == nil {
+		return nil
+	}
+	select {
+	case <-sent:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // cancelNoticeTimeout bounds the sending of notifications/cancelled, which runs after the
@@ -494,6 +542,7 @@ func (s *session) notification(m jsonrpc.Message) {
 	switch m.Method {
 	case "notifications/tools/list_changed":
 		c.tools.invalidate()
+		c.hints.forget()
 	case "notifications/cancelled":
 		s.cancelServerRequest(m.Params)
 	case "notifications/subscriptions/acknowledged":

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -616,5 +617,56 @@ func TestAnswerRoutedBeforeSendFailedWins(t *testing.T) {
 	}
 	if e, _ := c.Ledger().Lookup(req.ID()); e.State != mcpclient.StateAnswered {
 		t.Errorf("ledger state %v, want answered", e.State)
+	}
+}
+
+// A caller that stops waiting gets its error at once: telling the server, which may be slow to
+// take the notification, is not the caller's wait. A resend of the same id still reaches the
+// server after the notice, so that the notice cannot cancel the resend.
+func TestCancellationNoticeDoesNotHoldTheCaller(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	noticeTaken := make(chan struct{})
+	first := hOnce()
+	srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+		switch {
+		case m.Method == "notifications/cancelled":
+			time.Sleep(time.Second) // a slow server
+			mu.Lock()
+			order = append(order, "cancelled")
+			mu.Unlock()
+			close(noticeTaken)
+			w.WriteHeader(http.StatusAccepted)
+			return true
+		case m.Method == "tools/call" && first():
+			<-r.Context().Done() // never answers the first send
+			return true
+		case m.Method == "tools/call":
+			mu.Lock()
+			order = append(order, "resend")
+			mu.Unlock()
+		}
+		return false
+	})
+	c := hConnect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession))
+	req := callReq(t, c, "reserve", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Do(ctx, req)
+	if took := time.Since(start); took > 600*time.Millisecond {
+		t.Errorf("the call returned %v after it was sent, held by the cancellation notice", took)
+	}
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("err %v, want ErrOutcomeUnknown", err)
+	}
+	if _, err := c.Resend(hCtx(t), req); err != nil {
+		t.Fatalf("Resend: %v", err)
+	}
+	<-noticeTaken
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, []string{"cancelled", "resend"}) {
+		t.Errorf("the server saw %v, want the notice before the resend", order)
 	}
 }

@@ -9,10 +9,13 @@ import (
 )
 
 // toolHints remembers, from the last tools/list, which tools the server says are safe to run
-// twice.
+// twice. notifications/tools/list_changed forgets them: until the tools are listed again, no
+// tool is taken for safe on the word of a listing that may predate the change, and a listing
+// that began before the notification teaches nothing.
 type toolHints struct {
 	mu   sync.Mutex
 	safe map[string]bool // guarded by mu
+	gen  uint64          // counts the forgettings; guarded by mu
 }
 
 func (h *toolHints) repeatable(name string) bool {
@@ -21,10 +24,20 @@ func (h *toolHints) repeatable(name string) bool {
 	return h.safe[name]
 }
 
-// learn records the hints of one page of tools.
-func (h *toolHints) learn(tools []*Tool) {
+// generation returns the gen a listing beginning now passes to learn and replace.
+func (h *toolHints) generation() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.gen
+}
+
+// learn records the hints of one page of tools listed from generation gen.
+func (h *toolHints) learn(tools []*Tool, gen uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gen != h.gen {
+		return
+	}
 	if h.safe == nil {
 		h.safe = make(map[string]bool)
 	}
@@ -35,11 +48,22 @@ func (h *toolHints) learn(tools []*Tool) {
 	}
 }
 
-// replace installs the hints of a complete listing, forgetting tools no longer listed.
-func (h *toolHints) replace(safe map[string]bool) {
+// replace installs the hints of a complete listing that began in generation gen, forgetting
+// tools no longer listed.
+func (h *toolHints) replace(safe map[string]bool, gen uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.safe = safe
+	if gen == h.gen {
+		h.safe = safe
+	}
+}
+
+// forget drops every hint, for a tool list that changed.
+func (h *toolHints) forget() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gen++
+	h.safe = nil
 }
 
 // call sends method with params and decodes the result into out.
@@ -102,10 +126,11 @@ func (c *Client) liveSession(ctx context.Context) (*session, error) {
 // ListToolsPage returns one page of tools/list, starting at cursor ("" for the first page).
 func (c *Client) ListToolsPage(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
 	var res ListToolsResult
+	gen := c.hints.generation()
 	if err := c.call(ctx, "tools/list", ListToolsParams{Cursor: cursor}, &res, opts...); err != nil {
 		return nil, err
 	}
-	c.hints.learn(res.Tools)
+	c.hints.learn(res.Tools, gen)
 	return &res, nil
 }
 
@@ -114,13 +139,14 @@ func (c *Client) ListToolsPage(ctx context.Context, cursor string, opts ...CallO
 // decide whether a tools/call is safe to repeat, and refreshes the cache ListTools serves from.
 func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 	var (
-		listed []*Tool
-		safe   map[string]bool
-		gen    uint64
+		listed   []*Tool
+		safe     map[string]bool
+		gen      uint64
+		hintsGen uint64
 	)
 	fetch := func(ctx context.Context, cursor string) ([]*Tool, string, error) {
 		if cursor == "" { // a listing begins (again, when the iterator is ranged once more)
-			listed, safe, gen = nil, map[string]bool{}, c.tools.generation()
+			listed, safe, gen, hintsGen = nil, map[string]bool{}, c.tools.generation(), c.hints.generation()
 		}
 		page, err := c.ListToolsPage(ctx, cursor)
 		if err != nil {
@@ -144,7 +170,7 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 		return tools, page.NextCursor, nil
 	}
 	return paginate(ctx, fetch, func() {
-		c.hints.replace(safe)
+		c.hints.replace(safe, hintsGen)
 		c.tools.store(listed, gen)
 	})
 }

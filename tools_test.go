@@ -161,6 +161,33 @@ func TestCallToolValidatesArguments(t *testing.T) {
 	}
 }
 
+// After notifications/tools/list_changed the hints of the last listing may be stale: a tool that
+// lost its idempotentHint must not be re-issued on their word.
+func TestListChangedForgetsToolHints(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t,
+		mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(mcpclient.Tool{Name: "lookup", Annotations: &mcpclient.ToolAnnotations{IdempotentHint: boolPtr(true)}}, k.tool))
+	changed := make(chan struct{}, 1)
+	c := mcptest.NewClient(t, srv, noWait, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
+		func(context.Context, string, json.RawMessage) { changed <- struct{}{} }))
+	ctx := context.Background()
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.AddTool(mcpclient.Tool{Name: "lookup"}, k.tool) // no longer idempotent
+	srv.Notify("notifications/tools/list_changed", nil)
+	<-changed // the client's own handling runs before the caller's handler
+	srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "lookup"})
+	_, err := c.CallTool(ctx, "lookup", nil)
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("error %v: after list_changed the tool's old hint was trusted; want ErrOutcomeUnknown", err)
+	}
+	if k.runs != 1 {
+		t.Errorf("the tool ran %d times", k.runs)
+	}
+}
+
 func TestListToolsCacheEmptiedByListChanged(t *testing.T) {
 	var k counter
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "a"}, k.tool))

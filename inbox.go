@@ -11,12 +11,14 @@ import (
 // An inbox carries notifications and server requests from a session's reader to its dispatcher,
 // so that handlers never stall the routing of responses.
 //
-// Up to inboxSoftLimit messages it is a plain bounded queue: a reader that finds it full waits,
-// the backpressure a slow handler deserves. Waiting is only safe while no call awaits an answer,
-// though: a handler may itself call the Client (a list_changed handler listing tools, a sampling
-// handler asking for a resource) and wait for an answer that only the reader can route. So while
-// any call awaits an answer the reader goes on queueing, up to inboxHardLimitBytes; past that the
-// server is flooding the client and the session ends with ErrInboundOverflow.
+// Up to inboxSoftLimit messages and inboxSoftLimitBytes it is a plain bounded queue: a reader
+// that finds it full waits, the backpressure a slow handler deserves. Waiting is only safe while
+// no call awaits an answer, though: a handler may itself call the Client (a list_changed handler
+// listing tools, a sampling handler asking for a resource) and wait for an answer that only the
+// reader can route. So while any call awaits an answer the reader goes on queueing, up to
+// inboxHardLimitBytes; past that the server is flooding the client and the session ends with
+// ErrInboundOverflow. An empty inbox takes any message: the transport has already bounded its
+// size, and a message larger than the limits must still reach its handler.
 type inbox struct {
 	mu      sync.Mutex
 	msgs    []jsonrpc.Message // oldest first; guarded by mu
@@ -31,7 +33,8 @@ type inbox struct {
 // Limits of an inbox; variables so that tests can lower them.
 var (
 	inboxSoftLimit      = 64
-	inboxHardLimitBytes = 32 << 20
+	inboxSoftLimitBytes = 16 << 20
+	inboxHardLimitBytes = 64 << 20
 )
 
 // inboxOverhead is what a queued message costs beyond its raw fields.
@@ -68,7 +71,8 @@ func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool
 			b.mu.Unlock()
 			return nil
 		}
-		if len(b.msgs) < inboxSoftLimit || (spill && b.bytes+size <= inboxHardLimitBytes) {
+		roomy := len(b.msgs) < inboxSoftLimit && b.bytes+size <= inboxSoftLimitBytes
+		if len(b.msgs) == 0 || roomy || (spill && b.bytes+size <= inboxHardLimitBytes) {
 			b.msgs = append(b.msgs, m)
 			b.bytes += size
 			if !b.running {

@@ -32,7 +32,9 @@ import (
 //
 // Create one per server with Connect and reuse it; it is safe for concurrent use. It reconnects
 // by itself when the connection or the server session is lost, re-initializing the session, and
-// it applies DESIGN.md's rules to the requests that were in flight then.
+// it applies the outcome rules to the requests that were in flight then: a request that may
+// have run is resent under its id only where a receipt can still answer for it, re-issued when
+// it is safe to repeat, and otherwise returned with ErrOutcomeUnknown.
 type Client struct {
 	transport transport.Transport
 	cfg       config

@@ -9,7 +9,7 @@ import (
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
-// Outcome is what the client can know about one attempt; see DESIGN.md and [transport.Outcome].
+// Outcome is what the client can know about one attempt; see [transport.Outcome].
 type Outcome = transport.Outcome
 
 // The four outcomes of an attempt.

@@ -1,6 +1,6 @@
 package mcpclient_test
 
-// Security (issue 5, item 4). Each test checks one promise with a typed error where there is a
+// Security. Each test checks one promise with a typed error where there is a
 // refusal, and that the client (or the transport, where the refusal is at Connect) is usable
 // afterwards.
 //

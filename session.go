@@ -14,7 +14,7 @@ import (
 
 // A session is one connection and the server session it carries. A new connection is always a
 // new session: the client cannot tell whether a server process survived, so it assumes that
-// whatever the old session remembered is gone (DESIGN.md rule 7).
+// whatever the old session remembered, its request receipts included, is gone.
 type session struct {
 	c    *Client
 	conn transport.Conn

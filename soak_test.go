@@ -26,7 +26,7 @@ import (
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
-// The soak (issue 5, item 1): a Streamable HTTP mcptest server with random faults on a share of
+// The soak: a Streamable HTTP mcptest server with random faults on a share of
 // the tools/call requests, many concurrent callers of a mutation tool on one client. CI runs the
 // short soak; -soak.calls=10000 runs the full one.
 var (

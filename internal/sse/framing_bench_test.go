@@ -23,8 +23,7 @@ func (c *chunked) Read(p []byte) (int, error) {
 }
 
 // BenchmarkFraming reads a stream of one event, a JSON-RPC answer of each size, arriving in 16 KiB reads,
-// with this package's Reader and with the r3labs EventStreamReader it replaced (issue 6: own
-// framing if r3labs costs more than twice a linear scanner at 1 MiB).
+// with this package's Reader and with the r3labs EventStreamReader it replaced.
 func BenchmarkFraming(b *testing.B) {
 	type reader interface{ Next() (Event, error) }
 	for _, size := range []int{1 << 10, 64 << 10, 1 << 20, 16 << 20} {

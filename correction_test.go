@@ -39,6 +39,13 @@ func TestSupersedeWithoutInspectionIsRefused(t *testing.T) {
 			t.Errorf("inspection %+v: error %v, want ErrInspectionRequired", insp, err)
 		}
 	}
+	assertNothingSuperseded(t, srv, c, lost, frames)
+}
+
+// assertNothingSuperseded checks what a refused Supersede of lost leaves: nothing more sent than
+// frames, and lost's ledger entry linked to no successor.
+func assertNothingSuperseded(t *testing.T, srv *mcptest.Server, c *mcpclient.Client, lost *mcpclient.Request, frames int) {
+	t.Helper()
 	if srv.FramesReceived() != frames {
 		t.Error("a refused Supersede sent something")
 	}
@@ -59,20 +66,7 @@ func TestSupersedeRecordsTheOldIDOnWireAndInLedger(t *testing.T) {
 	if next.ID() == lost.ID() || next.Supersedes() != lost.ID() {
 		t.Fatalf("new request %v supersedes %v; old %v", next.ID(), next.Supersedes(), lost.ID())
 	}
-	frames := srv.Received(next.ID())
-	if len(frames) != 1 {
-		t.Fatalf("server received %d frames for the new id", len(frames))
-	}
-	var wire struct {
-		Params struct {
-			Name      string            `json:"name"`
-			Arguments map[string]string `json:"arguments"`
-			Meta      map[string]any    `json:"_meta"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(frames[0], &wire); err != nil {
-		t.Fatal(err)
-	}
+	wire := sentToolCall(t, srv, next.ID())
 	if wire.Params.Meta["supersedes"] != lost.ID().String() || wire.Params.Meta["trace"] != "t1" {
 		t.Errorf("wire _meta %v, want supersedes %q and the caller's trace kept", wire.Params.Meta, lost.ID())
 	}
@@ -288,12 +282,7 @@ func TestToolCallWithoutANameIsRefusedLocally(t *testing.T) {
 	if _, err := c.NewRequest("tools/call", map[string]string{"room": "14"}); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
 		t.Errorf("NewRequest without a tool name: %v, want CodeInvalidArgument", err)
 	}
-	if srv.FramesReceived() != frames {
-		t.Error("a tools/call without a name was sent")
-	}
-	if e, _ := c.Ledger().Lookup(lost.ID()); !e.SupersededBy.IsZero() {
-		t.Errorf("the refused Supersede linked the old entry: %+v", e)
-	}
+	assertNothingSuperseded(t, srv, c, lost, frames)
 }
 
 // SupersedeToolCall replaces a tool call's arguments and keeps its tool.
@@ -308,20 +297,10 @@ func TestSupersedeToolCallKeepsTheTool(t *testing.T) {
 		t.Errorf("result %q", res.Text())
 	}
 	old, _ := c.Ledger().Lookup(lost.ID())
-	frames := srv.Received(old.SupersededBy)
-	if old.SupersededBy.IsZero() || len(frames) != 1 {
-		t.Fatalf("the old entry %+v, %d frames under its successor", old, len(frames))
+	if old.SupersededBy.IsZero() {
+		t.Fatalf("the old entry %+v names no successor", old)
 	}
-	var wire struct {
-		Params struct {
-			Name      string            `json:"name"`
-			Arguments map[string]string `json:"arguments"`
-			Meta      map[string]any    `json:"_meta"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(frames[0], &wire); err != nil {
-		t.Fatal(err)
-	}
+	wire := sentToolCall(t, srv, old.SupersededBy)
 	if wire.Params.Name != "reserve" || wire.Params.Arguments["room"] != "14" || wire.Params.Meta["supersedes"] != lost.ID().String() {
 		t.Errorf("wire params %+v", wire.Params)
 	}
@@ -341,4 +320,27 @@ func TestSupersedeToolCallRefusesOtherMethods(t *testing.T) {
 	if mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
 		t.Errorf("SupersedeToolCall of a ping: %v, want CodeInvalidArgument", err)
 	}
+}
+
+// wireToolCall is a tools/call as the server received it.
+type wireToolCall struct {
+	Params struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments"`
+		Meta      map[string]any    `json:"_meta"`
+	} `json:"params"`
+}
+
+// sentToolCall returns the one tools/call the server received under id.
+func sentToolCall(t *testing.T, srv *mcptest.Server, id mcpclient.ID) wireToolCall {
+	t.Helper()
+	frames := srv.Received(id)
+	if len(frames) != 1 {
+		t.Fatalf("server received %d frames under %v, want 1", len(frames), id)
+	}
+	var wire wireToolCall
+	if err := json.Unmarshal(frames[0], &wire); err != nil {
+		t.Fatal(err)
+	}
+	return wire
 }

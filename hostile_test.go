@@ -316,14 +316,16 @@ func TestHostileOversizedMessage(t *testing.T) {
 	})
 
 	// A stream transport reads the oversized line to its end without keeping it, and ends the
-	// request it answered at once; the connection goes on. In the bubble, a call left waiting
-	// would reach its deadline at once.
-	t.Run("stream", func(t *testing.T) {
+	// request it answered at once. oversizedOnStream sends the first tools/call's answer as
+	// frame(id), over a 1 KiB limit, and checks that the call ends before its deadline (in the
+	// bubble, a call left waiting would reach it at once) and that the client goes on, having
+	// opened opens connections in all.
+	oversizedOnStream := func(t *testing.T, frame func(id json.RawMessage) string, opens int32) {
 		synctest.Test(t, func(t *testing.T) {
 			first := hOnce()
 			tr, opened := hCountOpens(hStream(t, 1024, func(w io.Writer, m hMsg) {
 				if m.Method == "tools/call" && first() {
-					io.WriteString(w, hResult(m.ID, big)+"\n")
+					io.WriteString(w, frame(m.ID)+"\n")
 					return
 				}
 				hStreamDefault(w, m)
@@ -336,36 +338,20 @@ func TestHostileOversizedMessage(t *testing.T) {
 				t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge before the deadline", err)
 			}
 			hStillUsable(t, c)
-			if n := opened.Load(); n != 1 {
-				t.Errorf("%d connections opened, want 1: the connection survives an oversized answer", n)
+			if n := opened.Load(); n != opens {
+				t.Errorf("%d connections opened, want %d", n, opens)
 			}
 		})
+	}
+	// The connection goes on after an oversized answer.
+	t.Run("stream", func(t *testing.T) {
+		oversizedOnStream(t, func(id json.RawMessage) string { return hResult(id, big) }, 1)
 	})
 
 	// An oversized line that names no request ends the connection, and with it the calls
 	// awaiting answers; the client opens a new one for the next call.
 	t.Run("stream, no id", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			first := hOnce()
-			tr, opened := hCountOpens(hStream(t, 1024, func(w io.Writer, m hMsg) {
-				if m.Method == "tools/call" && first() {
-					io.WriteString(w, `{"jsonrpc":"2.0","result":`+big+"}\n")
-					return
-				}
-				hStreamDefault(w, m)
-			}))
-			c := hConnect(t, tr)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_, err := c.CallTool(ctx, "reserve", nil)
-			if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) || ctx.Err() != nil {
-				t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge before the deadline", err)
-			}
-			hStillUsable(t, c)
-			if n := opened.Load(); n != 2 {
-				t.Errorf("%d connections opened, want 2", n)
-			}
-		})
+		oversizedOnStream(t, func(json.RawMessage) string { return `{"jsonrpc":"2.0","result":` + big + "}" }, 2)
 	})
 
 	// The id an oversized answer names is matched as the client spells it.

@@ -848,6 +848,20 @@ func TestHTTPStatusWithoutRetryAfterIsUncertain(t *testing.T) {
 	}
 }
 
+// errorBodyServer answers tools/call (the first only, with once) with status and a JSON body.
+func errorBodyServer(t *testing.T, status int, body string, once bool) *hostileHTTP {
+	first := hOnce()
+	return newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+		if m.Method != "tools/call" || (once && !first()) {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+		return true
+	})
+}
+
 // A JSON-RPC error object whose id is null or another request's is not this request's answer: a
 // gateway's 502 carrying one says nothing about whether the request ran.
 func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
@@ -855,16 +869,7 @@ func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"upstream failed"}}`
 			t.Run("receipts", func(t *testing.T) {
-				first := hOnce()
-				srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-					if m.Method != "tools/call" || !first() {
-						return false
-					}
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusBadGateway)
-					io.WriteString(w, body)
-					return true
-				})
+				srv := errorBodyServer(t, http.StatusBadGateway, body, true)
 				c := hConnect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession))
 				req := callReq(t, c, "reserve", nil)
 				resp, err := c.Do(hCtx(t), req)
@@ -876,15 +881,7 @@ func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
 				}
 			})
 			t.Run("no-receipts", func(t *testing.T) {
-				srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-					if m.Method != "tools/call" {
-						return false
-					}
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusBadGateway)
-					io.WriteString(w, body)
-					return true
-				})
+				srv := errorBodyServer(t, http.StatusBadGateway, body, false)
 				c := hConnect(t, &transport.HTTP{URL: srv.URL})
 				req := callReq(t, c, "reserve", nil)
 				_, err := c.Do(hCtx(t), req)
@@ -899,15 +896,7 @@ func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
 	}
 	// A 4xx is the refusal of this request whatever id its body names: the body is its detail.
 	t.Run("4xx", func(t *testing.T) {
-		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			if m.Method != "tools/call" {
-				return false
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad arguments"}}`)
-			return true
-		})
+		srv := errorBodyServer(t, http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad arguments"}}`, false)
 		c := hConnect(t, &transport.HTTP{URL: srv.URL})
 		_, err := c.CallTool(hCtx(t), "reserve", nil)
 		var rpc *mcpclient.RPCError

@@ -937,6 +937,42 @@ func TestHTTPAcceptedRequestWithoutAStreamEndsAtOnce(t *testing.T) {
 		c := hConnect(t, &transport.HTTP{URL: srv.URL})
 		check(t, c, srv.toolCalls.Load)
 	})
+	// The GET stream opens, then ends for good before the answer: the requests that waited for
+	// it end then.
+	t.Run("get-stream-ends", func(t *testing.T) {
+		var gets atomic.Int32
+		var calls atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				if gets.Add(1) > 1 {
+					w.WriteHeader(http.StatusMethodNotAllowed)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "retry: 10\n\n")
+				w.(http.Flusher).Flush()
+				time.Sleep(200 * time.Millisecond) // the stream is up while the 202 is read
+				return
+			}
+			var m hMsg
+			json.NewDecoder(r.Body).Decode(&m)
+			switch m.Method {
+			case "initialize":
+				w.Header().Set("Mcp-Session-Id", hSessionID)
+				hJSON(w, hResult(m.ID, hInitResult))
+			case "server/discover":
+				hJSON(w, hNoMethod(m.ID))
+			case "tools/call":
+				calls.Add(1)
+				w.WriteHeader(http.StatusAccepted)
+			default:
+				w.WriteHeader(http.StatusAccepted)
+			}
+		}))
+		defer srv.Close()
+		c := hConnect(t, &transport.HTTP{URL: srv.URL})
+		check(t, c, calls.Load)
+	})
 	t.Run("stateless", func(t *testing.T) {
 		var calls atomic.Int32
 		s := newStatelessServer(t, func(r statelessRequest) (int, string) {

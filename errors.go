@@ -65,10 +65,12 @@ func (c Code) String() string {
 // The sentinels, one per Code that callers branch on. Every error the Client returns is an
 // *Error; errors.Is(err, ErrOutcomeUnknown) holds when its Code is CodeOutcomeUnknown, and so on.
 var (
-	// ErrOutcomeUnknown: the request's bytes may have reached the server and no answer came, and
-	// resending could run it twice (no receipts known, or the receipt scope was lost). The
-	// *Error holds the frozen Request: inspect the server's state, then Resend it to re-read the
-	// outcome, or Supersede it with an inspection record.
+	// ErrOutcomeUnknown: the request's bytes may have reached the server and no usable answer
+	// came (none at all, a malformed one, one over the size limit), and the client cannot learn
+	// the outcome safely by itself (no receipts known, the receipt scope was lost, or a resend
+	// would fetch the same unusable answer). The *Error holds the frozen Request: inspect the
+	// server's state, then Resend it to re-read the outcome, or Supersede it with an inspection
+	// record.
 	ErrOutcomeUnknown = errors.New("mcpclient: outcome unknown")
 	// ErrNotDelivered: every attempt failed before any byte could reach the server.
 	ErrNotDelivered = errors.New("mcpclient: not delivered")

@@ -12,11 +12,14 @@ type Outcome int
 const (
 	// Answered: a JSON-RPC response for the request's id arrived, result or error. Definite.
 	Answered Outcome = iota + 1
-	// NotDelivered: no byte can have reached the server (dial refused, DNS, TLS handshake, the
-	// frame refused before it was read). Definite: nothing ran, resending is safe.
+	// NotDelivered: the request cannot have reached the MCP handler (dial refused, DNS, TLS
+	// handshake, the frame not entirely written, or refused unread by the server itself: 429 or
+	// 503 with Retry-After, 404 for a known session). Definite: nothing ran, resending is safe.
 	NotDelivered
 	// Uncertain: bytes may have reached the server and no answer came (reset, EOF mid-stream,
-	// timeout, a proxy's 5xx, a stream closed before the response).
+	// timeout, any other 5xx, since a proxy may answer one after the server ran the request, an
+	// error body naming no request or another, a 202 no stream can answer, a stream closed before
+	// the response).
 	Uncertain
 	// Conflict: the server refused the id itself (HTTP 409, an in-flight refusal, or
 	// MCP_REQUEST_ID_REUSED). A hard signal: never retried.

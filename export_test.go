@@ -50,6 +50,9 @@ func SetInboxHardLimitForTest(n int) (restore func()) {
 	return func() { inboxHardLimitBytes = old }
 }
 
+// MaxServerRequestsForTest is the number of server requests a session handles at once.
+const MaxServerRequestsForTest = maxServerRequests
+
 // IDKeyForTest is idKey.
 func IDKeyForTest(raw []byte) (string, error) { return idKey(raw) }
 

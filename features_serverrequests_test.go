@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
@@ -414,4 +417,117 @@ func TestFeaturesServerRequestAfterConnectionLoss(t *testing.T) {
 	if err := featRecv(t, toolErr, "the request to fail"); err == nil {
 		t.Error("Request succeeded without a client")
 	}
+}
+
+// TestServerRequestsOverTheLimitHoldNothingUp fills every slot for server requests with
+// elicitations waiting for a person. One request more is refused at once as busy, and what the
+// server sends after it is not held up: notifications reach their handlers, a cancellation ends
+// the handler it names, a ping is answered, all before any handler returns by itself.
+func TestServerRequestsOverTheLimitHoldNothingUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		limit := mcpclient.MaxServerRequestsForTest
+		var mu sync.Mutex
+		answers := map[string]hMsg{} // the client's answers to server requests, by id
+		server := make(chan *hPipeServer, 1)
+		tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+			switch {
+			case m.Method == "notifications/initialized":
+				server <- p
+			case m.Method == "" && m.ID != nil:
+				mu.Lock()
+				answers[string(m.ID)] = m
+				mu.Unlock()
+			default:
+				hPipeDefault(p, m)
+			}
+		})
+		started := make(chan string, limit+1)
+		cancelled := make(chan string, limit+1)
+		release := make(chan struct{})
+		var logs, progress, listChanged atomic.Int32
+		c, err := mcpclient.Connect(context.Background(), tr, noWait,
+			mcpclient.WithElicitationHandler(func(ctx context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+				started <- p.Message
+				select {
+				case <-release:
+					return &mcpclient.ElicitResult{Action: mcpclient.ElicitDecline}, nil
+				case <-ctx.Done():
+					cancelled <- p.Message
+					return nil, ctx.Err()
+				}
+			}),
+			mcpclient.WithLogHandler(func(context.Context, *mcpclient.LogMessage) { logs.Add(1) }),
+			mcpclient.WithNotificationHandler("notifications/progress", func(context.Context, string, json.RawMessage) { progress.Add(1) }),
+			mcpclient.WithNotificationHandler("notifications/tools/list_changed", func(context.Context, string, json.RawMessage) { listChanged.Add(1) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		p := <-server
+		elicit := func(id string) string {
+			return `{"jsonrpc":"2.0","id":"` + id + `","method":"elicitation/create","params":{"message":"` + id + `","requestedSchema":{"type":"object"}}}`
+		}
+		for i := 1; i <= limit; i++ {
+			p.send(elicit(fmt.Sprintf("e%d", i)))
+		}
+		synctest.Wait()
+		if len(started) != limit {
+			t.Fatalf("%d handlers started, want %d", len(started), limit)
+		}
+		for range limit {
+			<-started
+		}
+
+		over := fmt.Sprintf("e%d", limit+1)
+		for _, frame := range []string{
+			elicit(over),
+			`{"jsonrpc":"2.0","id":"ping-1","method":"ping"}`,
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"still here"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"nobody","progress":1}}`,
+			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"e1"}}`,
+		} {
+			p.send(frame)
+		}
+		synctest.Wait() // every handler is still waiting for its person
+
+		if logs.Load() != 1 || progress.Load() != 1 || listChanged.Load() != 1 {
+			t.Errorf("behind busy handlers: %d log, %d progress, %d list_changed notifications handled, want 1 each",
+				logs.Load(), progress.Load(), listChanged.Load())
+		}
+		select {
+		case id := <-cancelled:
+			if id != "e1" {
+				t.Errorf("the cancellation of e1 ended %s", id)
+			}
+		default:
+			t.Error("the cancellation of e1 did not reach its handler")
+		}
+		mu.Lock()
+		if a, ok := answers[`"ping-1"`]; !ok || string(a.Result) != "{}" {
+			t.Errorf("ping behind busy handlers: answer %+v (%v), want {}", a, ok)
+		}
+		var busy mcpclient.RPCError
+		if a, ok := answers[`"`+over+`"`]; !ok || json.Unmarshal(a.Error, &busy) != nil ||
+			busy.Code != mcpclient.RPCInternalError || !strings.Contains(busy.Message, "busy") {
+			t.Errorf("request %s over the limit: answer %+v (%v), want -32603 saying the client is busy", over, a, ok)
+		}
+		if len(started) != 0 {
+			t.Errorf("the request over the limit reached the handler")
+		}
+		mu.Unlock()
+
+		close(release)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := answers[`"e1"`]; ok {
+			t.Error("the cancelled request was answered")
+		}
+		for i := 2; i <= limit; i++ {
+			if a := answers[fmt.Sprintf(`"e%d"`, i)]; !strings.Contains(string(a.Result), `"decline"`) {
+				t.Errorf("e%d answered %+v, want its handler's decline", i, a)
+			}
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
@@ -14,11 +15,19 @@ import (
 // (anything that marshals to a JSON object) or an error: an *RPCError is sent as it is, any other
 // error as an internal error (-32603) carrying its text. ctx ends when the server cancels the
 // request or the session ends.
+//
+// Each handler runs on a goroutine of its own, and may wait as long as it needs (for a person,
+// say): nothing else waits for it. A session runs at most 16 handlers at once, typed ones
+// (sampling, elicitation, roots) included. A server request that finds all 16 busy is refused at
+// once with an internal error (-32603) whose message says the client is busy; the server may send
+// it again later. Notifications, the server's cancellations and its pings never wait for a
+// handler to return: a ping is answered at once, by the client itself.
 type RequestHandler func(ctx context.Context, params json.RawMessage) (any, error)
 
 // WithRequestHandler answers server requests named method with h, for methods this package has
 // no typed option for. A typed option (WithSamplingHandler, WithElicitationHandler, WithRoots)
-// takes precedence for its method. Default: method not found.
+// takes precedence for its method; ping is always answered by the client. See RequestHandler for
+// how many run at once. Default: method not found.
 func WithRequestHandler(method string, h RequestHandler) Option {
 	return optionFunc(func(c *config) {
 		if c.requestHandlers == nil {
@@ -28,8 +37,10 @@ func WithRequestHandler(method string, h RequestHandler) Option {
 	})
 }
 
-// maxServerRequests bounds the server requests handled at once per session; more wait their
-// turn, which holds up the notifications behind them.
+// maxServerRequests bounds the server requests handled at once per session. More are refused at
+// once rather than queued: a request waiting for a slot would hold up every message behind it,
+// the server's cancellation of a request holding a slot included, and a waiting list would only
+// postpone the refusal while the handlers wait for a person.
 const maxServerRequests = 16
 
 // serverRequests tracks the server's requests a session is handling, so that the server can
@@ -43,8 +54,6 @@ type serverRequests struct {
 // handlerFor returns the handler of a server request method, or nil.
 func (c *Client) handlerFor(method string) RequestHandler {
 	switch method {
-	case "ping":
-		return func(context.Context, json.RawMessage) (any, error) { return struct{}{}, nil }
 	case "roots/list":
 		if c.roots.declared() {
 			return c.roots.list
@@ -64,6 +73,12 @@ func (c *Client) handlerFor(method string) RequestHandler {
 // startServerRequest runs the handler of a server request on a goroutine of its own, owned by
 // the session, which waits for it when it ends.
 func (s *session) startServerRequest(m jsonrpc.Message) {
+	if m.Method == "ping" {
+		// At once and without a slot: a server asking whether the client is alive must hear
+		// so while every handler waits for a person.
+		s.answer(m.ID, struct{}{}, nil)
+		return
+	}
 	h := s.c.handlerFor(m.Method)
 	if h == nil {
 		s.answer(m.ID, nil, &RPCError{Code: RPCMethodNotFound, Message: "method not found: " + m.Method})
@@ -77,7 +92,8 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 	key := id.JSON()
 	select {
 	case s.requests.slots <- struct{}{}:
-	case <-s.ctx.Done():
+	default:
+		s.answer(m.ID, nil, errClientBusy)
 		return
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -112,6 +128,10 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 		s.answer(m.ID, result, err)
 	}()
 }
+
+// errClientBusy refuses a server request that finds every slot taken.
+var errClientBusy = &RPCError{Code: RPCInternalError,
+	Message: fmt.Sprintf("client busy: it is handling %d requests of the server's already; try again later", maxServerRequests)}
 
 func runRequestHandler(ctx context.Context, h RequestHandler, params json.RawMessage) (result any, err error) {
 	defer func() {

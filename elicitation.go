@@ -4,6 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
+	"unicode/utf8"
 )
 
 // Elicitation modes.
@@ -20,31 +25,87 @@ const (
 )
 
 // ElicitParams are the params of elicitation/create. In form mode (the default) the server
-// asks for values described by RequestedSchema; in URL mode it asks the user to visit URL.
+// asks for values described by RequestedSchema; in URL mode it asks the user to visit URL. An
+// ElicitationHandler sees form mode only: URL mode reaches a URLElicitationHandler, as
+// URLElicitParams, and only with a URL the client checked.
 type ElicitParams struct {
 	Mode            string          `json:"mode,omitempty"`
 	Message         string          `json:"message"`
 	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
-	URL             string          `json:"url,omitempty"`
-	ElicitationID   string          `json:"elicitationId,omitempty"`
+	URL             string          `json:"url,omitempty"`           // URL mode only
+	ElicitationID   string          `json:"elicitationId,omitempty"` // URL mode only
 	Meta            json.RawMessage `json:"_meta,omitempty"`
 }
 
-// ElicitResult is the client's answer to elicitation/create.
+// ElicitResult is the client's answer to elicitation/create. In URL mode only Action and Meta
+// are sent: accept means the user agreed to visit the URL, and nothing the user enters there
+// passes through the client.
 type ElicitResult struct {
 	Action  string          `json:"action"`
 	Content map[string]any  `json:"content,omitempty"`
 	Meta    json.RawMessage `json:"_meta,omitempty"`
 }
 
-// An ElicitationHandler asks the user what the server wants to know.
+// An ElicitationHandler asks the user, in a form, what the server wants to know.
 type ElicitationHandler func(ctx context.Context, params *ElicitParams) (*ElicitResult, error)
 
-// WithElicitationHandler declares the elicitation capability, in form and URL modes, and
-// answers elicitation/create with h. When h accepts a form, fields it leaves out that the schema
-// gives a default take that default (SEP-1034). Default: no elicitation.
+// WithElicitationHandler declares the elicitation capability in form mode and answers
+// form-mode elicitation/create with h. When h accepts, fields it leaves out that the schema
+// gives a default take that default (SEP-1034). URL mode takes a handler of its own, see
+// WithURLElicitationHandler; without one it is not declared, and URL-mode requests are refused
+// with invalid params (-32602). Like every server request handler, h runs at most 16 at a time
+// (see RequestHandler). Default: no elicitation.
 func WithElicitationHandler(h ElicitationHandler) Option {
 	return optionFunc(func(c *config) { c.elicitation = h })
+}
+
+// URLElicitParams are the params of a URL-mode elicitation/create: the server asks the user to
+// visit URL, to do there what must not pass through the client (enter a credential, authorize
+// a third party, pay).
+type URLElicitParams struct {
+	Message string
+	// URL is where the server wants the user to go: https, or http to a loopback host
+	// (localhost, 127.0.0.0/8, ::1); it has a host and no userinfo. Open URL.String(), nothing
+	// else the server sent.
+	URL *url.URL
+	// Host is URL's host name, without port and brackets, as the URL spells it: the domain to
+	// show the user before asking to open the URL. It is ASCII: an internationalized domain
+	// comes in its xn-- form, so that letters of another script cannot pass for a familiar
+	// domain.
+	Host          string
+	ElicitationID string
+	Meta          json.RawMessage
+}
+
+// A URLElicitationHandler asks the user whether to visit the URL a server names, showing at least
+// the message and the host, and opens it (in a browser, say) only if the user agrees; it never
+// fetches the URL itself. It answers accept when the user agreed, decline or cancel otherwise;
+// any Content of its result is left out of the answer.
+type URLElicitationHandler func(ctx context.Context, params *URLElicitParams) (*ElicitResult, error)
+
+// WithURLElicitationHandler declares the elicitation capability in URL mode and answers URL-mode
+// elicitation/create with h. The client refuses, with invalid params (-32602) and without calling
+// h, a request whose URL does not parse, has no host or one with characters outside ASCII, carries
+// userinfo (as in https://accounts.example@evil.example/, which goes to evil.example), or has a
+// scheme other than https, save http to a loopback host; javascript:, file: and data: URLs are
+// thereby refused. Like every server request handler, h runs at most 16 at a time (see
+// RequestHandler). Default: URL mode not declared, and its requests refused.
+func WithURLElicitationHandler(h URLElicitationHandler) Option {
+	return optionFunc(func(c *config) { c.urlElicitation = h })
+}
+
+// elicitationCapability is the elicitation capability the client declares: the modes it has a
+// handler for, or nil.
+func (c *config) elicitationCapability() json.RawMessage {
+	switch {
+	case c.elicitation != nil && c.urlElicitation != nil:
+		return json.RawMessage(`{"form":{},"url":{}}`)
+	case c.elicitation != nil:
+		return json.RawMessage(`{"form":{}}`)
+	case c.urlElicitation != nil:
+		return json.RawMessage(`{"url":{}}`)
+	}
+	return nil
 }
 
 func (c *Client) elicit(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -52,17 +113,89 @@ func (c *Client) elicit(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, &RPCError{Code: RPCInvalidParams, Message: "elicitation/create params: " + err.Error()}
 	}
-	res, err := c.cfg.elicitation(ctx, &p)
+	switch p.Mode {
+	case "", ElicitModeForm:
+		if c.cfg.elicitation == nil {
+			return nil, &RPCError{Code: RPCInvalidParams, Message: "elicitation/create: the client does not support form mode"}
+		}
+		res, err := c.cfg.elicitation(ctx, &p)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return nil, errors.New("the elicitation handler returned no result")
+		}
+		if res.Action == ElicitAccept {
+			res.Content = withSchemaDefaults(p.RequestedSchema, res.Content)
+		}
+		return res, nil
+	case ElicitModeURL:
+		if c.cfg.urlElicitation == nil {
+			return nil, &RPCError{Code: RPCInvalidParams, Message: "elicitation/create: the client does not support URL mode"}
+		}
+		u, err := checkElicitationURL(p.URL)
+		if err != nil {
+			return nil, &RPCError{Code: RPCInvalidParams, Message: "elicitation/create: " + err.Error()}
+		}
+		res, err := c.cfg.urlElicitation(ctx, &URLElicitParams{Message: p.Message, URL: u, Host: u.Hostname(),
+			ElicitationID: p.ElicitationID, Meta: p.Meta})
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return nil, errors.New("the URL elicitation handler returned no result")
+		}
+		return &ElicitResult{Action: res.Action, Meta: res.Meta}, nil
+	}
+	return nil, &RPCError{Code: RPCInvalidParams, Message: fmt.Sprintf("elicitation/create: unknown mode %.20q", p.Mode)}
+}
+
+// checkElicitationURL parses the URL of a URL-mode elicitation and refuses one that a user
+// should not be sent to: it could run code in the client's context (javascript:, data:), read
+// local files (file:), travel unencrypted beyond this machine, or show one domain and lead to
+// another (userinfo before the host, letters of another script imitating a familiar domain).
+func checkElicitationURL(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, errors.New("no url")
+	}
+	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, err
+		var ue *url.Error // its text repeats the whole url, which the server knows
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("the url does not parse: %w", err)
 	}
-	if res == nil {
-		return nil, errors.New("the elicitation handler returned no result")
+	if u.User != nil {
+		return nil, errors.New("the url carries userinfo, which would show one host and lead to another")
 	}
-	if res.Action == ElicitAccept && p.Mode != ElicitModeURL {
-		res.Content = withSchemaDefaults(p.RequestedSchema, res.Content)
+	if u.Opaque != "" || u.Hostname() == "" {
+		return nil, errors.New("the url names no host")
 	}
-	return res, nil
+	for _, r := range u.Hostname() {
+		if r >= utf8.RuneSelf {
+			return nil, errors.New("the url's host has characters outside ASCII; send an internationalized domain in its xn-- form")
+		}
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopbackHost(u.Hostname()) {
+			return nil, errors.New("an http url must lead to this machine (localhost, 127.0.0.0/8, ::1); use https")
+		}
+	default:
+		return nil, fmt.Errorf("url scheme %.20q: only https is allowed, and http to this machine", u.Scheme)
+	}
+	return u, nil
+}
+
+// loopbackHost reports whether host names this machine without a name lookup.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // withSchemaDefaults fills the fields a form left out with the defaults its schema declares.

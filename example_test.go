@@ -135,3 +135,39 @@ func ExampleClient_Tools() {
 	// a
 	// b
 }
+
+// A URL-mode elicitation reaches its handler with the URL checked and parsed, and the host to
+// show the user before asking whether to open it.
+func ExampleWithURLElicitationHandler() {
+	signIn := func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		res, err := call.Request(ctx, "elicitation/create", map[string]string{"mode": "url", "elicitationId": "e-1",
+			"message": "Authorize access to your calendar", "url": "https://auth.example.com/authorize?state=x"})
+		if err != nil {
+			return nil, err
+		}
+		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(string(res))}}, nil
+	}
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "sign_in"}, signIn))
+	defer srv.Close()
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(),
+		mcpclient.WithURLElicitationHandler(func(_ context.Context, p *mcpclient.URLElicitParams) (*mcpclient.ElicitResult, error) {
+			// An application asks the user here, showing p.Host, and opens p.URL.String() in
+			// a browser only if the user agrees.
+			fmt.Printf("%s: open a page on %s?\n", p.Message, p.Host)
+			return &mcpclient.ElicitResult{Action: mcpclient.ElicitDecline}, nil
+		}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	res, err := c.CallTool(context.Background(), "sign_in", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("the server heard", res.Text())
+	// Output:
+	// Authorize access to your calendar: open a page on auth.example.com?
+	// the server heard {"action":"decline"}
+}

@@ -171,13 +171,99 @@ func TestFeaturesElicitation(t *testing.T) {
 			featRecv(t, seen, "the "+action+" request")
 		}
 
-		got = elicit(map[string]any{"mode": "url", "message": "sign in", "url": "https://example.com/auth?x=1", "elicitationId": "el-7"})
-		if got.Action != "accept" || got.Content != nil {
-			t.Errorf("url mode: %+v, want accept without content", got)
+		// A form handler declares form mode only: a URL-mode request, or one in a mode of no
+		// revision, is refused before it reaches the handler.
+		for _, mode := range []string{"url", "telepathy"} {
+			_, rpc := featAskClient(t, c, "elicitation/create",
+				map[string]any{"mode": mode, "message": "sign in", "url": "https://example.com/auth?x=1", "elicitationId": "el-7"})
+			if rpc == nil || rpc.Code != mcpclient.RPCInvalidParams {
+				t.Errorf("%s mode without a handler for it: %v, want -32602", mode, rpc)
+			}
 		}
-		p := featRecv(t, seen, "the url request")
-		if p.Mode != mcpclient.ElicitModeURL || p.URL != "https://example.com/auth?x=1" || p.ElicitationID != "el-7" || p.Message != "sign in" {
-			t.Errorf("url mode: the handler saw %+v", p)
+		select {
+		case p := <-seen:
+			t.Errorf("the form handler saw %+v", p)
+		default:
+		}
+	})
+}
+
+// TestFeaturesURLElicitation: a URL-mode elicitation reaches the URL handler, parsed and with
+// its host, only when a person can be sent to its URL safely: https, or http to this machine,
+// with a host and without userinfo. Any other URL is refused as invalid params and never
+// reaches the handler.
+func TestFeaturesURLElicitation(t *testing.T) {
+	featEach(t, func(t *testing.T, b featBackend) {
+		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
+		seen := make(chan *mcpclient.URLElicitParams, 16)
+		c := mcptest.NewClient(t, d, mcpclient.WithURLElicitationHandler(func(_ context.Context, p *mcpclient.URLElicitParams) (*mcpclient.ElicitResult, error) {
+			seen <- p
+			// Content has no place in a URL-mode answer: the client leaves it out.
+			return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"leak": "x"}}, nil
+		}))
+		ask := func(params map[string]any) (json.RawMessage, *mcpclient.RPCError) {
+			t.Helper()
+			return featAskClient(t, c, "elicitation/create", params)
+		}
+		urlRequest := func(u string) map[string]any {
+			return map[string]any{"mode": "url", "message": "sign in", "url": u, "elicitationId": "el-7"}
+		}
+
+		for _, tc := range []struct{ url, want, host string }{
+			{"https://example.com/auth?x=1", "https://example.com/auth?x=1", "example.com"},
+			{"HTTPS://Accounts.Example.com:8443/a", "https://Accounts.Example.com:8443/a", "Accounts.Example.com"},
+			{"http://localhost:3000/callback", "http://localhost:3000/callback", "localhost"},
+			{"http://127.8.9.10/cb", "http://127.8.9.10/cb", "127.8.9.10"},
+			{"http://[::1]:8080/cb", "http://[::1]:8080/cb", "::1"},
+			{"https://xn--exmple-cua.example/", "https://xn--exmple-cua.example/", "xn--exmple-cua.example"},
+		} {
+			raw, rpc := ask(urlRequest(tc.url))
+			if rpc != nil || string(raw) != `{"action":"accept"}` {
+				t.Errorf("%s: %s, %v; want accept without content", tc.url, raw, rpc)
+				continue
+			}
+			p := featRecv(t, seen, "the request for "+tc.url)
+			if p.URL == nil || p.URL.String() != tc.want || p.Host != tc.host || p.Message != "sign in" || p.ElicitationID != "el-7" {
+				t.Errorf("%s: the handler saw %+v, want URL %s and host %s", tc.url, p, tc.want, tc.host)
+			}
+		}
+
+		for _, bad := range []string{
+			"javascript:alert(document.cookie)",
+			"file:///etc/passwd",
+			"data:text/html,<script>alert(1)</script>",
+			"ftp://example.com/",
+			"https://accounts.example@evil.example/",
+			"https://user:secret@evil.example/",
+			"https://@evil.example/",
+			"http://example.com/login",
+			"http://localhost.evil.example/",
+			"http://127.0.0.1.evil.example/",
+			"https://\u0435xample.com/", // a Cyrillic е
+			"https://ex%C3%A4mple.example/",
+			"https:///no-host",
+			"https:example.com",
+			"//example.com/x",
+			"https://exa mple.com/",
+			"https://example.com/%zz",
+			" https://example.com/",
+			"",
+		} {
+			if _, rpc := ask(urlRequest(bad)); rpc == nil || rpc.Code != mcpclient.RPCInvalidParams {
+				t.Errorf("%q: %v, want -32602", bad, rpc)
+			}
+		}
+		if _, rpc := ask(map[string]any{"mode": "url", "message": "no url", "elicitationId": "el-8"}); rpc == nil || rpc.Code != mcpclient.RPCInvalidParams {
+			t.Errorf("no url: %v, want -32602", rpc)
+		}
+		// A URL handler alone declares URL mode only.
+		if _, rpc := ask(map[string]any{"message": "a form", "requestedSchema": json.RawMessage(`{"type":"object"}`)}); rpc == nil || rpc.Code != mcpclient.RPCInvalidParams {
+			t.Errorf("form mode without a form handler: %v, want -32602", rpc)
+		}
+		select {
+		case p := <-seen:
+			t.Errorf("a refused request reached the handler: %+v", p)
+		default:
 		}
 	})
 }
@@ -348,7 +434,10 @@ func TestFeaturesClientCapabilities(t *testing.T) {
 		})}, `{"sampling":{}}`},
 		{"elicitation", []mcpclient.Option{mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
 			return nil, nil
-		})}, `{"elicitation":{"form":{},"url":{}}}`},
+		})}, `{"elicitation":{"form":{}}}`},
+		{"url elicitation", []mcpclient.Option{mcpclient.WithURLElicitationHandler(func(context.Context, *mcpclient.URLElicitParams) (*mcpclient.ElicitResult, error) {
+			return nil, nil
+		})}, `{"elicitation":{"url":{}}}`},
 		{"handlers declare nothing", []mcpclient.Option{
 			mcpclient.WithRequestHandler("x/y", noop),
 			mcpclient.WithLogHandler(func(context.Context, *mcpclient.LogMessage) {}),
@@ -360,6 +449,9 @@ func TestFeaturesClientCapabilities(t *testing.T) {
 				return nil, nil
 			}),
 			mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+				return nil, nil
+			}),
+			mcpclient.WithURLElicitationHandler(func(context.Context, *mcpclient.URLElicitParams) (*mcpclient.ElicitResult, error) {
 				return nil, nil
 			}),
 		}, `{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{},"url":{}}}`},

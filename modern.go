@@ -250,8 +250,8 @@ func (c *config) modernCapabilities() map[string]json.RawMessage {
 	if c.sampling != nil {
 		caps["sampling"] = json.RawMessage(`{}`)
 	}
-	if c.elicitation != nil {
-		caps["elicitation"] = json.RawMessage(`{"form":{},"url":{}}`)
+	if e := c.elicitationCapability(); e != nil {
+		caps["elicitation"] = e
 	}
 	return caps
 }

@@ -132,7 +132,7 @@ func TestStatelessSessionCarriesMetaAndHeaders(t *testing.T) {
 			t.Errorf("%s: Mcp-Method %q", r.Method, r.header.Get("Mcp-Method"))
 		case r.header.Get("Mcp-Protocol-Version") != "2026-07-28" || string(m[mcpclient.MetaProtocolVersion]) != `"2026-07-28"`:
 			t.Errorf("%s: version header %q, _meta %s", r.Method, r.header.Get("Mcp-Protocol-Version"), m[mcpclient.MetaProtocolVersion])
-		case string(caps["elicitation"]) != `{"form":{},"url":{}}`:
+		case string(caps["elicitation"]) != `{"form":{}}`:
 			t.Errorf("%s: clientCapabilities %s", r.Method, m[mcpclient.MetaClientCapabilities])
 		case len(m[mcpclient.MetaClientInfo]) == 0:
 			t.Errorf("%s: no clientInfo", r.Method)
@@ -264,6 +264,70 @@ func TestStatelessMultiRoundTrip(t *testing.T) {
 	}
 	if len(rounds[2].Params["inputResponses"]) == 0 || rounds[2].header.Get("Mcp-Name") != "ask" {
 		t.Errorf("third round %+v", rounds[2].Params)
+	}
+}
+
+// TestStatelessURLElicitationInput: an input request for a URL-mode elicitation is checked as
+// one sent as a request is. A URL no person should be sent to fails the call before the handler
+// sees it and before another round is sent; a good one reaches the handler with its host, and
+// the answer carries no content. Each request declares URL mode in its _meta.
+func TestStatelessURLElicitationInput(t *testing.T) {
+	for _, tc := range []struct{ url, host string }{
+		{"https://auth.example.com/start?s=1", "auth.example.com"},
+		{"javascript:alert(1)", ""},
+		{"https://auth.example.com@evil.example/", ""},
+		{"http://auth.example.com/start", ""},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			var mu sync.Mutex
+			var rounds []statelessRequest
+			s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+				if r.Method != "tools/call" {
+					return 0, ""
+				}
+				mu.Lock()
+				rounds = append(rounds, r)
+				n := len(rounds)
+				mu.Unlock()
+				if n == 1 {
+					return 200, result(`{"resultType":"input_required","inputRequests":{"signin":{"method":"elicitation/create","params":` +
+						`{"mode":"url","message":"sign in","url":"` + tc.url + `","elicitationId":"el-1"}}}}`)
+				}
+				return 200, result(`{"content":[{"type":"text","text":"signed in"}]}`)
+			})
+			var seen []*mcpclient.URLElicitParams
+			c := connectStateless(t, s, mcpclient.WithURLElicitationHandler(func(_ context.Context, p *mcpclient.URLElicitParams) (*mcpclient.ElicitResult, error) {
+				seen = append(seen, p)
+				return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"leak": "x"}}, nil
+			}))
+			res, err := c.CallTool(context.Background(), "t", nil)
+			mu.Lock()
+			defer mu.Unlock()
+			var caps map[string]json.RawMessage
+			json.Unmarshal(rounds[0].meta()[mcpclient.MetaClientCapabilities], &caps)
+			if string(caps["elicitation"]) != `{"url":{}}` {
+				t.Errorf("clientCapabilities %s, want elicitation in URL mode only", rounds[0].meta()[mcpclient.MetaClientCapabilities])
+			}
+			if tc.host == "" {
+				var rpc *mcpclient.RPCError
+				if err == nil || !errors.As(err, &rpc) || rpc.Code != mcpclient.RPCInvalidParams || len(seen) != 0 || len(rounds) != 1 {
+					t.Errorf("got %v, %v after %d rounds, the handler called %d times; want the call to fail with -32602 after one round, no handler called",
+						res, err, len(rounds), len(seen))
+				}
+				return
+			}
+			if err != nil || res.Text() != "signed in" || len(rounds) != 2 {
+				t.Fatalf("got %v, %v after %d rounds", res, err, len(rounds))
+			}
+			if len(seen) != 1 || seen[0].Host != tc.host || seen[0].URL.String() != tc.url || seen[0].ElicitationID != "el-1" {
+				t.Errorf("the handler saw %+v", seen)
+			}
+			var answers map[string]json.RawMessage
+			json.Unmarshal(rounds[1].Params["inputResponses"], &answers)
+			if string(answers["signin"]) != `{"action":"accept"}` {
+				t.Errorf("inputResponses %s, want the action alone", rounds[1].Params["inputResponses"])
+			}
+		})
 	}
 }
 

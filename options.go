@@ -26,6 +26,7 @@ type config struct {
 	requestHandlers map[string]RequestHandler
 	sampling        SamplingHandler
 	elicitation     ElicitationHandler
+	urlElicitation  URLElicitationHandler
 	roots           []Root // nil: no roots capability
 	logHandler      LogHandler
 	resourceUpdated ResourceUpdatedHandler
@@ -41,7 +42,7 @@ type config struct {
 // what comes there, or WithServerStream.
 func (c *config) listens() bool {
 	return c.serverStream || len(c.notifications) > 0 || len(c.requestHandlers) > 0 || c.sampling != nil ||
-		c.elicitation != nil || c.roots != nil || c.logHandler != nil || c.resourceUpdated != nil ||
+		c.elicitation != nil || c.urlElicitation != nil || c.roots != nil || c.logHandler != nil || c.resourceUpdated != nil ||
 		c.taskStatus != nil
 }
 
@@ -54,9 +55,7 @@ func (c *config) capabilities() ClientCapabilities {
 	if c.sampling != nil {
 		caps.Sampling = json.RawMessage(`{}`)
 	}
-	if c.elicitation != nil {
-		caps.Elicitation = json.RawMessage(`{"form":{},"url":{}}`)
-	}
+	caps.Elicitation = c.elicitationCapability()
 	return caps
 }
 

@@ -63,7 +63,7 @@ func (c *Client) handlerFor(method string) RequestHandler {
 			return c.sample
 		}
 	case "elicitation/create":
-		if c.cfg.elicitation != nil {
+		if c.cfg.elicitation != nil || c.cfg.urlElicitation != nil {
 			return c.elicit
 		}
 	}

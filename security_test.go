@@ -41,6 +41,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
@@ -660,5 +662,86 @@ func TestSecuritySecretsNeverLogged(t *testing.T) {
 			}
 			return []error{err, callErr}
 		})
+	})
+}
+
+// TestSecurityEndpointSecretsNeverShown: the password, user name and query of an endpoint URL
+// stay out of errors and logs, whether the URL is mistyped, unparsable, unreachable or fails
+// in the middle of a session.
+func TestSecurityEndpointSecretsNeverShown(t *testing.T) {
+	secrets := []string{"alice", "pa55word", "SECRET"}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadHost := dead.Listener.Addr().String()
+	dead.Close()
+	check := func(t *testing.T, err error, logs *lockedBuffer) {
+		t.Helper()
+		for _, s := range secrets {
+			if err != nil && strings.Contains(err.Error(), s) {
+				t.Errorf("the error shows %q: %v", s, err)
+			}
+			if out := logs.String(); strings.Contains(out, s) {
+				t.Errorf("the logs show %q:\n%s", s, out)
+			}
+		}
+	}
+	connect := func(tr transport.Transport, logs *lockedBuffer, opts ...mcpclient.Option) (*mcpclient.Client, error) {
+		logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		return mcpclient.Connect(hCtx(t), tr, append([]mcpclient.Option{mcpclient.WithLogger(logger),
+			mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 2, NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}),
+		}, opts...)...)
+	}
+	for name, u := range map[string]string{
+		"mistyped scheme": "htps://alice:pa55word@mcp.example.invalid/mcp?access_token=SECRET",
+		"no slashes":      "https:alice:pa55word@mcp.example.invalid/mcp?access_token=SECRET",
+		"unparsable":      "http://alice:pa55word@[::1/mcp?token=SECRET",
+		"bad port":        "http://alice:pa55word/@mcp.example.invalid/mcp?token=SECRET",
+		"refused dial":    "http://alice:pa55word@" + deadHost + "/mcp?access_token=SECRET&SECRET",
+	} {
+		for _, kind := range []string{"http", "legacy"} {
+			t.Run(kind+" "+name, func(t *testing.T) {
+				logs := new(lockedBuffer)
+				logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				var tr transport.Transport = &transport.HTTP{URL: u, Logger: logger}
+				if kind == "legacy" {
+					tr = &transport.SSE{URL: u, Logger: logger}
+				}
+				c, err := connect(tr, logs)
+				if err == nil {
+					c.Close()
+					t.Fatal("connected")
+				}
+				if !errors.Is(err, mcpclient.ErrNotDelivered) {
+					t.Errorf("error %v, want ErrNotDelivered", err)
+				}
+				check(t, err, logs)
+			})
+		}
+	}
+
+	// A session whose GET stream and DELETE fail: both are logged.
+	t.Run("http session", func(t *testing.T) {
+		inner := newHostileHTTP(t, nil)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet || r.Method == http.MethodDelete {
+				hangUp(w)
+				return
+			}
+			inner.Config.Handler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		logs := new(lockedBuffer)
+		u := strings.Replace(srv.URL, "http://", "http://alice:pa55word@", 1) + "/mcp?access_token=SECRET"
+		tr := &transport.HTTP{URL: u, MaxResumes: 1,
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		c, err := connect(tr, logs, mcpclient.WithServerStream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		out := logs.String()
+		if !strings.Contains(out, "no server stream") || !strings.Contains(out, "DELETE of the session failed") {
+			t.Fatalf("the failures of the GET stream and the DELETE were not logged: the test exercises nothing\n%s", out)
+		}
+		check(t, nil, logs)
 	})
 }

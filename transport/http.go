@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/redact"
 	"github.com/northstar-mcp/mcpclient/internal/sse"
 )
 
@@ -103,7 +104,7 @@ func (e *StatusError) Error() string {
 func (t *HTTP) Connect(ctx context.Context) (Conn, error) {
 	u, err := url.Parse(t.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid MCP endpoint %q", ErrMisconfigured, t.URL)}
+		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid MCP endpoint %q", ErrMisconfigured, redact.URL(t.URL))}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Outcome: NotDelivered, Err: err}
@@ -745,7 +746,7 @@ func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) 
 		}
 		resp, err := st.c.client.Do(req)
 		if err != nil {
-			lastErr = err
+			lastErr = redactQuery(err)
 			continue
 		}
 		mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -863,7 +864,7 @@ func (c *httpConn) shutdown(endSession bool) {
 		}
 		resp, err := c.client.Do(req)
 		if err != nil {
-			c.log.Debug("transport: DELETE of the session failed", "err", err)
+			c.log.Debug("transport: DELETE of the session failed", "err", redactQuery(err))
 			return
 		}
 		drain(resp.Body)

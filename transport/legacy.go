@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sync"
 
+	"github.com/northstar-mcp/mcpclient/internal/redact"
 	"github.com/northstar-mcp/mcpclient/internal/sse"
 )
 
@@ -50,7 +51,7 @@ type SSE struct {
 func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 	streamURL, err := url.Parse(t.URL)
 	if err != nil || (streamURL.Scheme != "http" && streamURL.Scheme != "https") || streamURL.Host == "" {
-		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid SSE endpoint %q", ErrMisconfigured, t.URL)}
+		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid SSE endpoint %q", ErrMisconfigured, redact.URL(t.URL))}
 	}
 	c := &sseConn{t: t, client: sameOriginCredentials(t.Client), inbound: make(chan delivery, pipeBuffer),
 		ended: make(chan struct{}), log: t.Logger, maxSize: t.MaxMessageSize}
@@ -77,7 +78,7 @@ func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return fail(err)
+		return fail(redactQuery(err))
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || mediaType != "text/event-stream" {
@@ -101,7 +102,7 @@ func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 		}
 		if !sameOrigin(endpoint, streamURL) {
 			resp.Body.Close()
-			return fail(fmt.Errorf("%w: stream %s, endpoint %s", ErrCrossOriginEndpoint, streamURL.Redacted(), redactedURL(endpoint.String())))
+			return fail(fmt.Errorf("%w: stream %s, endpoint %s", ErrCrossOriginEndpoint, redact.URL(t.URL), redact.URL(endpoint.String())))
 		}
 		c.endpoint = endpoint.String()
 		break

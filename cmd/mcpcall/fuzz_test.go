@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/northstar-mcp/mcpclient/transport"
 )
 
 // isIFS reports the characters a POSIX shell splits words on by default.
@@ -97,6 +101,8 @@ func FuzzParseArgs(f *testing.F) {
 	f.Add(uint8(1), "", "m", "{} {}", []byte(nil), "", "", "", "", "", uint8(0x80))
 	f.Add(uint8(0), "http://h/mcp", "m", "-", []byte("null"), "", "", "", "", "", uint8(0x80))
 	f.Add(uint8(0), "http://h/mcp", "m", "-", []byte("{\"a\":"), "", "", "", "", "", uint8(0x80))
+	f.Add(uint8(0), "htps://u:p@h/mcp?t=1", "ping", "", []byte(nil), "", "", "", "", "Authorization: Bearer t\r\nX-B: c", uint8(0x10))
+	f.Add(uint8(1), "http://h:99999/sse", "tools/call", `{"arguments":{}}`, []byte(nil), "", "", "", "X A: b", "", uint8(0xa0))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, endpointKind uint8, endpoint, method, params string, input []byte,
 		attempts, timeout, retry, id, header string, present uint8) {
@@ -165,9 +171,33 @@ func FuzzParseArgs(f *testing.F) {
 		case o.timeout <= 0:
 			t.Fatalf("parseArgs(%q) accepted timeout %v", args, o.timeout)
 		}
-		// Building the transport and the policy must not panic either; neither connects.
-		if tr, err := o.transport(); err == nil && tr == nil {
+		for _, e := range []string{o.url, o.sse} {
+			if u, err := url.Parse(e); e != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+				t.Fatalf("parseArgs(%q) accepted the endpoint %q", args, e)
+			}
+		}
+		if o.method == "" {
+			t.Fatalf("parseArgs(%q) accepted an empty METHOD", args)
+		}
+		// Building the transport and the policy must not panic either; neither connects. A
+		// transport built carries no header net/http would refuse to send.
+		tr, err := o.transport()
+		if err == nil && tr == nil {
 			t.Fatalf("parseArgs(%q): transport() returned nil and no error", args)
+		}
+		var sent http.Header
+		switch tr := tr.(type) {
+		case *transport.HTTP:
+			sent = tr.Header
+		case *transport.SSE:
+			sent = tr.Header
+		}
+		for k, vs := range sent {
+			for _, v := range vs {
+				if strings.ContainsAny(k, " :\r\n\x00") || strings.ContainsAny(v, "\r\n\x00") {
+					t.Fatalf("parseArgs(%q): transport() accepted the header %q: %q", args, k, v)
+				}
+			}
 		}
 		_, _ = o.policy()
 

@@ -18,7 +18,10 @@
 // Exit codes:
 //
 //	0  result
-//	1  usage or local error
+//	1  usage or local error, found before anything is sent when it is one that every run would
+//	   meet: an endpoint that is no http or https URL with a host, a -header that is no
+//	   "Name: value" net/http would send, a -cmd program that cannot be run, a tools/call
+//	   without a tool name
 //	2  definite failure: a JSON-RPC error, an HTTP 4xx other than 404-session/409/429, or a
 //	   tools/call result with isError:true (which is still printed)
 //	3  not executed: every attempt was refused before execution (dial, DNS, TLS, 429 or 503
@@ -40,11 +43,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/redact"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -119,6 +126,15 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 		return nil, errors.New("-attempts must be at least 1")
 	case o.timeout <= 0:
 		return nil, errors.New("-timeout must be positive")
+	case fs.Arg(0) == "":
+		return nil, errors.New("METHOD is empty")
+	}
+	for name, endpoint := range map[string]string{"-url": o.url, "-sse": o.sse} {
+		if endpoint != "" {
+			if err := checkEndpoint(endpoint); err != nil {
+				return nil, fmt.Errorf("%s %q: %w", name, redact.URL(endpoint), err)
+			}
+		}
 	}
 	o.method = fs.Arg(0)
 	raw := []byte("{}")
@@ -141,17 +157,52 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 		return nil, errors.New("PARAMS must be a JSON object")
 	}
 	o.params = raw
+	if o.method == "tools/call" {
+		var p struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &p); p.Name == "" {
+			return nil, errors.New(`tools/call PARAMS need the tool's name: {"name":"…","arguments":{…}}`)
+		}
+	}
 	return o, nil
+}
+
+// checkEndpoint refuses an endpoint that no attempt could ever reach.
+func checkEndpoint(endpoint string) error {
+	u, err := url.Parse(endpoint)
+	switch {
+	case err != nil:
+		// Not err: url.Parse quotes the URL, and names the part it choked on.
+		return errors.New("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("the scheme must be http or https")
+	case u.Host == "":
+		return errors.New("no host")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return errors.New("the port must be 1 to 65535")
+		}
+	}
+	return nil
 }
 
 func (o *options) transport() (transport.Transport, error) {
 	header := http.Header{}
-	for _, h := range o.headers {
+	for i, h := range o.headers {
+		// The header itself is not shown: its value may be a credential.
 		k, v, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("-header %q is not 'K: V'", h)
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch {
+		case !ok || k == "":
+			return nil, fmt.Errorf("-header #%d is not 'K: V'", i+1)
+		case !validHeaderName(k):
+			return nil, fmt.Errorf("-header #%d: the name is not an HTTP token (letters, digits and !#$%%&'*+-.^_`|~)", i+1)
+		case !validHeaderValue(v):
+			return nil, fmt.Errorf("-header %s: the value holds a control character (CR, LF, NUL...)", k)
 		}
-		header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		header.Add(k, v)
 	}
 	switch {
 	case o.url != "":
@@ -165,6 +216,9 @@ func (o *options) transport() (transport.Transport, error) {
 	}
 	if len(words) == 0 {
 		return nil, errors.New("-cmd is empty")
+	}
+	if _, err := exec.LookPath(words[0]); err != nil {
+		return nil, fmt.Errorf("-cmd: %w", err)
 	}
 	return &transport.Command{Path: words[0], Args: words[1:], Stderr: os.Stderr}, nil
 }
@@ -294,6 +348,9 @@ func isToolError(result json.RawMessage) bool {
 
 // exitCode maps an error to the contract's exit code.
 func exitCode(err error) int {
+	if errors.Is(err, transport.ErrMisconfigured) {
+		return exitLocal // not "not executed": no later run would fare better
+	}
 	switch mcpclient.CodeOf(err) {
 	case mcpclient.CodeOutcomeUnknown:
 		return exitUnknown
@@ -323,4 +380,27 @@ func report(w io.Writer, err error, session string) {
 	}
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	fmt.Fprintf(w, "mcpcall: %s: request %s session %q attempts %d: %s\n", class, id, session, attempts, msg)
+}
+
+// validHeaderName reports whether k is an HTTP token, as net/http requires of a header name.
+func validHeaderName(k string) bool {
+	for _, c := range []byte(k) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return k != ""
+}
+
+// validHeaderValue reports whether net/http would send v: no control character but tab.
+func validHeaderValue(v string) bool {
+	for _, c := range []byte(v) {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

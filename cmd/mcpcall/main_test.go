@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
 )
 
 func TestMain(m *testing.M) {
@@ -49,7 +51,7 @@ func fakeStdioServer() {
 		case "initialize":
 			result = `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}`
 		case "tools/call":
-			result = `{"content":[{"type":"text","text":` + strconv(m.Params) + `}]}`
+			result = `{"content":[{"type":"text","text":` + jsonString(m.Params) + `}]}`
 		default:
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", m.ID)
 			continue
@@ -58,7 +60,7 @@ func fakeStdioServer() {
 	}
 }
 
-func strconv(raw json.RawMessage) string {
+func jsonString(raw json.RawMessage) string {
 	b, _ := json.Marshal(string(raw))
 	return string(b)
 }
@@ -255,6 +257,64 @@ func TestUsageErrors(t *testing.T) {
 		if r.code != exitLocal || r.stdout != "" || r.stderr == "" {
 			t.Errorf("%q: exit %d stdout %q stderr %q, want 1", args, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestUsageErrorsSendNothing: what can only fail the same way every time is refused before
+// connecting, with exit 1 ("not executed", exit 3, reads as "retry later"), and the message
+// shows no secret of the endpoint or the headers.
+func TestUsageErrorsSendNothing(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.Error(w, "unexpected", http.StatusTeapot)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	secrets := []string{"pa55word", "SECRET"}
+	for name, args := range map[string][]string{
+		"mistyped scheme":      {"-url", "htps://alice:pa55word@" + host + "/mcp?access_token=SECRET", "ping"},
+		"other scheme":         {"-sse", "ftp://" + host + "/sse", "ping"},
+		"no host":              {"-url", "http:///mcp?access_token=SECRET", "ping"},
+		"no slashes":           {"-url", "http:alice:pa55word@" + host + "/mcp", "ping"},
+		"unparsable":           {"-url", "http://alice:pa55word@[::1/mcp?token=SECRET", "ping"},
+		"port out of range":    {"-url", "http://127.0.0.1:99999/mcp", "ping"},
+		"CRLF in header":       {"-url", srv.URL, "-header", "Authorization: Bearer SECRET\r\nX-Injected: 1", "ping"},
+		"LF in header":         {"-url", srv.URL, "-header", "X-A: a\nX-Injected: 1", "ping"},
+		"NUL in header":        {"-url", srv.URL, "-header", "X-A: SECRET\x00", "ping"},
+		"space in header name": {"-url", srv.URL, "-header", "X A: b", "ping"},
+		"colon in header name": {"-sse", srv.URL + "/sse", "-header", "X(A): b", "ping"},
+		"empty method":         {"-url", srv.URL, ""},
+		"tool without name":    {"-url", srv.URL, "tools/call", `{"arguments":{"room":"12"}}`},
+		"no such program":      {"-cmd", "/does/not/exist/mcp-server --stdio", "ping"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := call(t, "", args...)
+			if r.code != exitLocal || r.stdout != "" || r.stderr == "" {
+				t.Errorf("exit %d stdout %q stderr %q, want 1", r.code, r.stdout, r.stderr)
+			}
+			if strings.Count(r.stderr, "\n") != 1 || !strings.HasPrefix(r.stderr, "mcpcall: usage: ") {
+				t.Errorf("stderr %q is not one usage line", r.stderr)
+			}
+			for _, s := range secrets {
+				if strings.Contains(r.stderr, s) {
+					t.Errorf("stderr shows %q: %s", s, r.stderr)
+				}
+			}
+			if n := requests.Swap(0); n != 0 {
+				t.Errorf("%d requests reached the server", n)
+			}
+		})
+	}
+}
+
+// TestMisconfigurationIsALocalError: a transport that cannot connect because of how it was
+// configured will fail the same way on every run, whatever mcpcall checked before.
+func TestMisconfigurationIsALocalError(t *testing.T) {
+	err := &mcpclient.Error{Code: mcpclient.CodeNotDelivered, Attempts: 1,
+		Err: &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("%w: no such program", transport.ErrMisconfigured)}}
+	if code := exitCode(err); code != exitLocal {
+		t.Errorf("exit %d for %v, want 1", code, err)
 	}
 }
 

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -181,7 +184,7 @@ func FuzzParseArgs(f *testing.F) {
 		}
 		// Building the transport and the policy must not panic either; neither connects. A
 		// transport built carries no header net/http would refuse to send.
-		tr, err := o.transport()
+		tr, err := o.transport(newTerminal(io.Discard))
 		if err == nil && tr == nil {
 			t.Fatalf("parseArgs(%q): transport() returned nil and no error", args)
 		}
@@ -222,4 +225,74 @@ func FuzzParseArgs(f *testing.F) {
 			t.Fatalf("parseArgs(%q): id %q (set %v), want %q", args, o.id, o.idSet, id)
 		}
 	})
+}
+
+// FuzzTerminal: whatever the server sends, what reaches the terminal is printable UTF-8 (and
+// newlines and tabs, where a stdio server's lines are passed on), whichever way its stderr was
+// cut into writes; and stdout's JSON decodes to what the server sent.
+func FuzzTerminal(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"plain text\n",
+		terminalAttack,
+		"é日本\u202eevil\u2066\U0001F600\U000E0001",
+		"\xe6\x97",
+		`{"text":"a` + "\u009b\x7f\xff\u2028\U0010FFFF" + `"}`,
+		`["\u001b","\ud800"]`,
+	} {
+		f.Add([]byte(seed), uint(len(seed)/2))
+	}
+	f.Fuzz(func(t *testing.T, s []byte, cut uint) {
+		printable := func(what string, out []byte, keepLines bool) {
+			t.Helper()
+			if !utf8.Valid(out) {
+				t.Fatalf("%s of %q is not UTF-8: %q", what, s, out)
+			}
+			for _, r := range string(out) {
+				if !unicode.IsPrint(r) && !(keepLines && (r == '\n' || r == '\t')) {
+					t.Fatalf("%s of %q holds %U: %q", what, s, r, out)
+				}
+			}
+		}
+		line := appendEscaped(nil, s, false)
+		printable("the report line", line, false)
+
+		var once, split bytes.Buffer
+		term := newTerminal(&once)
+		term.Write(s)
+		term.close()
+		printable("the server's stderr", once.Bytes(), true)
+		if bytes.Count(once.Bytes(), []byte("\n")) != bytes.Count(s, []byte("\n"))+boolInt(len(s) > 0 && s[len(s)-1] != '\n') {
+			t.Fatalf("the server's stderr %q became %q: lines added or lost", s, once.Bytes())
+		}
+		k := int(cut % uint(len(s)+1))
+		term = newTerminal(&split)
+		term.Write(s[:k])
+		term.Write(s[k:])
+		term.close()
+		if !bytes.Equal(once.Bytes(), split.Bytes()) {
+			t.Fatalf("%q written at once is %q, cut at %d %q", s, once.Bytes(), k, split.Bytes())
+		}
+
+		var compact bytes.Buffer
+		if json.Compact(&compact, s) != nil {
+			return
+		}
+		out := terminalJSON(compact.Bytes())
+		printable("stdout", out, false)
+		var want, got any
+		if err := json.Unmarshal(compact.Bytes(), &want); err != nil {
+			return
+		}
+		if err := json.Unmarshal(out, &got); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("stdout %q decodes to %v, %v; the server sent %q, %v", out, got, err, s, want)
+		}
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -31,7 +31,14 @@
 //	5  request-id conflict (409, MCP_REQUEST_ID_REUSED, an in-flight refusal of a resend)
 //
 // stdout is empty unless a result arrived; stderr has one line naming the error class, the
-// request id, the session id and the attempts.
+// request id, the session id and the attempts, after what a stdio server wrote to its stderr.
+//
+// No text from the server reaches the terminal able to act on it. In mcpcall's stderr line every
+// character that is not printable (C0 and C1 controls, DEL, newlines, line separators,
+// bidirectional formatting, bytes that are no UTF-8) is escaped as Go quotes it: \x1b, \r, \n,
+// \u009b. A stdio server's stderr is passed on with the same escapes but its newlines and tabs.
+// stdout's JSON carries those characters as \u escapes, which decode to the same text (a byte
+// that is no UTF-8 as U+FFFD).
 package main
 
 import (
@@ -188,7 +195,8 @@ func checkEndpoint(endpoint string) error {
 	return nil
 }
 
-func (o *options) transport() (transport.Transport, error) {
+// transport builds the transport; a stdio server's stderr goes to term.
+func (o *options) transport(term *terminal) (transport.Transport, error) {
 	header := http.Header{}
 	for i, h := range o.headers {
 		// The header itself is not shown: its value may be a credential.
@@ -220,7 +228,7 @@ func (o *options) transport() (transport.Transport, error) {
 	if _, err := exec.LookPath(words[0]); err != nil {
 		return nil, fmt.Errorf("-cmd: %w", err)
 	}
-	return &transport.Command{Path: words[0], Args: words[1:], Stderr: os.Stderr}, nil
+	return &transport.Command{Path: words[0], Args: words[1:], Stderr: term}, nil
 }
 
 func (o *options) policy() (mcpclient.RetryPolicy, error) {
@@ -240,22 +248,24 @@ func (o *options) policy() (mcpclient.RetryPolicy, error) {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	o, err := parseArgs(args, stdin, stderr)
+	term := newTerminal(stderr)
+	defer term.close()
+	o, err := parseArgs(args, stdin, term)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpcall: usage: %v\n", err)
+		term.printf("mcpcall: usage: %v", err)
 		return exitLocal
 	}
-	tr, err := o.transport()
+	tr, err := o.transport(term)
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpcall: usage: %v\n", err)
+		term.printf("mcpcall: usage: %v", err)
 		return exitLocal
 	}
 	policy, err := o.policy()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcpcall: usage: %v\n", err)
+		term.printf("mcpcall: usage: %v", err)
 		return exitLocal
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
@@ -269,7 +279,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if code == exitUnknown {
 			code = exitNotExecuted
 		}
-		report(stderr, err, "")
+		report(term, err, "")
 		return code
 	}
 	var callOpts []mcpclient.CallOption
@@ -280,7 +290,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// Client.Ping asks whether the server is alive in every revision, 2026-07-28 included,
 		// which has no ping.
 		if err := c.Ping(ctx, callOpts...); err != nil {
-			return failed(c, err, stderr)
+			return failed(c, err, term)
 		}
 		c.Close()
 		io.WriteString(stdout, "{}\n")
@@ -288,25 +298,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	req, err := c.NewRequest(o.method, o.params, callOpts...)
 	if err != nil {
-		report(stderr, err, c.SessionID())
+		report(term, err, c.SessionID())
 		c.Close()
 		return exitLocal
 	}
 	resp, err := c.Do(ctx, req)
 	session := c.SessionID()
 	if err != nil {
-		return failed(c, err, stderr)
+		return failed(c, err, term)
 	}
 	defer c.Close()
 	var line bytes.Buffer
 	if err := json.Compact(&line, resp.Result); err != nil {
-		fmt.Fprintf(stderr, "mcpcall: protocol error: request %s session %q attempts %d: result is not JSON\n", resp.Request.ID().JSON(), session, resp.Attempts)
+		term.printf("mcpcall: protocol error: request %s session %q attempts %d: result is not JSON", resp.Request.ID().JSON(), session, resp.Attempts)
 		return exitFailed
 	}
-	line.WriteByte('\n')
-	stdout.Write(line.Bytes())
+	stdout.Write(append(terminalJSON(line.Bytes()), '\n'))
 	if o.method == "tools/call" && isToolError(resp.Result) {
-		fmt.Fprintf(stderr, "mcpcall: tool error: request %s session %q attempts %d: the result has isError:true\n", resp.Request.ID().JSON(), session, resp.Attempts)
+		term.printf("mcpcall: tool error: request %s session %q attempts %d: the result has isError:true", resp.Request.ID().JSON(), session, resp.Attempts)
 		return exitFailed
 	}
 	return exitOK
@@ -314,9 +323,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // failed reports the error of the request sent and ends the client, leaving the session open
 // when the request's receipt there must survive.
-func failed(c *mcpclient.Client, err error, stderr io.Writer) int {
+func failed(c *mcpclient.Client, err error, term *terminal) int {
 	code := exitCode(err)
-	report(stderr, err, c.SessionID())
+	report(term, err, c.SessionID())
 	if code == exitUnknown || code == exitConflict {
 		c.Detach() // the session, and the receipt for the request, must survive
 	} else {
@@ -365,8 +374,8 @@ func exitCode(err error) int {
 }
 
 // report writes the one stderr line: the error class, the request id, the session id and the
-// attempts.
-func report(w io.Writer, err error, session string) {
+// attempts, and the error, which quotes the server.
+func report(term *terminal, err error, session string) {
 	class := "error"
 	id := `""`
 	attempts := 0
@@ -378,8 +387,7 @@ func report(w io.Writer, err error, session string) {
 		}
 		attempts = e.Attempts
 	}
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	fmt.Fprintf(w, "mcpcall: %s: request %s session %q attempts %d: %s\n", class, id, session, attempts, msg)
+	term.printf("mcpcall: %s: request %s session %q attempts %d: %v", class, id, session, attempts, err)
 }
 
 // validHeaderName reports whether k is an HTTP token, as net/http requires of a header name.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 
@@ -36,6 +38,9 @@ func TestMain(m *testing.M) {
 
 // fakeStdioServer answers initialize, tools/call (echoing its arguments) and nothing else.
 func fakeStdioServer() {
+	if os.Getenv("MCPCALL_FAKE_STDIO") == "hostile" {
+		fmt.Fprint(os.Stderr, "starting\n"+terminalAttack+"\n\x1b[31mred\x1b[0m\tdone\n")
+	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		var m struct {
@@ -315,6 +320,127 @@ func TestMisconfigurationIsALocalError(t *testing.T) {
 		Err: &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("%w: no such program", transport.ErrMisconfigured)}}
 	if code := exitCode(err); code != exitLocal {
 		t.Errorf("exit %d for %v, want 1", code, err)
+	}
+}
+
+// terminalAttack retitles the terminal (OSC), erases the line, returns the cursor and writes a
+// verdict of its own, then opens a CSI with the C1 control U+009B and starts a second line.
+const terminalAttack = "\x1b]0;pwned\x07\x1b[2K\rmcpcall: ok\u009b31m\x7f\xff\u2028\nmcpcall: ok"
+
+// checkTerminalSafe fails the test if out holds anything a terminal could take for a control:
+// a C0 control but newline and tab, DEL, a C1 control, a line or paragraph separator, or bytes
+// that are no UTF-8 (a terminal in an 8-bit mode reads 0x9b as CSI).
+func checkTerminalSafe(t *testing.T, what, out string) {
+	t.Helper()
+	if !utf8.ValidString(out) {
+		t.Errorf("%s is not UTF-8: %q", what, out)
+	}
+	for _, r := range out {
+		if (r < 0x20 && r != '\n' && r != '\t') || (0x7f <= r && r <= 0x9f) || r == 0x2028 || r == 0x2029 {
+			t.Errorf("%s holds %U: %q", what, r, out)
+			return
+		}
+	}
+}
+
+// hostileServer answers initialize, and every other request with an HTTP error whose body, or
+// a JSON-RPC error whose message, carries terminalAttack; a tools/call "result" has it in its
+// text, raw where JSON allows it.
+func hostileServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&m) != nil {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		quoted, _ := json.Marshal(terminalAttack) // JSON escapes the C0 controls only
+		switch {
+		case m.ID == nil:
+			w.WriteHeader(http.StatusAccepted)
+		case m.Method == "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"hostile","version":"0"}}}`, m.ID)
+		case m.Method == "http/error":
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, terminalAttack)
+		case m.Method == "tools/call" && m.Params.Name == "result":
+			// Raw C1, DEL, U+2028 and an invalid byte are valid inside a JSON string for
+			// encoding/json.
+			raw := strings.NewReplacer(`\u007f`, "\x7f", `\ufffd`, "\xff", `\u2028`, "\u2028").Replace(string(quoted))
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%s}],"isError":true}}`, m.ID, raw)
+		default:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s,"data":%s}}`, m.ID, quoted, quoted)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestServerTextCannotDriveTheTerminal: text from the server reaches stderr with its controls
+// escaped, on the one line of the report, and stdout stays JSON without raw controls.
+func TestServerTextCannotDriveTheTerminal(t *testing.T) {
+	url := hostileServer(t)
+	for name, args := range map[string][]string{
+		"HTTP error body": {"-url", url, "http/error"},
+		"JSON-RPC error":  {"-url", url, "rpc/error"},
+		"tool error":      {"-url", url, "tools/call", `{"name":"result"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := call(t, "", args...)
+			if r.code != exitFailed {
+				t.Fatalf("exit %d stdout %q stderr %q, want 2", r.code, r.stdout, r.stderr)
+			}
+			checkStderr(t, r)
+			checkTerminalSafe(t, "stderr", r.stderr)
+			checkTerminalSafe(t, "stdout", r.stdout)
+			if strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("stderr is not one line: %q", r.stderr)
+			}
+			if !strings.Contains(r.stderr, "pwned") && r.stdout == "" {
+				t.Errorf("stderr %q lacks the server's text: the test exercises nothing", r.stderr)
+			}
+		})
+	}
+	t.Run("stdout", func(t *testing.T) {
+		r := call(t, "", "-url", url, "tools/call", `{"name":"result"}`)
+		var got struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got.Content) != 1 {
+			t.Fatalf("stdout %q is not the result: %v", r.stdout, err)
+		}
+		// The same text, escaped: a decoder reads what the server sent (an invalid byte as
+		// U+FFFD, as encoding/json reads it).
+		if want := strings.ToValidUTF8(terminalAttack, "\ufffd"); got.Content[0].Text != want {
+			t.Errorf("stdout decodes to %q, want %q", got.Content[0].Text, want)
+		}
+	})
+}
+
+// TestServerStderrCannotDriveTheTerminal: a stdio server's stderr is passed on line by line,
+// with the controls in it escaped.
+func TestServerStderrCannotDriveTheTerminal(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MCPCALL_FAKE_STDIO", "hostile")
+	r := call(t, "", "-cmd", fmt.Sprintf("'%s' -test.run=NONE", exe), "tools/call", `{"name":"echo"}`)
+	if r.code != exitOK {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	checkTerminalSafe(t, "stderr", r.stderr)
+	if !strings.HasPrefix(r.stderr, "starting\n") || !strings.HasSuffix(r.stderr, "\tdone\n") || strings.Count(r.stderr, "\n") != 4 {
+		t.Errorf("the server's stderr lines are not passed on: %q", r.stderr)
 	}
 }
 

@@ -38,6 +38,13 @@ import (
 // id is resumed by GET with Last-Event-ID, after the server's retry: delay; one that ends
 // unanswered passes its retry: delay on as the exchange's RetryAfter.
 //
+// Every reconnection of a stream (a resumption, the GET stream reopened) waits the server's
+// retry: delay (1s if it named none), and never less than 100ms. The wait doubles, up to 30s
+// or the server's delay if that is longer, after each reconnection that did not settle the
+// stream: a reconnection settles a response stream when its connection brings a new event id or
+// stays up a second, and the GET stream only when its connection stays up a second, so that a
+// server that sends an event and hangs up, again and again, gets ever fewer requests.
+//
 // Every request made for a call carries the call's context, values included (for HeaderFunc and
 // the http.Client's RoundTripper); the GET stream, which belongs to no call, carries the
 // context of the connection, and the DELETE at Close a background one.
@@ -662,6 +669,9 @@ type stream struct {
 	retry    time.Duration
 	answered bool
 	failures int // consecutive failed connections without an event
+	// unsettled counts the reconnections since the stream last settled; each doubles the wait
+	// before the next (see wait).
+	unsettled int
 	// pause: read returns once the answer was delivered, leaving the rest of the stream to rest.
 	pause bool
 	rest  func()
@@ -672,7 +682,16 @@ type stream struct {
 func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
 	r := sse.NewReader(body, st.c.maxSize)
 	r.Resume(st.lastID, st.retry, st.retry > 0)
+	opened, lastID := time.Now(), st.lastID
 	err := st.events(ctx, r)
+	// A connection that stayed up cannot make a storm, however often it ends. A response
+	// stream lives until its answer, and a server polling a long request hands out a new event
+	// id per connection: that is progress. The GET stream lives as long as the connection, so
+	// only staying up settles it: a server that sends an event and hangs up, again and again,
+	// gets ever longer waits.
+	if time.Since(opened) >= steadyConnection || (st.id != "" && st.lastID != lastID) {
+		st.unsettled = 0
+	}
 	if err == errAnswered {
 		st.rest = func() {
 			st.pause = false
@@ -735,6 +754,7 @@ func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) 
 			if !sleepCtx(ctx, st.wait()) {
 				return nil, ctx.Err()
 			}
+			st.unsettled++
 		}
 		st.failures++
 		req, err := st.c.newRequest(ctx, http.MethodGet, nil, nil)
@@ -771,11 +791,35 @@ func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) 
 // defaultRetry is the reconnection delay of a stream whose server named none.
 const defaultRetry = time.Second
 
+const (
+	// minReconnectDelay is the least a stream waits before it reconnects, whatever its
+	// server's retry: says: a server asking for 1 ms and hanging up at once would get hundreds
+	// of requests a second.
+	minReconnectDelay = 100 * time.Millisecond
+	// maxReconnectDelay caps the doubling of the wait of a stream that does not settle; a
+	// server's retry: above it is still honoured.
+	maxReconnectDelay = 30 * time.Second
+	// steadyConnection is how long a connection of a stream must stay up to settle the stream.
+	steadyConnection = time.Second
+)
+
+// wait returns how long to wait before the next connection: the server's retry: delay (or
+// defaultRetry), at least minReconnectDelay, doubled for every reconnection since the stream
+// last settled, up to maxReconnectDelay.
 func (st *stream) wait() time.Duration {
+	d := defaultRetry
 	if st.retry > 0 {
-		return st.retry
+		d = st.retry
 	}
-	return defaultRetry
+	d = max(d, minReconnectDelay)
+	limit := max(d, maxReconnectDelay)
+	for range st.unsettled {
+		if d >= limit/2 {
+			return limit
+		}
+		d *= 2
+	}
+	return d
 }
 
 // answers reports whether data holds the response to request id.

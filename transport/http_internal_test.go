@@ -1,8 +1,15 @@
 package transport
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -25,4 +32,239 @@ func TestRetryAfter(t *testing.T) {
 			t.Errorf("retryAfter(%q) = %v, want %v", tt.header, got, tt.want)
 		}
 	}
+}
+
+// pipeListener hands the server side of in-memory connections to an http.Server.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// pipeServer serves h over in-memory connections and returns a client that reaches it at any
+// address: run in a synctest bubble, server and client wait on the bubble's clock, so that tests
+// of delays take none.
+func pipeServer(t *testing.T, h http.Handler) *http.Client {
+	l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+	srv := &http.Server{Handler: h}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		srv.Serve(l)
+	}()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		client, server := net.Pipe()
+		select {
+		case l.conns <- server:
+			return client, nil
+		case <-l.closed:
+			return nil, net.ErrClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		srv.Close()
+		<-served
+	})
+	return &http.Client{Transport: tr}
+}
+
+// requestTimes records when a server saw each request of a kind.
+type requestTimes struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (r *requestTimes) add() {
+	r.mu.Lock()
+	r.times = append(r.times, time.Now())
+	r.mu.Unlock()
+}
+
+func (r *requestTimes) all() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.times)
+}
+
+// between counts the requests seen in [from, to).
+func (r *requestTimes) between(from, to time.Time) int {
+	n := 0
+	for _, at := range r.all() {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// listening connects to the server behind client and opens the GET stream, dropping what it
+// delivers.
+func listening(t *testing.T, client *http.Client) *httpConn {
+	t.Helper()
+	conn, err := (&HTTP{URL: "http://mcp.test/mcp", Client: client}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := conn.(*httpConn)
+	c.Push(func([]byte, error) {})
+	t.Cleanup(func() { c.Close() })
+	c.Listen()
+	return c
+}
+
+// A server asking for a 1 ms reconnection delay, sending an event and hanging up, again and
+// again, gets no storm of GETs: the delay has a floor, and it doubles after every connection
+// that did not stay up, up to a cap, for as long as the client lives.
+func TestServerStreamReconnectionsBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gets requestTimes
+		n := 0
+		client := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			gets.add()
+			n++
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "retry: 1\nid: e%d\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n", n)
+		}))
+		start := time.Now()
+		listening(t, client)
+		time.Sleep(10 * time.Second)
+		if got := gets.all(); len(got) > 8 {
+			t.Fatalf("%d GETs in the first 10s", len(got))
+		}
+		time.Sleep(10*time.Minute - 10*time.Second)
+		all := gets.all()
+		if len(all) < 2 {
+			t.Fatalf("%d GETs: the stream was not reopened", len(all))
+		}
+		if d := all[1].Sub(all[0]); d < minReconnectDelay {
+			t.Errorf("reconnected after %v, under the floor of %v", d, minReconnectDelay)
+		}
+		for i := 2; i < len(all); i++ {
+			prev, d := all[i-1].Sub(all[i-2]), all[i].Sub(all[i-1])
+			if d < min(2*prev, maxReconnectDelay) {
+				t.Errorf("wait %d: %v after %v, want it doubled up to %v", i, d, prev, maxReconnectDelay)
+			}
+		}
+		// The stream is still wanted: it is reopened at the cap, no faster.
+		last := start.Add(5 * time.Minute)
+		if got := gets.between(last, last.Add(5*time.Minute)); got < 9 || got > 11 {
+			t.Errorf("%d GETs in 5 minutes at the cap, want one every %v", got, maxReconnectDelay)
+		}
+	})
+}
+
+// A connection that stayed up resets the backoff, events or not: the server's own delay applies
+// again, above the floor.
+func TestServerStreamSteadyConnectionResetsTheBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gets requestTimes
+		client := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			gets.add()
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "retry: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(2 * steadyConnection):
+			case <-r.Context().Done():
+			}
+		}))
+		listening(t, client)
+		time.Sleep(time.Minute)
+		all := gets.all()
+		if len(all) < 10 {
+			t.Fatalf("%d GETs in a minute of connections of %v each", len(all), 2*steadyConnection)
+		}
+		for i := 1; i < len(all); i++ {
+			if d := all[i].Sub(all[i-1]); d != 2*steadyConnection+minReconnectDelay {
+				t.Errorf("GET %d came %v after the previous, want %v", i, d, 2*steadyConnection+minReconnectDelay)
+			}
+		}
+	})
+}
+
+// A response stream polled by a server asking for 1 ms waits the floor between polls.
+func TestResponseStreamResumptionHasAFloor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gets requestTimes
+		var mu sync.Mutex
+		seq := 0
+		client := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			seq++
+			w.Header().Set("Content-Type", "text/event-stream")
+			if r.Method == http.MethodGet {
+				gets.add()
+				if len(gets.all()) == 5 {
+					fmt.Fprintf(w, "id: e%d\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n", seq)
+					return
+				}
+			}
+			fmt.Fprintf(w, "retry: 1\nid: e%d\ndata: \n\n", seq)
+		}))
+		conn, err := (&HTTP{URL: "http://mcp.test/mcp", Client: client}).Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		c := conn.(*httpConn)
+		answered := make(chan struct{})
+		c.Push(func(frame []byte, err error) {
+			if err != nil {
+				t.Errorf("exchange failed: %v", err)
+			}
+			if answers(frame, "1") {
+				close(answered)
+			}
+		})
+		start := time.Now()
+		if err := c.Send(context.Background(), &Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`), ID: "1", Method: "tools/call"}); err != nil {
+			t.Fatal(err)
+		}
+		<-answered
+		all := gets.all()
+		if len(all) != 5 {
+			t.Fatalf("%d polls, want 5", len(all))
+		}
+		// Every poll brought a new event id: the server is making progress, and gets the floor.
+		prev := start
+		for i, at := range all {
+			if d := at.Sub(prev); d != minReconnectDelay {
+				t.Errorf("poll %d came %v after the previous, want the floor of %v", i, d, minReconnectDelay)
+			}
+			prev = at
+		}
+	})
 }

@@ -386,10 +386,12 @@ func TestHTTPNotificationsOnGetStream(t *testing.T) {
 	}
 }
 
+// A redirect to another origin is refused before anything reaches it: the request, not
+// delivered, and its credentials stay with the endpoint's origin.
 func TestHTTPCredentialsStayWithTheirOrigin(t *testing.T) {
-	seen := make(chan string, 4)
+	var reached atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen <- r.Header.Get("Authorization") + "|" + r.Header.Get("Cookie")
+		reached.Add(1)
 		http.Error(w, "nope", http.StatusNotFound)
 	}))
 	defer target.Close()
@@ -399,12 +401,20 @@ func TestHTTPCredentialsStayWithTheirOrigin(t *testing.T) {
 	defer redirector.Close()
 
 	tr := &transport.HTTP{URL: redirector.URL, Header: http.Header{"Authorization": {"Bearer secret"}, "Cookie": {"s=1"}}}
-	_, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
-	if err == nil {
-		t.Fatal("connected to a server that answers 404")
+	_, err := mcpclient.Connect(context.Background(), tr)
+	var redirect *transport.CrossOriginRedirectError
+	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &redirect) {
+		t.Fatalf("error %v, want ErrNotDelivered with the refused redirect", err)
 	}
-	if got := <-seen; got != "|" {
-		t.Errorf("the other origin received credentials %q", got)
+	if redirect.From != redirector.URL || redirect.To != target.URL {
+		t.Errorf("refused %+v, want from %s to %s", *redirect, redirector.URL, target.URL)
+	}
+	// The server will redirect again: Connect does not try again.
+	if e := asError(t, err); e.Attempts != 1 {
+		t.Errorf("%d attempts, want 1", e.Attempts)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("%d requests reached the other origin", n)
 	}
 }
 

@@ -5,11 +5,11 @@ package mcpclient_test
 // afterwards.
 //
 // Related tests elsewhere, whose cases are not repeated here:
-//   - TestHTTPCredentialsStayWithTheirOrigin (http_test.go): Authorization and Cookie headers are
-//     not sent to another port by a redirect at initialize; TestHTTPHeaderFuncAndSameOriginRedirect
-//     (http_test.go): they are kept on a same-origin redirect. Here: another host that net/http
-//     itself would trust with them (a subdomain), mid-session, HeaderFunc, the caller's own headers,
-//     the session id and the legacy transport.
+//   - TestHTTPCredentialsStayWithTheirOrigin (http_test.go): a redirect at initialize to another
+//     port is refused; TestHTTPHeaderFuncAndSameOriginRedirect (http_test.go): credentials are kept
+//     on a same-origin redirect. Here: another host that net/http itself would trust with them (a
+//     subdomain), mid-session, HeaderFunc, the caller's own headers, the session id, the GET
+//     stream, DELETE, the legacy transport and the origins a caller allows.
 //   - TestLegacySSEEndpointMustBeSameOrigin (legacy_test.go): an endpoint on another port is
 //     refused. Here: other schemes, hosts and URL tricks, and a good endpoint afterwards.
 //   - transport/stdio_test.go: TestCommandCloseLeavesNoOrphan (Close kills the server and its
@@ -40,6 +40,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
@@ -59,27 +60,32 @@ func sameAddr(srv *httptest.Server) *http.Client {
 	}}
 }
 
+// A redirect of a request to another origin is refused before the redirected request is sent:
+// neither its body nor its credentials leave the endpoint's origin, and the request, not
+// delivered, is sent again.
 func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
 	const (
 		home  = "mcp.example.test"
 		token = "Bearer secret-token"
 	)
 	// net/http forwards Authorization and Cookie to a subdomain of the original host; an MCP
-	// endpoint's credentials are for its origin only.
+	// endpoint's requests and credentials are for its origin only.
 	for _, other := range []string{"evil." + home, "other.example.test"} {
 		for _, kind := range []string{"http", "legacy"} {
 			t.Run(kind+" to "+other, func(t *testing.T) {
 				var port string
 				var homeMu sync.Mutex
 				var homeAuth []string
-				elsewhere := make(chan http.Header, 1)
+				var elsewhere atomic.Int32
+				var runs atomic.Int32
 				first := hOnce()
 				mcp := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+					runs.Add(1)
 					return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok")}}, nil
 				}))
 				front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if r.Host != home+":"+port {
-						elsewhere <- r.Header.Clone()
+						elsewhere.Add(1)
 						http.Error(w, "forbidden", http.StatusForbidden)
 						return
 					}
@@ -109,19 +115,22 @@ func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
 				if kind == "legacy" {
 					tr = &transport.SSE{URL: "http://" + home + ":" + port + "/sse", Client: client, Header: header, HeaderFunc: headerFunc}
 				}
-				c := hConnect(t, tr)
-				_, err := c.CallTool(hCtx(t), "reserve", nil)
-				var status *transport.StatusError
-				if !errors.As(err, &status) || status.StatusCode != http.StatusForbidden {
-					t.Fatalf("error %v, want the other origin's 403", err)
+				var retried []error
+				c := hConnect(t, tr, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
+					OnRetry: func(_ int, err error, _ time.Duration) { retried = append(retried, err) },
+				}))
+				res, err := c.CallTool(hCtx(t), "reserve", nil)
+				if err != nil || res.Text() != "ok" {
+					t.Fatalf("call: %v, want the endpoint's own answer to the resend", err)
 				}
-				got := <-elsewhere
-				// The caller's own headers may be credentials too, and the session id is a
-				// bearer of the session.
-				for _, h := range []string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key", "Mcp-Session-Id"} {
-					if v := got.Get(h); v != "" {
-						t.Errorf("%s reached %s: %q", h, other, v)
-					}
+				if len(retried) != 1 || !errors.Is(retried[0], transport.ErrCrossOriginRedirect) {
+					t.Errorf("retried after %v, want one refused redirect", retried)
+				}
+				if n := elsewhere.Load(); n != 0 {
+					t.Errorf("%d requests reached %s", n, other)
+				}
+				if n := runs.Load(); n != 1 {
+					t.Errorf("the tool ran %d times", n)
 				}
 				hStillUsable(t, c)
 				homeMu.Lock()
@@ -133,6 +142,94 @@ func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Every request of a session stays within the endpoint's origin: a tool call, the GET stream and
+// the DELETE redirected elsewhere are refused before anything reaches the other origin, with an
+// error naming both origins and no more of their URLs. An origin the caller allows is trusted as
+// the endpoint's own: the requests go there with their credentials, and its answers count.
+func TestSecurityRedirectsStayWithinTheOrigin(t *testing.T) {
+	const (
+		home  = "mcp.example.test"
+		other = "other.example.test"
+		token = "Bearer secret-token"
+	)
+	type seen struct{ method, auth, session string }
+	for _, allowed := range []bool{false, true} {
+		t.Run(fmt.Sprint("allowed=", allowed), func(t *testing.T) {
+			var port string
+			var mu sync.Mutex
+			var elsewhere []seen
+			var runs atomic.Int32
+			mcp := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+				runs.Add(1)
+				return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok")}}, nil
+			}))
+			front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Host != home+":"+port {
+					// The same server stands for the deployment's other origin.
+					mu.Lock()
+					elsewhere = append(elsewhere, seen{r.Method, r.Header.Get("Authorization"), r.Header.Get("Mcp-Session-Id")})
+					mu.Unlock()
+					mcp.ServeHTTP(w, r)
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if r.Method != http.MethodPost || bytes.Contains(body, []byte(`"tools/call"`)) {
+					http.Redirect(w, r, "http://user:pass@"+other+":"+port+"/mcp?key=secret", http.StatusTemporaryRedirect)
+					return
+				}
+				mcp.ServeHTTP(w, r)
+			}))
+			_, port, _ = net.SplitHostPort(front.Listener.Addr().String())
+			front.Start()
+			t.Cleanup(front.Close)
+			client := sameAddr(front)
+			defer client.CloseIdleConnections()
+			tr := &transport.HTTP{URL: "http://" + home + ":" + port + "/mcp", Client: client, Header: http.Header{"Authorization": {token}}}
+			if allowed {
+				tr.AllowedRedirectOrigins = []string{"http://" + other + ":" + port}
+			}
+			c := hConnect(t, tr, mcpclient.WithServerStream(), mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+			res, err := c.CallTool(hCtx(t), "reserve", nil)
+			sid := c.SessionID()
+			c.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if allowed {
+				if err != nil || res.Text() != "ok" {
+					t.Fatalf("call: %v, want the allowed origin's answer", err)
+				}
+				methods := map[string]bool{}
+				for _, s := range elsewhere {
+					methods[s.method] = true
+					if s.auth != token || s.session != sid {
+						t.Errorf("%s to the allowed origin carried Authorization %q and session %q, want the endpoint's", s.method, s.auth, s.session)
+					}
+				}
+				for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+					if !methods[m] {
+						t.Errorf("no %s reached the allowed origin", m)
+					}
+				}
+				return
+			}
+			var redirect *transport.CrossOriginRedirectError
+			if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &redirect) || !errors.Is(err, transport.ErrCrossOriginRedirect) {
+				t.Fatalf("call: %v, want ErrNotDelivered with a refused redirect", err)
+			}
+			if want := (transport.CrossOriginRedirectError{From: "http://" + home + ":" + port, To: "http://" + other + ":" + port}); *redirect != want {
+				t.Errorf("refused %+v, want %+v", *redirect, want)
+			}
+			if msg := redirect.Error(); strings.ContainsAny(msg, "@?") || strings.Contains(msg, "pass") || strings.Contains(msg, "secret") {
+				t.Errorf("the error shows more than the origins: %s", msg)
+			}
+			if len(elsewhere) != 0 || runs.Load() != 0 {
+				t.Errorf("the other origin saw %v, the tool ran %d times", elsewhere, runs.Load())
+			}
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,9 +57,17 @@ type HTTP struct {
 	URL string
 
 	// Client sends the requests. nil means a client with a connection pool sized for concurrent
-	// callers. Whatever the client, Authorization and cookies never follow a redirect to another
-	// origin.
+	// callers. Whatever the client, no request follows a redirect to another origin (one not in
+	// AllowedRedirectOrigins): the redirected request is not sent, and the request fails as
+	// NotDelivered with a *CrossOriginRedirectError.
 	Client *http.Client
+
+	// AllowedRedirectOrigins lists the origins ("https://mcp2.example.com", scheme, host and
+	// port only) that the endpoint may redirect requests to, for deployments that move
+	// sessions between hosts. A listed origin is trusted as the endpoint's own: requests go
+	// there with all their headers, Authorization, cookies and the session id included, and its
+	// answers count as the endpoint's.
+	AllowedRedirectOrigins []string
 
 	// Header holds extra headers sent with every request.
 	Header http.Header
@@ -116,10 +125,14 @@ func (t *HTTP) Connect(ctx context.Context) (Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Outcome: NotDelivered, Err: err}
 	}
+	allowed, err := parseOrigins(t.AllowedRedirectOrigins)
+	if err != nil {
+		return nil, &Error{Outcome: NotDelivered, Err: err}
+	}
 	c := &httpConn{
 		t:       t,
 		url:     u.String(),
-		client:  sameOriginCredentials(t.Client),
+		client:  sameOriginRedirects(t.Client, allowed),
 		maxSize: t.MaxMessageSize,
 		resumes: t.MaxResumes,
 		log:     t.Logger,
@@ -468,12 +481,14 @@ func traceWrites(ctx context.Context) (*atomic.Bool, context.Context) {
 	})
 }
 
-// deliveryFailure reads an error of http.Client.Do as a delivery outcome.
+// deliveryFailure reads an error of http.Client.Do as a delivery outcome. A refused redirect
+// was refused before the redirected request was sent; what was written went to the endpoint,
+// which answered with the redirect and so did not take the request.
 func deliveryFailure(ctx context.Context, id string, wrote bool, err error) error {
 	if cause := context.Cause(ctx); cause != nil {
 		err = fmt.Errorf("%w: %w", cause, err)
 	}
-	if wrote {
+	if wrote && !errors.Is(err, ErrCrossOriginRedirect) {
 		return &Error{Outcome: Uncertain, ID: id, Err: err}
 	}
 	return &Error{Outcome: NotDelivered, ID: id, Err: err}
@@ -765,6 +780,9 @@ func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) 
 			req.Header.Set("Last-Event-ID", st.lastID)
 		}
 		resp, err := st.c.client.Do(req)
+		if errors.Is(err, ErrCrossOriginRedirect) {
+			return nil, err // the server will redirect again
+		}
 		if err != nil {
 			lastErr = redactQuery(err)
 			continue
@@ -1047,23 +1065,70 @@ var sharedHTTPClient = sync.OnceValue(func() *http.Client {
 // maxResponseHeaderBytes bounds the response headers the shared client reads.
 const maxResponseHeaderBytes = 1 << 20
 
-// sameOriginCredentials returns a copy of c (or of the shared client) whose redirects never
-// carry credentials to another origin. net/http keeps them for subdomains; an MCP endpoint's
-// token is for that endpoint's origin only.
-func sameOriginCredentials(c *http.Client) *http.Client {
+// ErrCrossOriginRedirect reports a redirect to another origin that the client refused to
+// follow; the error is a *CrossOriginRedirectError.
+var ErrCrossOriginRedirect = errors.New("transport: redirect to another origin")
+
+// CrossOriginRedirectError is a redirect the client did not follow: it would have taken a
+// request of the session (its body, its credentials, its session id) to another origin, and
+// let that origin answer for the endpoint. The redirected request was not sent. It matches
+// ErrCrossOriginRedirect, and ErrMisconfigured: the server will redirect again, and only the
+// URL or AllowedRedirectOrigins can change that.
+type CrossOriginRedirectError struct {
+	// From is the origin of the request (scheme://host[:port]), To the one the redirect
+	// named; neither has a path, a query or user information.
+	From, To string
+}
+
+func (e *CrossOriginRedirectError) Error() string {
+	return fmt.Sprintf("transport: refused a redirect from %s to another origin, %s", e.From, e.To)
+}
+
+// Is reports whether target is ErrCrossOriginRedirect or ErrMisconfigured.
+func (e *CrossOriginRedirectError) Is(target error) bool {
+	return target == ErrCrossOriginRedirect || target == ErrMisconfigured
+}
+
+// parseOrigins reads AllowedRedirectOrigins.
+func parseOrigins(list []string) ([]*url.URL, error) {
+	origins := make([]*url.URL, 0, len(list))
+	for _, s := range list {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("%w: allowed redirect origin %q is no origin (scheme://host[:port])", ErrMisconfigured, s)
+		}
+		origins = append(origins, u)
+	}
+	return origins, nil
+}
+
+// origin returns the origin of u, scheme://host[:port].
+func origin(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+}
+
+// sameOriginRedirects returns a copy of c (or of the shared client) that follows no redirect
+// off the origin of a request unless to an allowed origin. Every request of a session is for
+// its endpoint's origin: the body of a tool call carries its arguments, its headers may carry
+// credentials (an API key under a name of its own) and the session id, a bearer of the session,
+// and the answer must be the endpoint's.
+func sameOriginRedirects(c *http.Client, allowed []*url.URL) *http.Client {
 	if c == nil {
 		c = sharedHTTPClient()
 	}
 	cp := *c
 	next := c.CheckRedirect
 	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if !sameOrigin(req.URL, via[0].URL) {
-			// Any header the caller set may be a credential (an API key under a name of its
-			// own), and the session id is a bearer of the session: only the headers the
-			// protocol itself needs go to another origin.
-			for name := range req.Header {
-				if !crossOriginHeader(name) {
-					req.Header.Del(name)
+		if from := via[0].URL; !sameOrigin(req.URL, from) {
+			if !slices.ContainsFunc(allowed, func(o *url.URL) bool { return sameOrigin(req.URL, o) }) {
+				return &CrossOriginRedirectError{From: origin(from), To: origin(req.URL)}
+			}
+			// net/http drops the credentials of a request redirected to another domain; an
+			// allowed origin is the endpoint's own.
+			for _, name := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+				if v, ok := via[0].Header[name]; ok && req.Header.Get(name) == "" {
+					req.Header[name] = v
 				}
 			}
 		}
@@ -1076,16 +1141,6 @@ func sameOriginCredentials(c *http.Client) *http.Client {
 		return nil
 	}
 	return &cp
-}
-
-// crossOriginHeader reports whether a redirect to another origin keeps the header.
-func crossOriginHeader(name string) bool {
-	switch http.CanonicalHeaderKey(name) {
-	case "Accept", "Accept-Encoding", "Content-Type", "User-Agent", "Last-Event-Id",
-		"Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name":
-		return true
-	}
-	return strings.HasPrefix(http.CanonicalHeaderKey(name), "Mcp-Param-")
 }
 
 func sameOrigin(a, b *url.URL) bool {

@@ -32,9 +32,13 @@ var ErrCrossOriginEndpoint = errors.New("transport: endpoint on another origin")
 type SSE struct {
 	// URL is the SSE endpoint.
 	URL string
-	// Client sends the requests; nil means the pooled client the HTTP transport uses.
-	// Credentials never follow a redirect to another origin.
+	// Client sends the requests; nil means the pooled client the HTTP transport uses. No
+	// request follows a redirect to another origin unless to one of AllowedRedirectOrigins
+	// (see HTTP.Client).
 	Client *http.Client
+	// AllowedRedirectOrigins lists the origins the stream and the endpoint may redirect
+	// requests to, trusted as their own (see HTTP.AllowedRedirectOrigins).
+	AllowedRedirectOrigins []string
 	// Header holds extra headers sent with every request.
 	Header http.Header
 	// HeaderFunc, if set, may add headers to each request.
@@ -53,7 +57,11 @@ func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 	if err != nil || (streamURL.Scheme != "http" && streamURL.Scheme != "https") || streamURL.Host == "" {
 		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid SSE endpoint %q", ErrMisconfigured, redact.URL(t.URL))}
 	}
-	c := &sseConn{t: t, client: sameOriginCredentials(t.Client), inbound: make(chan delivery, pipeBuffer),
+	allowed, err := parseOrigins(t.AllowedRedirectOrigins)
+	if err != nil {
+		return nil, &Error{Outcome: NotDelivered, Err: err}
+	}
+	c := &sseConn{t: t, client: sameOriginRedirects(t.Client, allowed), inbound: make(chan delivery, pipeBuffer),
 		ended: make(chan struct{}), log: t.Logger, maxSize: t.MaxMessageSize}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

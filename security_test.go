@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -354,6 +355,85 @@ func TestSecurityLegacyEndpointMustBeSameOrigin(t *testing.T) {
 				t.Fatalf("ping: %v", err)
 			}
 		})
+	}
+}
+
+// The legacy endpoint is read against the URL the stream came from after its redirects: a stream
+// moved to an allowed origin has its endpoint there, and an endpoint of another origin than the
+// stream's is refused, the configured one included. A redirect of the stream to an origin not
+// allowed is refused before the GET reaches it: an open redirect on the SSE URL does not let
+// another origin choose the endpoint and session the caller's credentials go to.
+func TestSecurityLegacyEndpointIsReadAgainstTheStreamsOrigin(t *testing.T) {
+	const (
+		home  = "mcp.example.test"
+		moved = "moved.example.test"
+	)
+	var port string
+	mcp := mcptest.NewTestHTTPServer(t)
+	var endpoint atomic.Value // string: the endpoint event the moved stream sends instead of mcptest's, if any
+	endpoint.Store("")
+	var mu sync.Mutex
+	var seen []string // host, method and path of every request
+	front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.Host)
+		mu.Lock()
+		seen = append(seen, host+" "+r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		switch {
+		case host == home && r.URL.Path == "/sse":
+			http.Redirect(w, r, "http://"+moved+":"+port+"/sse", http.StatusTemporaryRedirect)
+			return
+		case host == moved && r.Method == http.MethodGet && endpoint.Load() != "":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: endpoint\ndata: %s\n\n", endpoint.Load())
+			return
+		}
+		mcp.ServeHTTP(w, r)
+	}))
+	_, port, _ = net.SplitHostPort(front.Listener.Addr().String())
+	front.Start()
+	t.Cleanup(front.Close)
+	client := sameAddr(front)
+	defer client.CloseIdleConnections()
+	requests := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		r := seen
+		seen = nil
+		return r
+	}
+	tr := &transport.SSE{URL: "http://" + home + ":" + port + "/sse", Client: client}
+	once := mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1})
+
+	_, err := mcpclient.Connect(hCtx(t), tr, once)
+	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.Is(err, transport.ErrCrossOriginRedirect) {
+		t.Fatalf("connect: %v, want the redirect of the stream refused", err)
+	}
+	if got := requests(); !slices.Equal(got, []string{home + " GET /sse"}) {
+		t.Errorf("requests %q, want the GET of the stream only", got)
+	}
+
+	tr.AllowedRedirectOrigins = []string{"http://" + moved + ":" + port}
+	c := hConnect(t, tr)
+	if err := c.Ping(hCtx(t)); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	c.Close()
+	for _, r := range requests() {
+		if r != home+" GET /sse" && !strings.HasPrefix(r, moved+" ") {
+			t.Errorf("%s: the endpoint of a stream that moved is where the stream is", r)
+		}
+	}
+
+	endpoint.Store("http://" + home + ":" + port + "/message?sessionId=chosen-elsewhere")
+	_, err = mcpclient.Connect(hCtx(t), tr, once)
+	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.Is(err, transport.ErrCrossOriginEndpoint) {
+		t.Fatalf("connect: %v, want the endpoint on another origin than the stream's refused", err)
+	}
+	for _, r := range requests() {
+		if strings.Contains(r, "POST") {
+			t.Errorf("%s: a message was sent to the endpoint the moved stream named", r)
+		}
 	}
 }
 

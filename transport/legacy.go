@@ -17,12 +17,14 @@ import (
 )
 
 // ErrCrossOriginEndpoint reports a legacy server whose endpoint event names another origin than
-// its stream's: the client would send its messages, and their credentials, elsewhere.
+// its stream's (where the stream's redirects, if any, led): the client would send its messages,
+// and their credentials, elsewhere.
 var ErrCrossOriginEndpoint = errors.New("transport: endpoint on another origin")
 
 // SSE is the HTTP+SSE transport of MCP 2024-11-05. Connect opens an event stream with GET; its
-// first event, "endpoint", names the URL (resolved against the stream's, and required to be of
-// the same origin) to which every message is POSTed. Answers come over the stream.
+// first event, "endpoint", names the URL (resolved against the stream's, after its redirects,
+// and required to be of the same origin) to which every message is POSTed. Answers come over the
+// stream.
 //
 // The stream is the session: when it drops, every request awaiting an answer becomes uncertain
 // and nothing is resumed; the client's next request opens a new stream, a new session.
@@ -91,6 +93,11 @@ func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || mediaType != "text/event-stream" {
 		return fail(&StatusError{resp.StatusCode, readStart(resp.Body)})
+	}
+	if resp.Request != nil && resp.Request.URL != nil {
+		// The stream is where its redirects led: its endpoint is relative to that URL, and of
+		// its origin.
+		streamURL = resp.Request.URL
 	}
 	r := sse.NewReader(resp.Body, c.maxSize)
 	for {

@@ -101,6 +101,8 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		roots:     rootsState{set: cfg.roots != nil, roots: cfg.roots},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	ctx, stop := c.boundHandshake(ctx)
+	defer stop()
 	if err := c.firstSession(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -142,9 +144,12 @@ func (c *Client) firstSession(ctx context.Context) error {
 		}
 		return e
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) && lastErr != nil && !errors.Is(lastErr, ctxErr) {
-		// The context ended between attempts: what the last one met is the news.
-		err = fmt.Errorf("%w (last attempt: %w)", context.Cause(ctx), lastErr)
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		err = context.Cause(ctx) // the handshake timeout, say
+		if lastErr != nil && !errors.Is(lastErr, ctxErr) {
+			// The context ended between attempts: what the last one met is the news.
+			err = fmt.Errorf("%w (last attempt: %w)", err, lastErr)
+		}
 	}
 	if transport.OutcomeOf(err) == OutcomeAnswered {
 		return &Error{Code: CodeServerError, Attempts: attempts, Err: err}
@@ -216,9 +221,20 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	}
 }
 
+// boundHandshake returns ctx bounded by the handshake timeout when it has no deadline.
+func (c *Client) boundHandshake(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || c.cfg.handshake <= 0 {
+		return ctx, func() {}
+	}
+	d := c.cfg.handshake
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w after %v: %w", ErrHandshakeTimeout, d, context.DeadlineExceeded))
+}
+
 // dial connects and opens a new session: with server/discover for a stateless revision, or with
 // the initialize handshake.
 func (c *Client) dial(ctx context.Context) (*session, error) {
+	ctx, stop := c.boundHandshake(ctx) // a reconnection, under a call's context
+	defer stop()
 	s, err := c.open(ctx)
 	if err != nil {
 		return nil, err

@@ -723,6 +723,250 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 	}
 }
 
+// A server that goes quiet does not hold a call until its context ends (forever, for
+// context.Background()): no answer to the POST, or an answer that brings nothing or only
+// keepalives, ends the call as an unknown outcome once the transport's bound passes. A slow call
+// that reports progress is not cut.
+func TestHostileSilentServerEndsTheCall(t *testing.T) {
+	const bound = 300 * time.Millisecond
+	keepalives := func(w http.ResponseWriter, r *http.Request, what string) {
+		for {
+			io.WriteString(w, what)
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(bound / 6):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		serve    func(w http.ResponseWriter, r *http.Request, m hMsg)
+		answered bool
+	}{
+		{"no answer", func(w http.ResponseWriter, r *http.Request, _ hMsg) { <-r.Context().Done() }, false},
+		{"headers only", func(w http.ResponseWriter, r *http.Request, _ hMsg) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}, false},
+		{"sse comments", func(w http.ResponseWriter, r *http.Request, _ hMsg) {
+			hSSE(w)("p1", "") // a priming event, then only comments
+			keepalives(w, r, ": keepalive\n\n")
+		}, false},
+		{"sse progress", func(w http.ResponseWriter, r *http.Request, m hMsg) {
+			event := hSSE(w)
+			for range 8 {
+				event("", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`)
+				time.Sleep(bound / 3)
+			}
+			event("", hResult(m.ID, hToolResult))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := hOnce()
+			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+				if m.Method != "tools/call" || !first() {
+					return false
+				}
+				tc.serve(w, r, m)
+				return true
+			})
+			c := hConnect(t, &transport.HTTP{URL: srv.URL, ResponseHeaderTimeout: bound, ResponseIdleTimeout: bound})
+			start := time.Now()
+			res, err := c.CallTool(hCtx(t), "reserve", nil)
+			took := time.Since(start)
+			if tc.answered {
+				if err != nil || res.Text() != "ok" {
+					t.Fatalf("call: %v, want the answer after %v of progress", err, took)
+				}
+				if took < 2*bound {
+					t.Errorf("answered after %v: the progress did not outlast the bound", took)
+				}
+				return
+			}
+			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, transport.ErrResponseTimeout) {
+				t.Fatalf("call: %v, want ErrOutcomeUnknown with ErrResponseTimeout", err)
+			}
+			if took > 10*bound {
+				t.Errorf("the call ended after %v", took)
+			}
+			if n := srv.toolCalls.Load(); n != 1 {
+				t.Errorf("the unsafe call was sent %d times", n)
+			}
+			hStillUsable(t, c)
+		})
+	}
+	// A legacy server answers each POST at once, the answer coming over its stream.
+	t.Run("legacy no answer", func(t *testing.T) {
+		first := hOnce()
+		srv := newLegacyFake(t, "s1", func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+			if m.Method != "tools/call" || !first() {
+				return false
+			}
+			<-r.Context().Done()
+			return true
+		})
+		c := hConnect(t, &transport.SSE{URL: srv.URL + "/sse", ResponseHeaderTimeout: bound})
+		start := time.Now()
+		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, transport.ErrResponseTimeout) {
+			t.Fatalf("call: %v, want ErrOutcomeUnknown with ErrResponseTimeout", err)
+		}
+		if took := time.Since(start); took > 10*bound {
+			t.Errorf("the call ended after %v", took)
+		}
+		hStillUsable(t, c)
+	})
+}
+
+// Connect under a context without a deadline gives up on a server that never answers the
+// handshake: after DefaultHandshakeTimeout, or the client's own bound. So does a reconnection
+// under a call's context without one.
+func TestHostileServerNeverAnswersTheHandshake(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []mcpclient.Option
+		want time.Duration
+	}{
+		{"default", nil, mcpclient.DefaultHandshakeTimeout},
+		{"set", []mcpclient.Option{mcpclient.WithHandshakeTimeout(5 * time.Second)}, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var wg sync.WaitGroup
+				defer wg.Wait()
+				var mu sync.Mutex
+				var opened []net.Conn
+				gone := false
+				hangUp := func() {
+					mu.Lock()
+					defer mu.Unlock()
+					gone = true
+					for _, c := range opened {
+						c.Close()
+					}
+				}
+				tr := &transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) {
+					client, server := net.Pipe()
+					mu.Lock()
+					defer mu.Unlock()
+					if gone {
+						return nil, errors.New("the server is gone")
+					}
+					opened = append(opened, server)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						io.Copy(io.Discard, server) // reads everything, answers nothing
+					}()
+					return client, nil
+				}}
+				defer hangUp()
+				start := time.Now()
+				done := make(chan error, 1)
+				go func() {
+					_, err := mcpclient.Connect(context.Background(), tr, tc.opts...)
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if !errors.Is(err, mcpclient.ErrHandshakeTimeout) || !errors.Is(err, mcpclient.ErrNotDelivered) {
+						t.Errorf("connect: %v, want ErrNotDelivered caused by ErrHandshakeTimeout", err)
+					}
+					if took := time.Since(start); took != tc.want {
+						t.Errorf("connect gave up after %v, want %v", took, tc.want)
+					}
+				case <-time.After(time.Hour):
+					t.Errorf("connect still waits after an hour")
+					hangUp()
+					<-done
+				}
+			})
+		})
+	}
+	t.Run("reconnection", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			var mu sync.Mutex
+			var opened []net.Conn
+			gone := false
+			hangUp := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				gone = true
+				for _, c := range opened {
+					c.Close()
+				}
+			}
+			defer hangUp()
+			tr := &transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) {
+				client, server := net.Pipe()
+				mu.Lock()
+				defer mu.Unlock()
+				if gone {
+					return nil, errors.New("the server is gone")
+				}
+				first := len(opened) == 0
+				opened = append(opened, server)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if !first {
+						io.Copy(io.Discard, server) // reads everything, answers nothing
+						return
+					}
+					// The first session opens, and the server hangs up.
+					defer server.Close()
+					sc := bufio.NewScanner(server)
+					for sc.Scan() {
+						var m hMsg
+						json.Unmarshal(sc.Bytes(), &m)
+						switch m.Method {
+						case "initialize":
+							io.WriteString(server, hResult(m.ID, hInitResult)+"\n")
+						case "server/discover":
+							io.WriteString(server, hNoMethod(m.ID)+"\n")
+						case "notifications/initialized":
+							return
+						}
+					}
+				}()
+				return client, nil
+			}}
+			c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithHandshakeTimeout(5*time.Second),
+				mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			synctest.Wait() // the client has seen the hang-up
+			start := time.Now()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.CallTool(context.Background(), "reserve", nil)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, mcpclient.ErrHandshakeTimeout) || !errors.Is(err, mcpclient.ErrNotDelivered) {
+					t.Errorf("call: %v, want ErrNotDelivered caused by ErrHandshakeTimeout", err)
+				}
+				if took := time.Since(start); took != 5*time.Second {
+					t.Errorf("the call gave up after %v, want 5s", took)
+				}
+			case <-time.After(time.Hour):
+				t.Errorf("the call still waits for a session after an hour")
+				hangUp()
+				<-done
+			}
+		})
+	})
+}
+
 func TestHostileByteAtATimeResponse(t *testing.T) {
 	answer := `{"content":[{"type":"text","text":"sl\u00f6w \"bytes\""}]}`
 	const want = `slöw "bytes"`

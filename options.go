@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -35,6 +36,7 @@ type config struct {
 	taskStatus      TaskStatusHandler
 	taskPoll        time.Duration // AwaitTask's interval when the server suggests none; 0: default
 	serverStream    bool          // open the listening channel at once
+	handshake       time.Duration // bound on opening a session under a context without deadline; 0: none
 }
 
 // listens reports whether the client has anything to receive from the server unprompted, so
@@ -66,6 +68,7 @@ func newConfig(opts []Option) config {
 		idVersion: UUIDv4,
 		logger:    slog.New(slog.DiscardHandler),
 		info:      Implementation{Name: "mcpclient", Version: Version},
+		handshake: DefaultHandshakeTimeout,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -160,6 +163,30 @@ func WithKeepalive(interval time.Duration) Option {
 func WithServerStream() Option {
 	return optionFunc(func(c *config) { c.serverStream = true })
 }
+
+// WithHandshakeTimeout bounds the opening of a session (connecting, the server/discover probe,
+// initialize) under a context that has no deadline of its own: Connect's, each attempt
+// included, and a reconnection's, under the context of the call that needs it. A handshake that
+// runs out ends with ErrHandshakeTimeout as its cause. Default DefaultHandshakeTimeout; d < 0
+// means no bound, 0 keeps the default. A context with a deadline is bound by that alone.
+func WithHandshakeTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		switch {
+		case d < 0:
+			c.handshake = 0
+		case d > 0:
+			c.handshake = d
+		}
+	})
+}
+
+// DefaultHandshakeTimeout bounds the opening of a session unless WithHandshakeTimeout says
+// otherwise: a server that never answers must not hold Connect(context.Background()) forever,
+// and a server started on demand (an npx package fetched first) may take a while.
+const DefaultHandshakeTimeout = time.Minute
+
+// ErrHandshakeTimeout is the cause of a session not opened within the handshake timeout.
+var ErrHandshakeTimeout = errors.New("mcpclient: handshake timed out")
 
 // WithOptions bundles options into one, for plugin authors who hand out a configuration.
 func WithOptions(opts ...Option) Option {

@@ -46,6 +46,11 @@ import (
 // stays up a second, and the GET stream only when its connection stays up a second, so that a
 // server that sends an event and hangs up, again and again, gets ever fewer requests.
 //
+// A server that stops answering ends the exchange Uncertain with ErrResponseTimeout: no response
+// headers within ResponseHeaderTimeout of writing a request, or a response to a request that
+// brings nothing for ResponseIdleTimeout (5 minutes each by default). The GET stream, meant to
+// be quiet, has only the first bound.
+//
 // Every request made for a call carries the call's context, values included (for HeaderFunc and
 // the http.Client's RoundTripper); the GET stream, which belongs to no call, carries the
 // context of the connection, and the DELETE at Close a background one.
@@ -86,6 +91,24 @@ type HTTP struct {
 	// arriving in between. Default 3.
 	MaxResumes int
 
+	// ResponseHeaderTimeout bounds the wait for the headers of each response, from the moment
+	// its request was written; 0 means DefaultResponseHeaderTimeout, a negative value no bound.
+	// A server answering a request with JSON sends the headers only with the answer, so this is
+	// also the longest such a request may run: a deployment with longer calls raises it, or has
+	// its server answer them with an SSE stream, whose headers come at once. A request left
+	// without headers ends Uncertain, with ErrResponseTimeout.
+	ResponseHeaderTimeout time.Duration
+
+	// ResponseIdleTimeout bounds the silence of the response to a request once its headers
+	// came: a JSON body that brings no byte, or an SSE stream (a resumption included) that
+	// brings no message, for that long ends the exchange Uncertain, with ErrResponseTimeout,
+	// and the stream is not resumed. Keepalive comments and events of other types are no
+	// messages: a server trickling them holds no call. 0 means DefaultResponseIdleTimeout, a
+	// negative value no bound. The GET stream, meant to be quiet, has none. A server that asks
+	// the client for an elicitation or a sampling while it runs a call sends nothing while it
+	// waits for the answer: a deployment where a user may take longer raises the bound.
+	ResponseIdleTimeout time.Duration
+
 	// Logger receives debug records about streams. Default: discard.
 	Logger *slog.Logger
 }
@@ -99,6 +122,31 @@ const DefaultMaxMessageSize = 64 << 20
 // ErrMessageTooLarge reports a message over the transport's size limit: a response body or SSE
 // event, a line of a byte stream.
 var ErrMessageTooLarge = sse.ErrEventTooLarge
+
+// The bounds on a silent server of the HTTP and SSE transports, unless told otherwise: generous,
+// for a request may run for minutes, but finite, so that a server that never answers holds no
+// call, and none of its goroutines, for as long as the caller's context allows, which for
+// context.Background() is forever.
+const (
+	DefaultResponseHeaderTimeout = 5 * time.Minute
+	DefaultResponseIdleTimeout   = 5 * time.Minute
+)
+
+// ErrResponseTimeout reports a server that stopped answering a request: no response headers
+// within the response-header timeout of writing it, or a response that brought nothing for the
+// idle timeout. The request may have run: the exchange is Uncertain.
+var ErrResponseTimeout = errors.New("transport: the server stopped answering")
+
+// timeoutOr returns d, or def when d is 0; a negative d means no bound, 0.
+func timeoutOr(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
 
 // StatusError is an HTTP response that carried no answer the client could use.
 type StatusError struct {
@@ -130,13 +178,15 @@ func (t *HTTP) Connect(ctx context.Context) (Conn, error) {
 		return nil, &Error{Outcome: NotDelivered, Err: err}
 	}
 	c := &httpConn{
-		t:       t,
-		url:     u.String(),
-		client:  sameOriginRedirects(t.Client, allowed),
-		maxSize: t.MaxMessageSize,
-		resumes: t.MaxResumes,
-		log:     t.Logger,
-		inbound: make(chan delivery, pipeBuffer),
+		t:             t,
+		url:           u.String(),
+		client:        sameOriginRedirects(t.Client, allowed),
+		maxSize:       t.MaxMessageSize,
+		resumes:       t.MaxResumes,
+		headerTimeout: timeoutOr(t.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
+		idleTimeout:   timeoutOr(t.ResponseIdleTimeout, DefaultResponseIdleTimeout),
+		log:           t.Logger,
+		inbound:       make(chan delivery, pipeBuffer),
 	}
 	if c.maxSize <= 0 {
 		c.maxSize = DefaultMaxMessageSize
@@ -158,7 +208,9 @@ type httpConn struct {
 	client  *http.Client
 	maxSize int
 	resumes int
-	log     *slog.Logger
+	// headerTimeout and idleTimeout bound a silent server; 0: no bound.
+	headerTimeout, idleTimeout time.Duration
+	log                        *slog.Logger
 
 	// ctx ends at Close; every stream reader runs under it.
 	ctx    context.Context
@@ -296,21 +348,24 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 
 	// A response stream outlives Send: it lives as long as the connection and the caller's
 	// interest in the answer. It keeps the caller's values, for HeaderFunc and RoundTrippers.
-	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	reqCtx, abort := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancel := func() { abort(nil) }
 	stopOnClose := context.AfterFunc(c.ctx, cancel)
 	stop := context.AfterFunc(ctx, cancel)
 	release := func() { stop(); stopOnClose(); cancel() }
 
-	wrote, traced := traceWrites(reqCtx)
+	trace, traced := traceRequest(reqCtx, c.headerTimeout, abort)
 	req, err := c.newRequest(traced, http.MethodPost, msg.Frame, msg.Header)
 	if err != nil {
 		release()
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
 	}
 	resp, err := c.client.Do(req)
+	trace.done()
 	if err != nil {
+		err = timedOut(reqCtx, err)
 		release()
-		return deliveryFailure(ctx, msg.ID, wrote.Load(), redactQuery(err))
+		return deliveryFailure(ctx, msg.ID, trace.wrote.Load(), redactQuery(err))
 	}
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		valid := validSessionID(sid)
@@ -468,17 +523,129 @@ func sessionRefusal(body []byte) bool {
 	return strings.Contains(strings.ToLower(e.Message), "session")
 }
 
-// traceWrites returns ctx with a trace recording whether the whole request was written: until
-// then, a failure cannot have let the server run it (it needs the whole body).
-func traceWrites(ctx context.Context) (*atomic.Bool, context.Context) {
-	wrote := new(atomic.Bool)
-	return wrote, httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+// A requestTrace follows one request through net/http: whether it was written whole (until then,
+// a failure cannot have let the server run it, which needs the whole body), and from then on how
+// long the server takes to begin its response.
+type requestTrace struct {
+	wrote atomic.Bool
+
+	mu    sync.Mutex
+	timer *time.Timer // the wait for the response; guarded by mu
+	over  bool        // Do returned; guarded by mu
+}
+
+// traceRequest returns ctx with a trace of the request sent under it. With headerTimeout > 0,
+// abort is called with an error wrapping ErrResponseTimeout when the response has not begun that
+// long after the request (or a redirected one) was written.
+func traceRequest(ctx context.Context, headerTimeout time.Duration, abort context.CancelCauseFunc) (*requestTrace, context.Context) {
+	rt := new(requestTrace)
+	trace := &httptrace.ClientTrace{
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				wrote.Store(true)
+			if info.Err != nil {
+				return
+			}
+			rt.wrote.Store(true)
+			if headerTimeout > 0 {
+				rt.await(headerTimeout, abort)
 			}
 		},
+	}
+	if headerTimeout > 0 {
+		trace.GotFirstResponseByte = rt.stopWaiting
+	}
+	return rt, httptrace.WithClientTrace(ctx, trace)
+}
+
+func (rt *requestTrace) await(d time.Duration, abort context.CancelCauseFunc) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.over {
+		return // a server may answer before the request was written whole
+	}
+	if rt.timer != nil {
+		rt.timer.Stop()
+	}
+	rt.timer = time.AfterFunc(d, func() {
+		abort(fmt.Errorf("%w: no response %v after the request was written", ErrResponseTimeout, d))
 	})
+}
+
+func (rt *requestTrace) stopWaiting() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.timer != nil {
+		rt.timer.Stop()
+	}
+}
+
+// done ends the trace once Do has returned.
+func (rt *requestTrace) done() {
+	rt.mu.Lock()
+	rt.over = true
+	rt.mu.Unlock()
+	rt.stopWaiting()
+}
+
+// timedOut names the server's silence as the cause of err when it was what ended the request
+// sent under ctx.
+func timedOut(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrResponseTimeout) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
+}
+
+// A watchdog calls bite unless it is fed within its timeout; a nil one watches nothing.
+type watchdog struct {
+	timeout time.Duration
+	timer   *time.Timer
+	bitten  atomic.Bool
+}
+
+func newWatchdog(timeout time.Duration, bite func()) *watchdog {
+	if timeout <= 0 {
+		return nil
+	}
+	w := &watchdog{timeout: timeout}
+	w.timer = time.AfterFunc(timeout, func() {
+		w.bitten.Store(true)
+		bite()
+	})
+	return w
+}
+
+func (w *watchdog) feed() {
+	if w != nil {
+		w.timer.Reset(w.timeout)
+	}
+}
+
+func (w *watchdog) stop() {
+	if w != nil {
+		w.timer.Stop()
+	}
+}
+
+// silenced wraps err, which ended what w watched, with ErrResponseTimeout if w bit.
+func (w *watchdog) silenced(err error, what string) error {
+	if w == nil || !w.bitten.Load() {
+		return err
+	}
+	return fmt.Errorf("%w: %s for %v: %w", ErrResponseTimeout, what, w.timeout, err)
+}
+
+// fedReader feeds a watchdog with every read that brings bytes.
+type fedReader struct {
+	r io.Reader
+	w *watchdog
+}
+
+func (f fedReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if n > 0 {
+		f.w.feed()
+	}
+	return n, err
 }
 
 // deliveryFailure reads an error of http.Client.Do as a delivery outcome. A refused redirect
@@ -534,10 +701,13 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 	switch mediaType {
 	case "application/json":
 		defer release()
-		body, err := readLimited(resp.Body, resp.ContentLength, c.maxSize)
+		// Closing the body ends a read in progress.
+		silence := newWatchdog(c.idleTimeout, func() { resp.Body.Close() })
+		body, err := readLimited(fedReader{resp.Body, silence}, resp.ContentLength, c.maxSize)
+		silence.stop()
 		if err != nil {
 			// The server answered; the answer could not be read.
-			return &Error{Outcome: Uncertain, ID: id, Err: err}
+			return &Error{Outcome: Uncertain, ID: id, Err: silence.silenced(err, "no byte of the answer")}
 		}
 		if len(bytes.TrimSpace(body)) == 0 {
 			return &Error{Outcome: Uncertain, ID: id, Err: errors.New("transport: empty answer body")}
@@ -626,9 +796,10 @@ func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id st
 		if ctx.Err() != nil {
 			return nil // closed, or the caller stopped waiting
 		}
-		if errors.Is(err, ErrMessageTooLarge) || st.lastID == "" || !resumable {
+		if errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrResponseTimeout) || st.lastID == "" || !resumable {
 			// Without an event id there is nothing to resume from; an oversized event would
-			// only be replayed. The server's retry: delay still says when to ask again.
+			// only be replayed, and a server that went quiet would be quiet again. The
+			// server's retry: delay still says when to ask again.
 			c.failExchange(ctx, id, Uncertain, st.retry, streamEnded(err))
 			return nil
 		}
@@ -687,6 +858,9 @@ type stream struct {
 	// unsettled counts the reconnections since the stream last settled; each doubles the wait
 	// before the next (see wait).
 	unsettled int
+	// silence ends a connection of a response stream that brings no message for the idle
+	// timeout; nil for the GET stream, and between connections.
+	silence *watchdog
 	// pause: read returns once the answer was delivered, leaving the rest of the stream to rest.
 	pause bool
 	rest  func()
@@ -698,7 +872,16 @@ func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
 	r := sse.NewReader(body, st.c.maxSize)
 	r.Resume(st.lastID, st.retry, st.retry > 0)
 	opened, lastID := time.Now(), st.lastID
+	if st.id != "" {
+		// Closing the body ends a read in progress.
+		st.silence = newWatchdog(st.c.idleTimeout, func() { body.Close() })
+	}
 	err := st.events(ctx, r)
+	st.silence.stop()
+	if err != errAnswered {
+		err = st.silence.silenced(err, "no message on the response stream")
+	}
+	st.silence = nil
 	// A connection that stayed up cannot make a storm, however often it ends. A response
 	// stream lives until its answer, and a server polling a long request hands out a new event
 	// id per connection: that is progress. The GET stream lives as long as the connection, so
@@ -740,6 +923,7 @@ func (st *stream) events(ctx context.Context, r *sse.Reader) error {
 		if ev.Type != "" && ev.Type != "message" {
 			continue
 		}
+		st.silence.feed()
 		answer := st.id != "" && !st.answered && answers(ev.Data, st.id)
 		if answer {
 			st.answered = true
@@ -772,14 +956,7 @@ func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) 
 			st.unsettled++
 		}
 		st.failures++
-		req, err := st.c.newRequest(ctx, http.MethodGet, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		if st.lastID != "" {
-			req.Header.Set("Last-Event-ID", st.lastID)
-		}
-		resp, err := st.c.client.Do(req)
+		resp, err := st.get(ctx)
 		if errors.Is(err, ErrCrossOriginRedirect) {
 			return nil, err // the server will redirect again
 		}
@@ -804,6 +981,42 @@ func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) 
 			}
 		}
 	}
+}
+
+// get sends one GET of the stream, from the last event id if there is one. The GET has a context
+// of its own, for the response-header timeout, which ends when its body is closed.
+func (st *stream) get(ctx context.Context) (*http.Response, error) {
+	ctx, abort := context.WithCancelCause(ctx)
+	trace, traced := traceRequest(ctx, st.c.headerTimeout, abort)
+	req, err := st.c.newRequest(traced, http.MethodGet, nil, nil)
+	if err != nil {
+		abort(nil)
+		return nil, err
+	}
+	if st.lastID != "" {
+		req.Header.Set("Last-Event-ID", st.lastID)
+	}
+	resp, err := st.c.client.Do(req)
+	trace.done()
+	if err != nil {
+		err = timedOut(ctx, err)
+		abort(nil)
+		return nil, err
+	}
+	resp.Body = cancelOnClose{resp.Body, abort}
+	return resp, nil
+}
+
+// cancelOnClose is a response body that ends its request's context when closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
 }
 
 // defaultRetry is the reconnection delay of a stream whose server named none.

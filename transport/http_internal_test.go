@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -64,10 +65,14 @@ func (pipeAddr) String() string  { return "pipe" }
 
 // pipeServer serves h over in-memory connections and returns a client that reaches it at any
 // address: run in a synctest bubble, server and client wait on the bubble's clock, so that tests
-// of delays take none.
+// of delays take none. h gets the requests with their bodies read, so that a request's context
+// ends when the client hangs up.
 func pipeServer(t *testing.T, h http.Handler) *http.Client {
 	l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-	srv := &http.Server{Handler: h}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		h.ServeHTTP(w, r)
+	})}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -265,6 +270,188 @@ func TestResponseStreamResumptionHasAFloor(t *testing.T) {
 				t.Errorf("poll %d came %v after the previous, want the floor of %v", i, d, minReconnectDelay)
 			}
 			prev = at
+		}
+	})
+}
+
+// exchangeEnd is how one request's exchange ended, as the connection reported it.
+type exchangeEnd struct {
+	err error
+	at  time.Time
+}
+
+// sendInBubble connects to the server behind client with t's settings, sends request 1 and
+// reports how its exchange ends: with Send's error, a failure pushed for it, or its answer.
+func sendInBubble(t *testing.T, tr *HTTP) <-chan exchangeEnd {
+	t.Helper()
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c := conn.(*httpConn)
+	ended := make(chan exchangeEnd, 2)
+	c.Push(func(frame []byte, err error) {
+		if err != nil || answers(frame, "1") {
+			ended <- exchangeEnd{err, time.Now()}
+		}
+	})
+	go func() {
+		if err := c.Send(context.Background(), &Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`), ID: "1", Method: "tools/call"}); err != nil {
+			ended <- exchangeEnd{err, time.Now()}
+		}
+	}()
+	return ended
+}
+
+// wantTimedOut checks that an exchange ended Uncertain with ErrResponseTimeout at want.
+func wantTimedOut(t *testing.T, end exchangeEnd, want time.Time) {
+	t.Helper()
+	var te *Error
+	if !errors.As(end.err, &te) || te.Outcome != Uncertain || te.ID != "1" || !errors.Is(end.err, ErrResponseTimeout) {
+		t.Fatalf("the exchange ended with %v, want Uncertain with ErrResponseTimeout", end.err)
+	}
+	if !end.at.Equal(want) {
+		t.Errorf("it ended after %v, want %v", end.at.Sub(want.Add(-1)), want)
+	}
+}
+
+// A server that never answers a request ends it, by default after DefaultResponseHeaderTimeout:
+// the request was written, so the outcome is uncertain.
+func TestResponseHeaderTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		want    time.Duration // 0: no bound
+	}{
+		{"default", 0, DefaultResponseHeaderTimeout},
+		{"set", 2 * time.Second, 2 * time.Second},
+		{"off", -1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				client := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodPost {
+						<-r.Context().Done()
+					}
+				}))
+				start := time.Now()
+				ended := sendInBubble(t, &HTTP{URL: "http://mcp.test/mcp", Client: client, ResponseHeaderTimeout: tc.timeout})
+				select {
+				case end := <-ended:
+					if tc.want == 0 {
+						t.Fatalf("the exchange ended with %v after %v, with no bound", end.err, end.at.Sub(start))
+					}
+					wantTimedOut(t, end, start.Add(tc.want))
+				case <-time.After(time.Hour):
+					if tc.want != 0 {
+						t.Fatal("the request still waits for its answer after an hour")
+					}
+				}
+			})
+		})
+	}
+}
+
+// A response that stops bringing anything ends its exchange: a JSON body without a byte, an SSE
+// stream without a message (keepalive comments and events of other types are none). One that
+// brings messages, progress say, is not cut however long it takes.
+func TestResponseIdleTimeout(t *testing.T) {
+	const progress = `data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}` + "\n\n"
+	keepalives := func(w http.ResponseWriter, r *http.Request, every time.Duration, what string) {
+		for {
+			io.WriteString(w, what)
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(every):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		serve   func(w http.ResponseWriter, r *http.Request)
+		want    time.Duration // 0: answered
+	}{
+		{"json body stalls", 0, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0",`)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}, DefaultResponseIdleTimeout},
+		{"sse comments", 0, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			keepalives(w, r, time.Second, ": keepalive\n\n")
+		}, DefaultResponseIdleTimeout},
+		// The stream has an event id, and is not resumed: it would be as quiet again.
+		{"sse other events after progress", 3 * time.Second, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "id: e1\n"+progress)
+			w.(http.Flusher).Flush()
+			time.Sleep(time.Second)
+			keepalives(w, r, time.Second, "event: ping\ndata: {}\n\n")
+		}, 3 * time.Second},
+		{"sse progress", 0, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 20 {
+				io.WriteString(w, progress)
+				w.(http.Flusher).Flush()
+				time.Sleep(time.Minute)
+			}
+			io.WriteString(w, `data: {"jsonrpc":"2.0","id":1,"result":{}}`+"\n\n")
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				client := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method != http.MethodPost {
+						w.WriteHeader(http.StatusMethodNotAllowed)
+						return
+					}
+					tc.serve(w, r)
+				}))
+				start := time.Now()
+				ended := sendInBubble(t, &HTTP{URL: "http://mcp.test/mcp", Client: client, ResponseIdleTimeout: tc.timeout})
+				select {
+				case end := <-ended:
+					if tc.want == 0 {
+						if end.err != nil {
+							t.Fatalf("the exchange ended with %v, want its answer", end.err)
+						}
+						return
+					}
+					wantTimedOut(t, end, start.Add(tc.want))
+				case <-time.After(time.Hour):
+					t.Fatal("the exchange still waits after an hour")
+				}
+			})
+		})
+	}
+}
+
+// The GET stream is meant to be quiet: a server that only keeps it alive keeps it open.
+func TestServerStreamHasNoIdleBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gets requestTimes
+		client := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			gets.add()
+			w.Header().Set("Content-Type", "text/event-stream")
+			for {
+				io.WriteString(w, ": keepalive\n\n")
+				w.(http.Flusher).Flush()
+				select {
+				case <-time.After(time.Minute):
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}))
+		listening(t, client)
+		time.Sleep(time.Hour)
+		if n := len(gets.all()); n != 1 {
+			t.Errorf("%d GETs in an hour of a quiet stream, want 1", n)
 		}
 	})
 }

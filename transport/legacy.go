@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/redact"
 	"github.com/northstar-mcp/mcpclient/internal/sse"
@@ -45,6 +46,12 @@ type SSE struct {
 	Header http.Header
 	// HeaderFunc, if set, may add headers to each request.
 	HeaderFunc func(ctx context.Context, h http.Header) error
+	// ResponseHeaderTimeout bounds the wait for the headers of the response to each POST, from
+	// the moment it was written; 0 means DefaultResponseHeaderTimeout, a negative value no
+	// bound. The server answers a POST at once, the answer coming over the stream: a POST left
+	// without headers ends Uncertain, with ErrResponseTimeout. The stream itself, the session,
+	// is meant to be quiet and has no bound.
+	ResponseHeaderTimeout time.Duration
 	// MaxMessageSize bounds one SSE event, in bytes; <= 0 means DefaultMaxMessageSize (64 MiB).
 	// A larger event ends the stream, and with it the session: the requests awaiting answers
 	// become uncertain.
@@ -185,7 +192,9 @@ func (c *sseConn) Send(ctx context.Context, msg *Message) error {
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: c.endErr}
 	default:
 	}
-	wrote, traced := traceWrites(ctx)
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil) // the body is read before Send returns
+	trace, traced := traceRequest(ctx, timeoutOr(c.t.ResponseHeaderTimeout, DefaultResponseHeaderTimeout), abort)
 	req, err := http.NewRequestWithContext(traced, http.MethodPost, c.endpoint, bytes.NewReader(msg.Frame))
 	if err != nil {
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
@@ -195,8 +204,9 @@ func (c *sseConn) Send(ctx context.Context, msg *Message) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
+	trace.done()
 	if err != nil {
-		return deliveryFailure(ctx, msg.ID, wrote.Load(), redactQuery(err))
+		return deliveryFailure(ctx, msg.ID, trace.wrote.Load(), redactQuery(err)) // ctx's cause names a timeout
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		drain(resp.Body)

@@ -13,8 +13,9 @@ const (
 	// Answered: a JSON-RPC response for the request's id arrived, result or error. Definite.
 	Answered Outcome = iota + 1
 	// NotDelivered: the request cannot have reached the MCP handler (dial refused, DNS, TLS
-	// handshake, the frame not entirely written, or refused unread by the server itself: 429 or
-	// 503 with Retry-After, 404 for a known session). Definite: nothing ran, resending is safe.
+	// handshake, the frame not entirely written, a redirect to another origin that the client
+	// did not follow, or refused unread by the server itself: 429 or 503 with Retry-After, 404
+	// for a known session). Definite: nothing ran, resending is safe.
 	NotDelivered
 	// Uncertain: bytes may have reached the server and no answer came (reset, EOF mid-stream,
 	// timeout, any other 5xx, since a proxy may answer one after the server ran the request, an

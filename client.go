@@ -74,7 +74,8 @@ type Client struct {
 // Connect opens a connection through t, negotiates the protocol revision with initialize and
 // sends notifications/initialized. Dialing and initialize are retried under the client's retry
 // policy, each failed try reported to its OnRetry; a server answering with a revision this
-// client does not speak is refused with ErrUnsupportedVersion.
+// client does not speak is refused with ErrUnsupportedVersion. Under a context without a
+// deadline, Connect gives up after the handshake timeout (see WithHandshakeTimeout).
 //
 // A server process that exits before the session opens ([transport.Command]) is started once
 // more, since a crash on a cold start may be transient; if that one exits too, Connect fails

@@ -822,10 +822,72 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 	})
 }
 
+// hSilentStream returns a stream transport whose servers read everything and answer nothing,
+// except those for which serve (if set) returns true after serving the connection itself, and a
+// hang-up that closes every connection and refuses new ones. Connections are numbered from 0.
+func hSilentStream(serve func(n int, server net.Conn) bool) (tr transport.Transport, hangUp func(), wait func()) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var opened []net.Conn
+	gone := false
+	hangUp = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		gone = true
+		for _, c := range opened {
+			c.Close()
+		}
+	}
+	tr = &transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) {
+		client, server := net.Pipe()
+		mu.Lock()
+		defer mu.Unlock()
+		if gone {
+			return nil, errors.New("the server is gone")
+		}
+		n := len(opened)
+		opened = append(opened, server)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if serve == nil || !serve(n, server) {
+				io.Copy(io.Discard, server) // reads everything, answers nothing
+			}
+		}()
+		return client, nil
+	}}
+	return tr, hangUp, wg.Wait
+}
+
+// hWithin waits for done's error on the bubble's clock: it checks the error with check and that
+// it came after exactly want, and fails (hanging up first) if none comes within an hour.
+func hWithin(t *testing.T, what string, done <-chan error, hangUp func(), want time.Duration, check func(error)) {
+	t.Helper()
+	start := time.Now()
+	select {
+	case err := <-done:
+		check(err)
+		if took := time.Since(start); took != want {
+			t.Errorf("%s gave up after %v, want %v", what, took, want)
+		}
+	case <-time.After(time.Hour):
+		t.Errorf("%s still waits after an hour", what)
+		hangUp()
+		<-done
+	}
+}
+
 // Connect under a context without a deadline gives up on a server that never answers the
 // handshake: after DefaultHandshakeTimeout, or the client's own bound. So does a reconnection
 // under a call's context without one.
 func TestHostileServerNeverAnswersTheHandshake(t *testing.T) {
+	wantTimeout := func(t *testing.T, what string) func(error) {
+		return func(err error) {
+			if !errors.Is(err, mcpclient.ErrHandshakeTimeout) || !errors.Is(err, mcpclient.ErrNotDelivered) {
+				t.Errorf("%s: %v, want ErrNotDelivered caused by ErrHandshakeTimeout", what, err)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		opts []mcpclient.Option
@@ -836,107 +898,43 @@ func TestHostileServerNeverAnswersTheHandshake(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var wg sync.WaitGroup
-				defer wg.Wait()
-				var mu sync.Mutex
-				var opened []net.Conn
-				gone := false
-				hangUp := func() {
-					mu.Lock()
-					defer mu.Unlock()
-					gone = true
-					for _, c := range opened {
-						c.Close()
-					}
-				}
-				tr := &transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) {
-					client, server := net.Pipe()
-					mu.Lock()
-					defer mu.Unlock()
-					if gone {
-						return nil, errors.New("the server is gone")
-					}
-					opened = append(opened, server)
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						io.Copy(io.Discard, server) // reads everything, answers nothing
-					}()
-					return client, nil
-				}}
+				tr, hangUp, wait := hSilentStream(nil)
+				defer wait()
 				defer hangUp()
-				start := time.Now()
 				done := make(chan error, 1)
 				go func() {
 					_, err := mcpclient.Connect(context.Background(), tr, tc.opts...)
 					done <- err
 				}()
-				select {
-				case err := <-done:
-					if !errors.Is(err, mcpclient.ErrHandshakeTimeout) || !errors.Is(err, mcpclient.ErrNotDelivered) {
-						t.Errorf("connect: %v, want ErrNotDelivered caused by ErrHandshakeTimeout", err)
-					}
-					if took := time.Since(start); took != tc.want {
-						t.Errorf("connect gave up after %v, want %v", took, tc.want)
-					}
-				case <-time.After(time.Hour):
-					t.Errorf("connect still waits after an hour")
-					hangUp()
-					<-done
-				}
+				hWithin(t, "connect", done, hangUp, tc.want, wantTimeout(t, "connect"))
 			})
 		})
 	}
 	t.Run("reconnection", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			var mu sync.Mutex
-			var opened []net.Conn
-			gone := false
-			hangUp := func() {
-				mu.Lock()
-				defer mu.Unlock()
-				gone = true
-				for _, c := range opened {
-					c.Close()
+			// The first session opens, and the server hangs up; later ones never answer.
+			tr, hangUp, wait := hSilentStream(func(n int, server net.Conn) bool {
+				if n > 0 {
+					return false
 				}
-			}
+				defer server.Close()
+				sc := bufio.NewScanner(server)
+				for sc.Scan() {
+					var m hMsg
+					json.Unmarshal(sc.Bytes(), &m)
+					switch m.Method {
+					case "initialize":
+						io.WriteString(server, hResult(m.ID, hInitResult)+"\n")
+					case "server/discover":
+						io.WriteString(server, hNoMethod(m.ID)+"\n")
+					case "notifications/initialized":
+						return true
+					}
+				}
+				return true
+			})
+			defer wait()
 			defer hangUp()
-			tr := &transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) {
-				client, server := net.Pipe()
-				mu.Lock()
-				defer mu.Unlock()
-				if gone {
-					return nil, errors.New("the server is gone")
-				}
-				first := len(opened) == 0
-				opened = append(opened, server)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if !first {
-						io.Copy(io.Discard, server) // reads everything, answers nothing
-						return
-					}
-					// The first session opens, and the server hangs up.
-					defer server.Close()
-					sc := bufio.NewScanner(server)
-					for sc.Scan() {
-						var m hMsg
-						json.Unmarshal(sc.Bytes(), &m)
-						switch m.Method {
-						case "initialize":
-							io.WriteString(server, hResult(m.ID, hInitResult)+"\n")
-						case "server/discover":
-							io.WriteString(server, hNoMethod(m.ID)+"\n")
-						case "notifications/initialized":
-							return
-						}
-					}
-				}()
-				return client, nil
-			}}
 			c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithHandshakeTimeout(5*time.Second),
 				mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
 			if err != nil {
@@ -944,25 +942,12 @@ func TestHostileServerNeverAnswersTheHandshake(t *testing.T) {
 			}
 			defer c.Close()
 			synctest.Wait() // the client has seen the hang-up
-			start := time.Now()
 			done := make(chan error, 1)
 			go func() {
 				_, err := c.CallTool(context.Background(), "reserve", nil)
 				done <- err
 			}()
-			select {
-			case err := <-done:
-				if !errors.Is(err, mcpclient.ErrHandshakeTimeout) || !errors.Is(err, mcpclient.ErrNotDelivered) {
-					t.Errorf("call: %v, want ErrNotDelivered caused by ErrHandshakeTimeout", err)
-				}
-				if took := time.Since(start); took != 5*time.Second {
-					t.Errorf("the call gave up after %v, want 5s", took)
-				}
-			case <-time.After(time.Hour):
-				t.Errorf("the call still waits for a session after an hour")
-				hangUp()
-				<-done
-			}
+			hWithin(t, "the call", done, hangUp, 5*time.Second, wantTimeout(t, "call"))
 		})
 	})
 }

@@ -3,7 +3,6 @@ package mcpclient
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,132 +11,6 @@ import (
 
 	"github.com/northstar-mcp/mcpclient/transport"
 )
-
-// NewRequest freezes a request: it picks the id (a fresh UUID, or the one pinned with
-// WithRequestID), serializes method and params once and fingerprints the bytes. Nothing is sent.
-//
-// Freezing first and sending with Do lets a caller record the id durably before any byte leaves,
-// which is what a restart needs to find out later what became of the request.
-//
-// params may be nil, a json.RawMessage, or anything encoding/json marshals to an object.
-func (c *Client) NewRequest(method string, params any, opts ...CallOption) (*Request, error) {
-	req, err := c.newRequest(method, params, opts)
-	return req, returned(err)
-}
-
-func (c *Client) newRequest(method string, params any, opts []CallOption) (*Request, error) {
-	var cc callConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyCall(&cc)
-		}
-	}
-	raw, err := marshalParams(params)
-	if err != nil {
-		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", method, err)}
-	}
-	var toolName string
-	if method == "tools/call" {
-		if toolName = toolNameOf(params, raw); toolName == "" {
-			// Most often a tool's arguments passed where the call's params belong: the server
-			// would only refuse it, and a recovery would be spent on that refusal.
-			return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("tools/call params need the tool's name (for new arguments to the same tool, use CallTool or SupersedeToolCall)")}
-		}
-	}
-	id := cc.id
-	pinned := !id.IsZero()
-	if !pinned {
-		if id, err = newID(c.cfg.idVersion); err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, Err: err}
-		}
-	}
-	if cc.progress != nil || cc.idle > 0 {
-		// The request's own id is a progress token no other request in flight can have.
-		if raw, err = setMeta(raw, map[string]json.RawMessage{"progressToken": json.RawMessage(id.JSON())}); err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, Err: err}
-		}
-	}
-	var header map[string]string
-	if s := c.current(); s != nil && s.modern {
-		if removedMethods[method] {
-			return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("%w: %s is not in %s", ErrMethodRemoved, method, s.init.ProtocolVersion)}
-		}
-		if raw, err = c.stampModern(raw, s.init.ProtocolVersion); err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, Err: err}
-		}
-		header = standardHeaders(method, raw, s.init.ProtocolVersion)
-		if method == "tools/call" {
-			if err := c.addParamHeaders(header, toolName, raw); err != nil {
-				return nil, &Error{Code: CodeInvalidArgument, Err: err}
-			}
-		}
-	}
-	req := freeze(c, id, method, raw)
-	req.header = header
-	req.idempotent = cc.idempotent
-	req.progress, req.idle, req.max = cc.progress, cc.idle, cc.max
-	req.toolName = toolName
-	if pinned {
-		if err := c.ledger.check(req); err != nil {
-			return nil, &Error{Code: CodeRequestIDReused, ID: id, Request: req, Err: err}
-		}
-	}
-	return req, nil
-}
-
-func marshalParams(params any) (json.RawMessage, error) {
-	switch p := params.(type) {
-	case nil:
-		return nil, nil
-	case encodedToolCall:
-		return p.raw, nil
-	}
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return nil, err
-	}
-	if bytes.Equal(raw, []byte("null")) {
-		return nil, nil
-	}
-	if raw[0] != '{' {
-		return nil, fmt.Errorf("must be a JSON object, not %s", truncate(raw, 40))
-	}
-	return raw, nil
-}
-
-// encodedToolCall is the params of a tools/call the client serialized itself, as
-// encoding/json would have serialized CallToolParams: marshalling them again would only scan
-// the arguments, of any size, once more to compact them.
-type encodedToolCall struct {
-	name string
-	raw  json.RawMessage
-}
-
-func encodeToolCall(name string, args json.RawMessage) encodedToolCall {
-	quoted, _ := json.Marshal(name) // a Go string always marshals
-	raw := make([]byte, 0, len(`{"name":,"arguments":}`)+len(quoted)+len(args))
-	raw = append(append(raw, `{"name":`...), quoted...)
-	if args != nil {
-		raw = append(append(raw, `,"arguments":`...), args...)
-	}
-	return encodedToolCall{name, append(raw, '}')}
-}
-
-func toolNameOf(params any, raw json.RawMessage) string {
-	switch p := params.(type) {
-	case encodedToolCall:
-		return p.name
-	case CallToolParams:
-		return p.Name
-	case *CallToolParams:
-		return p.Name
-	}
-	var p struct {
-		Name string `json:"name"`
-	}
-	json.Unmarshal(raw, &p) // a missing or odd name just means no hints apply
-	return p.Name
-}
 
 // Do sends a frozen request and returns the server's answer.
 //
@@ -406,23 +279,16 @@ func (r *attemptLoop) giveUpUnlessRetrying(err error) (*Response, *Error, State,
 // reissue replaces cur by the same method and params under a new id, as the protocol asks of a
 // safe request whose stream broke. The old entry stays in the ledger, marked superseded.
 func (r *attemptLoop) reissue() *Error {
-	id, err := newID(r.c.cfg.idVersion)
+	spec := r.cur.requestSpec
+	spec.id = ID{}
+	spec.supersedes, spec.automatic = r.cur.id, true
+	spec.reason = "re-issued under a new id after an uncertain attempt; the request is safe to repeat"
+	// Its progress token is its own id: reports of the first execution, which may still run,
+	// must not pass for this one's.
+	next, err := r.c.build(spec)
 	if err != nil {
-		return r.fail(CodeOutcomeUnknown, err)
+		return r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issuing: %w (last attempt: %w)", err, r.lastErr))
 	}
-	params := r.cur.params
-	asksProgress := r.cur.progress != nil || r.cur.idle > 0
-	if asksProgress {
-		// Reports of the first execution, which may still run, must not pass for this one's.
-		if params, err = setMeta(params, map[string]json.RawMessage{"progressToken": json.RawMessage(id.JSON())}); err != nil {
-			return r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issuing: %w (last attempt: %w)", err, r.lastErr))
-		}
-	}
-	next := freeze(r.c, id, r.cur.method, params)
-	next.toolName, next.idempotent, next.header = r.cur.toolName, r.cur.idempotent, r.cur.header
-	next.progress, next.idle, next.max = r.cur.progress, r.cur.idle, r.cur.max
-	next.supersedes, next.automatic = r.cur.id, true
-	next.reason = "re-issued under a new id after an uncertain attempt; the request is safe to repeat"
 	f, _, err := r.c.ledger.begin(next)
 	if err != nil {
 		// The request may have run, and it stays in the ledger, unresolved: its outcome is
@@ -435,7 +301,7 @@ func (r *attemptLoop) reissue() *Error {
 	}
 	r.cur, r.curFlight = next, f
 	r.resent, r.reached, r.uncertainIn = false, false, nil
-	if asksProgress {
+	if next.asksProgress() {
 		r.followProgress(next.key)
 	}
 	return nil
@@ -480,5 +346,5 @@ func (c *Client) safeToRepeat(req *Request) bool {
 	if req.idempotent || safeMethods[req.method] {
 		return true
 	}
-	return req.method == "tools/call" && c.hints.repeatable(req.toolName)
+	return req.method == "tools/call" && c.hints.repeatable(req.name)
 }

@@ -74,9 +74,9 @@ func (c *Client) SupersedeToolCall(ctx context.Context, prev *Request, inspectio
 	}
 	rawArgs, err := marshalParams(args)
 	if err != nil {
-		return nil, returned(&Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("arguments of tool %s: %w", prev.toolName, err)})
+		return nil, returned(&Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("arguments of tool %s: %w", prev.name, err)})
 	}
-	next, err := c.newSupersedingRequest(prev, inspection, encodeToolCall(prev.toolName, rawArgs).raw, opts)
+	next, err := c.newSupersedingRequest(prev, inspection, encodeToolCall(prev.name, rawArgs), opts)
 	if err != nil {
 		return nil, returned(err)
 	}
@@ -94,25 +94,21 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 		return nil, &Error{Code: CodeRequestInFlight, ID: prev.id, Request: prev,
 			Err: errors.New("the request is still in flight; wait for its outcome before superseding it")}
 	}
-	raw := prev.params
+	spec := prev.requestSpec // nil params keep prev's content, without what the client added to it
 	if params != nil {
 		var err error
-		if raw, err = marshalParams(params); err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("params: %w", err)}
+		if spec, err = specOf(prev.method, params); err != nil {
+			var e *Error
+			errors.As(err, &e)
+			e.ID, e.Request = prev.id, prev
+			return nil, e
 		}
 	}
-	raw, err := setMeta(raw, map[string]json.RawMessage{"supersedes": json.RawMessage(prev.id.JSON())})
-	if err != nil {
-		return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: err}
+	spec.meta = map[string]json.RawMessage{"supersedes": json.RawMessage(prev.key)}
+	spec.extra, spec.version = nil, ""
+	if s := c.current(); s != nil && s.modern {
+		spec.version = s.init.ProtocolVersion
 	}
-	next, err := c.newRequest(prev.method, raw, opts)
-	if err != nil {
-		return nil, err
-	}
-	if next.method == "tools/call" {
-		next.toolName = toolNameOf(nil, raw)
-	}
-	next.supersedes = prev.id
-	next.reason = inspection.String()
-	return next, nil
+	spec.supersedes, spec.reason, spec.automatic = prev.id, inspection.String(), false
+	return c.buildWith(spec, opts)
 }

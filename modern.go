@@ -1,16 +1,14 @@
 package mcpclient
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/headers"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -46,6 +44,9 @@ var removedMethods = map[string]bool{
 	"tasks/list":            true,
 	"tasks/cancel":          true,
 }
+
+// removedIn reports whether revision version took method out of the protocol.
+func removedIn(method, version string) bool { return isModern(version) && removedMethods[method] }
 
 // WithProtocolVersion pins the protocol revision. A stateless one (2026-07-28) is used without
 // the fallback to initialize; an older one skips server/discover and is the one offered in
@@ -116,7 +117,7 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 	}
 	legacy := lifecycle{version: c.legacyOffer()}
 	for range discoverAttempts {
-		req, err := c.freezeModern("server/discover", nil, version)
+		req, err := c.build(requestSpec{method: "server/discover", version: version})
 		if err != nil {
 			return lifecycle{}, err
 		}
@@ -189,24 +190,10 @@ func bestVersion(server []string, prefer string, modern bool) string {
 	return ""
 }
 
-// freezeModern freezes a request of a stateless revision: params get the per-request _meta, and
-// the request the headers that name it. It stays out of the ledger until sent through Do.
-func (c *Client) freezeModern(method string, params json.RawMessage, version string) (*Request, error) {
-	id, err := newID(c.cfg.idVersion)
-	if err != nil {
-		return nil, &Error{Code: CodeInvalidArgument, Err: err}
-	}
-	raw, err := c.stampModern(params, version)
-	if err != nil {
-		return nil, &Error{Code: CodeInvalidArgument, Err: err}
-	}
-	req := freeze(c, id, method, raw)
-	req.header = standardHeaders(method, raw, version)
-	return req, nil
-}
-
-// stampModern adds the per-request _meta of a stateless revision to params.
-func (c *Client) stampModern(params json.RawMessage, version string) (json.RawMessage, error) {
+// statelessMeta returns the _meta every request of a stateless revision carries: the revision,
+// the client's capabilities and identity, and its log level once set. The map is shared and
+// never modified.
+func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, error) {
 	level, _ := c.logLevel.Load().(string)
 	m := c.meta.Load()
 	if m == nil || m.version != version || m.level != level {
@@ -229,7 +216,7 @@ func (c *Client) stampModern(params json.RawMessage, version string) (json.RawMe
 		}
 		c.meta.Store(m)
 	}
-	return setMeta(params, m.set)
+	return m.set, nil
 }
 
 // modernMeta is the _meta every request of a stateless revision carries, encoded once: the
@@ -262,21 +249,15 @@ func (c *Client) modern() bool {
 	return s != nil && s.modern
 }
 
-// addParamHeaders adds the Mcp-Param-* headers a tools/call carries, from the listed tool's
-// x-mcp-header declarations. An unlisted tool gets none; a server that requires them answers
-// -32020, and the call is sent again after listing the tools.
-func (c *Client) addParamHeaders(h map[string]string, tool string, params json.RawMessage) error {
+// addParamHeaders adds the Mcp-Param-* headers a tools/call with arguments args carries, from
+// the listed tool's x-mcp-header declarations. An unlisted tool gets none; a server that
+// requires them answers -32020, and the call is sent again after listing the tools.
+func (c *Client) addParamHeaders(h map[string]string, tool string, args json.RawMessage) error {
 	decl := c.tools.headerParamsOf(tool)
 	if len(decl) == 0 {
 		return nil
 	}
-	var p struct {
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return err
-	}
-	extra, err := paramHeaders(decl, p.Arguments)
+	extra, err := headers.ParamValues(decl, args)
 	if err != nil {
 		return err
 	}
@@ -284,66 +265,4 @@ func (c *Client) addParamHeaders(h map[string]string, tool string, params json.R
 		h[k] = v
 	}
 	return nil
-}
-
-// standardHeaders are the headers a stateless revision's HTTP request carries: its method, the
-// name or URI it is about, and the revision.
-func standardHeaders(method string, params json.RawMessage, version string) map[string]string {
-	h := map[string]string{"Mcp-Method": method, "Mcp-Protocol-Version": version}
-	switch method {
-	case "tools/call", "prompts/get":
-		if name, _, ok := nameAndURI(params); ok {
-			h["Mcp-Name"] = encodeHeaderValue(name)
-		}
-	case "resources/read":
-		if _, uri, ok := nameAndURI(params); ok {
-			h["Mcp-Name"] = encodeHeaderValue(uri)
-		}
-	}
-	return h
-}
-
-// nameAndURI returns params.name and params.uri as encoding/json decodes them into string fields
-// of one struct, without decoding the rest of params (a tool's arguments can be large).
-func nameAndURI(params json.RawMessage) (name, uri string, ok bool) {
-	var rawName, rawURI []byte
-	folded := false
-	if jsonrpc.EachMember(params, func(k []byte, start, end int) {
-		switch {
-		case string(k) == "name":
-			rawName = params[start:end]
-		case string(k) == "uri":
-			rawURI = params[start:end]
-		case bytes.EqualFold(k, []byte("name")) || bytes.EqualFold(k, []byte("uri")):
-			folded = true
-		}
-	}) && !folded {
-		if rawName != nil && json.Unmarshal(rawName, &name) != nil || rawURI != nil && json.Unmarshal(rawURI, &uri) != nil {
-			return "", "", false
-		}
-		return name, uri, true
-	}
-	// Escaped keys, keys in another case, or no object: encoding/json's rules for them.
-	var p struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return "", "", false
-	}
-	return p.Name, p.URI, true
-}
-
-// encodeHeaderValue writes a value as an HTTP header may carry it: as it is when it is visible
-// ASCII (spaces allowed) without surrounding whitespace, else as =?base64?…?=, as is any value
-// that would read as that form.
-func encodeHeaderValue(v string) string {
-	plain := len(v) == 0 || (v[0] != ' ' && v[len(v)-1] != ' ')
-	for i := 0; plain && i < len(v); i++ {
-		plain = v[i] >= 0x20 && v[i] <= 0x7e
-	}
-	if plain && !(len(v) >= len("=?base64??=") && v[:9] == "=?base64?" && v[len(v)-2:] == "?=") {
-		return v
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }

@@ -5,9 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/northstar-mcp/mcpclient/internal/headers"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/params"
 )
 
 // A Request is one frozen JSON-RPC request: method, params and id, serialized exactly once.
@@ -17,23 +21,222 @@ import (
 // remembers its id (see [Ledger]). Its id denotes this content and nothing else: to change the
 // content, make a new Request with [Client.Supersede].
 type Request struct {
-	id         ID
-	key        string // id.JSON(), the ledger and routing key
-	method     string
-	toolName   string // for tools/call: the tool, whose hints decide safety
-	params     json.RawMessage
-	frame      []byte
-	fp         Fingerprint
+	// requestSpec is what the request was made from; the requests that follow from it (a
+	// re-issue under a new id, the next round, a replacement) start from it, never from its
+	// bytes.
+	requestSpec
+	key    string          // id.JSON(), the ledger and routing key
+	params json.RawMessage // as sent
+	frame  []byte
+	fp     Fingerprint
+	header map[string]string // transport headers naming the request (stateless revisions)
+	owner  *Client
+}
+
+// A requestSpec describes a request before its bytes exist. Its params are the caller's object
+// (base), the top-level members the client sets (extra) and the _meta members it sets (meta,
+// besides those build adds itself); the name, URI and arguments that headers and retry decisions
+// need are kept beside them, read from the caller's object once or given by the typed call that
+// wrote it.
+type requestSpec struct {
+	method  string
+	id      ID // zero until build picks a fresh one
+	base    json.RawMessage
+	name    string          // params.name: the tool of a tools/call, the prompt of a prompts/get
+	uri     string          // params.uri of a resources/read
+	args    json.RawMessage // params.arguments of a tools/call, for its Mcp-Param-* headers
+	extra   map[string]json.RawMessage
+	meta    map[string]json.RawMessage
+	version string // the stateless revision the request is written in; "" for older ones
+
 	idempotent bool // the caller vouched that running it twice does no harm
+	progress   ProgressHandler
+	idle, max  time.Duration
+
 	supersedes ID
 	reason     string // why it supersedes, for the ledger
 	// automatic: the client itself made it to replace a request whose attempt loop it runs (a
 	// safe request re-issued under a new id), so the replaced one is in flight by design.
 	automatic bool
-	progress  ProgressHandler
-	idle, max time.Duration
-	header    map[string]string // transport headers naming the request (stateless revisions)
-	owner     *Client
+}
+
+// asksProgress reports whether the request carries a progress token: for a handler, or for the
+// idle timeout that progress resets.
+func (s *requestSpec) asksProgress() bool { return s.progress != nil || s.idle > 0 }
+
+// build freezes a request: it picks the id (a fresh UUID unless spec names one), writes the
+// params once (the caller's object, the client's members, and the _meta of the request's
+// revision), serializes and fingerprints the frame, and derives the headers from spec. Every
+// request the client sends is made here.
+func (c *Client) build(spec requestSpec) (*Request, error) {
+	if spec.method == "tools/call" && spec.name == "" {
+		// Most often a tool's arguments passed where the call's params belong: the server
+		// would only refuse it, and a recovery would be spent on that refusal.
+		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("tools/call params need the tool's name (for new arguments to the same tool, use CallTool or SupersedeToolCall)")}
+	}
+	if spec.version != "" && removedIn(spec.method, spec.version) {
+		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("%w: %s is not in %s", ErrMethodRemoved, spec.method, spec.version)}
+	}
+	if spec.id.IsZero() {
+		id, err := newID(c.cfg.idVersion)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidArgument, Err: err}
+		}
+		spec.id = id
+	}
+	key := spec.id.JSON()
+	meta, err := c.metaOf(&spec, key)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Err: err}
+	}
+	raw, err := params.Compose(spec.base, spec.extra, meta)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", spec.method, err)}
+	}
+	req := &Request{requestSpec: spec, key: key, params: raw, owner: c}
+	req.frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
+	req.fp = sha256.Sum256(req.frame)
+	if spec.version != "" {
+		req.header = headers.Standard(spec.method, spec.name, spec.uri, spec.version)
+		if spec.method == "tools/call" {
+			if err := c.addParamHeaders(req.header, spec.name, spec.args); err != nil {
+				return nil, &Error{Code: CodeInvalidArgument, Err: err}
+			}
+		}
+	}
+	return req, nil
+}
+
+// metaOf returns the _meta members the client writes into spec's params: spec's own, the
+// request's progress token (its own id, which no other request in flight can have), and in a
+// stateless revision what every request of that revision carries.
+func (c *Client) metaOf(spec *requestSpec, key string) (map[string]json.RawMessage, error) {
+	var stateless map[string]json.RawMessage
+	if spec.version != "" {
+		var err error
+		if stateless, err = c.statelessMeta(spec.version); err != nil {
+			return nil, err
+		}
+	}
+	if len(spec.meta) == 0 && !spec.asksProgress() {
+		return stateless, nil // encoded once per revision and level, shared, never modified
+	}
+	meta := make(map[string]json.RawMessage, len(stateless)+len(spec.meta)+1)
+	for k, v := range stateless {
+		meta[k] = v
+	}
+	for k, v := range spec.meta {
+		meta[k] = v
+	}
+	if spec.asksProgress() {
+		meta["progressToken"] = json.RawMessage(key)
+	}
+	return meta, nil
+}
+
+// NewRequest freezes a request: it picks the id (a fresh UUID, or the one pinned with
+// WithRequestID), serializes method and params once and fingerprints the bytes. Nothing is sent.
+//
+// Freezing first and sending with Do lets a caller record the id durably before any byte leaves,
+// which is what a restart needs to find out later what became of the request.
+//
+// params may be nil, a json.RawMessage, or anything encoding/json marshals to an object.
+func (c *Client) NewRequest(method string, params any, opts ...CallOption) (*Request, error) {
+	req, err := c.newRequest(method, params, opts)
+	return req, returned(err)
+}
+
+// newRequest builds a request of the caller's, in the revision of the current session.
+func (c *Client) newRequest(method string, params any, opts []CallOption) (*Request, error) {
+	spec, err := specOf(method, params)
+	if err != nil {
+		return nil, err
+	}
+	if s := c.current(); s != nil && s.modern {
+		spec.version = s.init.ProtocolVersion
+	}
+	return c.buildWith(spec, opts)
+}
+
+// buildWith applies a caller's options to spec and builds it; a pinned id is checked against
+// the ledger.
+func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error) {
+	var cc callConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(&cc)
+		}
+	}
+	spec.id = cc.id
+	spec.idempotent = cc.idempotent
+	spec.progress, spec.idle, spec.max = cc.progress, cc.idle, cc.max
+	req, err := c.build(spec)
+	if err != nil {
+		return nil, err
+	}
+	if !cc.id.IsZero() {
+		if err := c.ledger.check(req); err != nil {
+			return nil, &Error{Code: CodeRequestIDReused, ID: req.id, Request: req, Err: err}
+		}
+	}
+	return req, nil
+}
+
+// specOf describes a request of method with the caller's params, read once.
+func specOf(method string, p any) (requestSpec, error) {
+	spec := requestSpec{method: method}
+	if call, ok := p.(encodedToolCall); ok {
+		spec.base, spec.name, spec.args = call.raw, call.name, call.args
+		return spec, nil
+	}
+	raw, err := marshalParams(p)
+	if err != nil {
+		return spec, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", method, err)}
+	}
+	spec.base = raw
+	if method == "tools/call" || method == "prompts/get" || method == "resources/read" {
+		// A name or URI that does not read as a string names nothing: the server will say what
+		// is wrong with it.
+		f, _ := params.Read(raw)
+		spec.name, spec.uri, spec.args = f.Name, f.URI, f.Arguments
+	}
+	return spec, nil
+}
+
+func marshalParams(params any) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("must be a JSON object, not %s", truncate(raw, 40))
+	}
+	return raw, nil
+}
+
+// encodedToolCall is the params of a tools/call the client serialized itself, as
+// encoding/json would have serialized CallToolParams, with the name and arguments they were made
+// of: reading them back, or marshalling them again, would scan arguments of any size once more.
+type encodedToolCall struct {
+	name string
+	args json.RawMessage
+	raw  json.RawMessage
+}
+
+func encodeToolCall(name string, args json.RawMessage) encodedToolCall {
+	quoted, _ := json.Marshal(name) // a Go string always marshals
+	raw := make([]byte, 0, len(`{"name":,"arguments":}`)+len(quoted)+len(args))
+	raw = append(append(raw, `{"name":`...), quoted...)
+	if args != nil {
+		raw = append(append(raw, `,"arguments":`...), args...)
+	}
+	return encodedToolCall{name, args, append(raw, '}')}
 }
 
 // ID returns the request's id.
@@ -59,21 +262,6 @@ type Fingerprint [sha256.Size]byte
 
 // String returns the fingerprint in hex.
 func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
-
-// freeze serializes a request once. params must already be valid JSON (or empty).
-func freeze(owner *Client, id ID, method string, params json.RawMessage) *Request {
-	key := id.JSON()
-	frame := jsonrpc.AppendRequest(make([]byte, 0, len(params)+len(method)+len(key)+48), key, method, params)
-	return &Request{
-		id:     id,
-		key:    key,
-		method: method,
-		params: params,
-		frame:  frame,
-		fp:     sha256.Sum256(frame),
-		owner:  owner,
-	}
-}
 
 // A Response is the successful answer to a Request.
 type Response struct {

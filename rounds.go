@@ -37,7 +37,7 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 	corrected := map[int64]bool{}
 	for round := 1; ; round++ {
 		resp, err := c.doOnce(ctx, req)
-		if req.header == nil { // an older revision: nothing more to do
+		if req.version == "" { // an older revision: nothing more to do
 			return resp, err
 		}
 		last := round == MaxRounds
@@ -115,12 +115,12 @@ func correctable(req *Request, rpc *RPCError) bool {
 func (c *Client) correct(ctx context.Context, req *Request, rpc *RPCError, refusal error) (*Request, error) {
 	if rpc.Code == RPCUnsupportedProtocolVersion {
 		v := bestVersion(rpc.supportedVersions(), "", true)
-		return c.reround(req, req.params, v, "sent again in "+v+", the revision the server named")
+		return c.reround(req, req.extra, v, "sent again in "+v+", the revision the server named")
 	}
 	if _, err := collect(c.Tools(ctx)); err != nil {
 		return nil, listingFailed(req, rpc, attemptsOf(refusal), err)
 	}
-	return c.reround(req, req.params, req.header["Mcp-Protocol-Version"], "sent again with the headers of the tool as listed now")
+	return c.reround(req, req.extra, req.version, "sent again with the headers of the tool as listed now")
 }
 
 // listingFailed is the error of a tools/call refused for its headers whose tools could not be
@@ -145,7 +145,7 @@ func listingFailed(req *Request, rpc *RPCError, attempts int, err error) *Error 
 // next round: the same request with inputResponses, and requestState exactly as the server sent
 // it, or none.
 func (c *Client) answerInputs(ctx context.Context, req *Request, inputs map[string]json.RawMessage, state *string) (*Request, error) {
-	set := map[string]json.RawMessage{"inputResponses": nil, "requestState": nil}
+	extra := map[string]json.RawMessage{}
 	if len(inputs) > 0 {
 		responses := make(map[string]json.RawMessage, len(inputs))
 		for key, raw := range inputs {
@@ -173,43 +173,22 @@ func (c *Client) answerInputs(ctx context.Context, req *Request, inputs map[stri
 			responses[key] = b
 		}
 		b, _ := json.Marshal(responses) // raw values that marshalled once
-		set["inputResponses"] = b
+		extra["inputResponses"] = b
 	}
 	if state != nil {
 		b, _ := json.Marshal(*state) // a Go string always marshals
-		set["requestState"] = b
+		extra["requestState"] = b
 	}
-	params, err := setParams(req.params, set)
-	if err != nil {
-		return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Err: err}
-	}
-	return c.reround(req, params, req.header["Mcp-Protocol-Version"], "the next round of a multi round-trip request")
+	return c.reround(req, extra, req.version, "the next round of a multi round-trip request")
 }
 
-// reround freezes the next round of a call: params in revision version, under a new id that
+// reround builds the next round of a call: req's request with extra as its top-level members
+// (the answers of this round; none for a correction), in revision version, under a new id that
 // the ledger records as replacing req's.
-func (c *Client) reround(req *Request, params json.RawMessage, version, reason string) (*Request, error) {
-	id, err := newID(c.cfg.idVersion)
-	if err != nil {
-		return nil, &Error{Code: CodeInvalidArgument, Err: err}
-	}
-	if params, err = c.stampModern(params, version); err != nil {
-		return nil, &Error{Code: CodeInvalidArgument, Err: err}
-	}
-	if req.progress != nil || req.idle > 0 { // reports of this round come under its own id
-		if params, err = setMeta(params, map[string]json.RawMessage{"progressToken": json.RawMessage(id.JSON())}); err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, Err: err}
-		}
-	}
-	next := freeze(c, id, req.method, params)
-	next.header = standardHeaders(req.method, params, version)
-	if req.method == "tools/call" {
-		if err := c.addParamHeaders(next.header, req.toolName, params); err != nil {
-			return nil, &Error{Code: CodeInvalidArgument, Err: err}
-		}
-	}
-	next.toolName, next.idempotent = req.toolName, req.idempotent
-	next.progress, next.idle, next.max = req.progress, req.idle, req.max
-	next.supersedes, next.reason = req.id, reason
-	return next, nil
+func (c *Client) reround(req *Request, extra map[string]json.RawMessage, version, reason string) (*Request, error) {
+	spec := req.requestSpec
+	spec.id = ID{}
+	spec.extra, spec.version = extra, version
+	spec.supersedes, spec.reason, spec.automatic = req.id, reason, false
+	return c.build(spec)
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/northstar-mcp/mcpclient/internal/headers"
 )
 
 // toolCache holds the last complete tools/list: for ListTools, for the Mcp-Param-* headers of a
@@ -21,7 +23,7 @@ type toolCache struct {
 	list    []*Tool
 	byName  map[string]*Tool
 	schemas map[string]*jsonschema.Schema // compiled on first use; nil entry: not checkable
-	headers map[string][]headerParam      // the x-mcp-header declarations of each tool
+	headers map[string][]headers.Param    // the x-mcp-header declarations of each tool
 }
 
 // generation returns the gen a listing beginning now passes to store.
@@ -41,10 +43,10 @@ func (t *toolCache) store(list []*Tool, gen uint64) {
 	}
 	t.valid, t.list = true, list
 	t.byName = make(map[string]*Tool, len(list))
-	t.headers = make(map[string][]headerParam)
+	t.headers = make(map[string][]headers.Param)
 	for _, tool := range list {
 		t.byName[tool.Name] = tool
-		if params, err := headerParams(tool.InputSchema); err == nil && len(params) > 0 {
+		if params, err := headers.Declarations(tool.InputSchema); err == nil && len(params) > 0 {
 			t.headers[tool.Name] = params
 		}
 	}
@@ -52,7 +54,7 @@ func (t *toolCache) store(list []*Tool, gen uint64) {
 }
 
 // headerParamsOf returns the x-mcp-header declarations of a listed tool.
-func (t *toolCache) headerParamsOf(name string) []headerParam {
+func (t *toolCache) headerParamsOf(name string) []headers.Param {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.headers[name]

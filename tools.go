@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+
+	"github.com/northstar-mcp/mcpclient/internal/headers"
 )
 
 // toolHints remembers, from the last tools/list, which tools the server says are safe to run
@@ -158,7 +160,7 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 			if t == nil {
 				continue
 			}
-			if _, err := headerParams(t.InputSchema); err != nil && modern {
+			if _, err := headers.Declarations(t.InputSchema); err != nil && modern {
 				// The protocol requires leaving out a tool whose headers cannot be sent right.
 				c.log.Warn("mcpclient: tool left out of the listing", "tool", t.Name, "err", err)
 				continue
@@ -223,7 +225,7 @@ func (c *Client) sendToolCall(ctx context.Context, req *Request) (*CallToolResul
 		return nil, returned(&Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts,
 			Err: fmt.Errorf("decoding the tools/call result: %w", err)})
 	}
-	if err := c.tools.checkStructured(req.toolName, &res); err != nil {
+	if err := c.tools.checkStructured(req.name, &res); err != nil {
 		return &res, returned(&Error{Code: CodeStructuredContent, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts, Err: err})
 	}
 	return &res, nil

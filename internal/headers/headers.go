@@ -1,7 +1,11 @@
-package mcpclient
+// Package headers holds the HTTP header rules of the stateless MCP revisions (2026-07-28 and
+// later) as pure functions: the headers that name a request (Mcp-Method, Mcp-Name,
+// MCP-Protocol-Version), and the Mcp-Param-* headers a tool's x-mcp-header declarations ask for.
+package headers
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,18 +15,18 @@ import (
 	"strings"
 )
 
-// A headerParam is a tool argument the stateless revisions mirror into an HTTP header: the
+// A Param is a tool argument the stateless revisions mirror into an HTTP header: the
 // inputSchema property at path declares "x-mcp-header": name, and the call carries
 // Mcp-Param-<name> with the argument's value.
-type headerParam struct {
+type Param struct {
 	path []string
 	name string
 	typ  string // integer, string or boolean
 }
 
-// ErrInvalidToolHeaders reports a tool whose x-mcp-header declarations break the rules: such a
+// ErrInvalidDeclaration reports a tool whose x-mcp-header declarations break the rules: such a
 // tool is left out of listings, as the protocol requires.
-var ErrInvalidToolHeaders = errors.New("mcpclient: invalid x-mcp-header declaration")
+var ErrInvalidDeclaration = errors.New("mcpclient: invalid x-mcp-header declaration")
 
 var headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
@@ -30,10 +34,10 @@ var headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 // is no declaration.
 var schemaData = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
 
-// headerParams reads the x-mcp-header declarations of an inputSchema. A declaration must be a
+// Declarations reads the x-mcp-header declarations of an inputSchema. A declaration must be a
 // non-empty token, unique regardless of case, on a property of type integer, string or boolean,
 // reached from the root through properties alone.
-func headerParams(inputSchema json.RawMessage) ([]headerParam, error) {
+func Declarations(inputSchema json.RawMessage) ([]Param, error) {
 	if len(inputSchema) == 0 {
 		return nil, nil
 	}
@@ -41,7 +45,7 @@ func headerParams(inputSchema json.RawMessage) ([]headerParam, error) {
 	if err := json.Unmarshal(inputSchema, &root); err != nil {
 		return nil, nil // not ours to judge: the schema is the server's
 	}
-	var params []headerParam
+	var params []Param
 	seen := map[string]bool{}
 	var walk func(node any, path []string, onChain bool) error
 	walk = func(node any, path []string, onChain bool) error {
@@ -58,16 +62,16 @@ func headerParams(inputSchema json.RawMessage) ([]headerParam, error) {
 				typ, _ := n["type"].(string)
 				switch {
 				case !onChain || len(path) == 0:
-					return fmt.Errorf("%w: %q is not on a property reached through properties", ErrInvalidToolHeaders, decl)
+					return fmt.Errorf("%w: %q is not on a property reached through properties", ErrInvalidDeclaration, decl)
 				case name == "" || !headerToken.MatchString(name):
-					return fmt.Errorf("%w: %q is not an HTTP token", ErrInvalidToolHeaders, decl)
+					return fmt.Errorf("%w: %q is not an HTTP token", ErrInvalidDeclaration, decl)
 				case seen[strings.ToLower(name)]:
-					return fmt.Errorf("%w: %q declared twice", ErrInvalidToolHeaders, name)
+					return fmt.Errorf("%w: %q declared twice", ErrInvalidDeclaration, name)
 				case typ != "integer" && typ != "string" && typ != "boolean":
-					return fmt.Errorf("%w: %q is on a property of type %v", ErrInvalidToolHeaders, name, n["type"])
+					return fmt.Errorf("%w: %q is on a property of type %v", ErrInvalidDeclaration, name, n["type"])
 				}
 				seen[strings.ToLower(name)] = true
-				params = append(params, headerParam{path: append([]string(nil), path...), name: name, typ: typ})
+				params = append(params, Param{path: append([]string(nil), path...), name: name, typ: typ})
 			}
 			for k, v := range n {
 				switch {
@@ -97,9 +101,9 @@ func headerParams(inputSchema json.RawMessage) ([]headerParam, error) {
 	return params, nil
 }
 
-// paramHeaders computes the Mcp-Param-* headers of a call with arguments args. An argument that
+// ParamValues computes the Mcp-Param-* headers of a call with arguments args. An argument that
 // is absent or null sends no header; false, 0 and "" are sent.
-func paramHeaders(params []headerParam, args json.RawMessage) (map[string]string, error) {
+func ParamValues(params []Param, args json.RawMessage) (map[string]string, error) {
 	if len(params) == 0 || len(args) == 0 {
 		return nil, nil
 	}
@@ -136,7 +140,7 @@ func paramHeaders(params []headerParam, args json.RawMessage) (map[string]string
 		default:
 			return nil, fmt.Errorf("argument %s for header %s is no string, integer or boolean", strings.Join(p.path, "."), p.name)
 		}
-		h["Mcp-Param-"+p.name] = encodeHeaderValue(s)
+		h["Mcp-Param-"+p.name] = EncodeValue(s)
 	}
 	return h, nil
 }
@@ -158,4 +162,32 @@ func integerText(n json.Number) (string, error) {
 		return "", fmt.Errorf("%s is no integer within ±(2^53-1)", n)
 	}
 	return strconv.FormatInt(int64(f), 10), nil
+}
+
+// Standard returns the headers every request of a stateless revision carries over HTTP: its
+// method and revision, and the name (tools/call, prompts/get) or URI (resources/read) it is
+// about.
+func Standard(method, name, uri, version string) map[string]string {
+	h := map[string]string{"Mcp-Method": method, "Mcp-Protocol-Version": version}
+	switch method {
+	case "tools/call", "prompts/get":
+		h["Mcp-Name"] = EncodeValue(name)
+	case "resources/read":
+		h["Mcp-Name"] = EncodeValue(uri)
+	}
+	return h
+}
+
+// EncodeValue writes a value as an HTTP header may carry it: as it is when it is visible ASCII
+// (spaces allowed) without surrounding whitespace, else as =?base64?…?=, as is any value that
+// would read as that form.
+func EncodeValue(v string) string {
+	plain := len(v) == 0 || (v[0] != ' ' && v[len(v)-1] != ' ')
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] >= 0x20 && v[i] <= 0x7e
+	}
+	if plain && !(len(v) >= len("=?base64??=") && v[:9] == "=?base64?" && v[len(v)-2:] == "?=") {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }

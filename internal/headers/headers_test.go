@@ -1,4 +1,4 @@
-package mcpclient
+package headers
 
 import (
 	"encoding/json"
@@ -24,8 +24,8 @@ func TestEncodeHeaderValue(t *testing.T) {
 		"=?base64?":           "=?base64?",
 		"SELECT * FROM users": "SELECT * FROM users",
 	} {
-		if got := encodeHeaderValue(in); got != want {
-			t.Errorf("encodeHeaderValue(%q) = %q, want %q", in, got, want)
+		if got := EncodeValue(in); got != want {
+			t.Errorf("EncodeValue(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -33,20 +33,20 @@ func TestEncodeHeaderValue(t *testing.T) {
 func TestHeaderParams(t *testing.T) {
 	valid := []struct {
 		schema string
-		want   []headerParam
+		want   []Param
 	}{
 		{`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`,
-			[]headerParam{{path: []string{"region"}, name: "Region", typ: "string"}}},
+			[]Param{{path: []string{"region"}, name: "Region", typ: "string"}}},
 		{`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"integer","x-mcp-header":"B"}}}}}`,
-			[]headerParam{{path: []string{"a", "b"}, name: "B", typ: "integer"}}},
+			[]Param{{path: []string{"a", "b"}, name: "B", typ: "integer"}}},
 		{`{"type":"object","properties":{"x":{"type":"string","default":{"x-mcp-header":"ignored"},"enum":["a"]}}}`, nil},
 		{`{"type":"object"}`, nil},
 		{``, nil},
 	}
 	for _, tt := range valid {
-		got, err := headerParams(json.RawMessage(tt.schema))
+		got, err := Declarations(json.RawMessage(tt.schema))
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("headerParams(%s) = %+v, %v; want %+v", tt.schema, got, err, tt.want)
+			t.Errorf("Declarations(%s) = %+v, %v; want %+v", tt.schema, got, err, tt.want)
 		}
 	}
 	for _, schema := range []string{
@@ -66,14 +66,14 @@ func TestHeaderParams(t *testing.T) {
 		`{"$defs":{"d":{"type":"string","x-mcp-header":"D"}},"properties":{"d":{"$ref":"#/$defs/d"}}}`,
 		`{"type":"string","x-mcp-header":"Root"}`,
 	} {
-		if _, err := headerParams(json.RawMessage(schema)); !errors.Is(err, ErrInvalidToolHeaders) {
-			t.Errorf("headerParams(%s) accepted the declaration (err %v)", schema, err)
+		if _, err := Declarations(json.RawMessage(schema)); !errors.Is(err, ErrInvalidDeclaration) {
+			t.Errorf("Declarations(%s) accepted the declaration (err %v)", schema, err)
 		}
 	}
 }
 
 func TestParamHeaders(t *testing.T) {
-	params := []headerParam{
+	params := []Param{
 		{path: []string{"region"}, name: "Region", typ: "string"},
 		{path: []string{"priority"}, name: "Priority", typ: "integer"},
 		{path: []string{"verbose"}, name: "Verbose", typ: "boolean"},
@@ -81,7 +81,7 @@ func TestParamHeaders(t *testing.T) {
 		{path: []string{"nested", "zone"}, name: "Zone", typ: "string"},
 		{path: []string{"absent"}, name: "Absent", typ: "string"},
 	}
-	got, err := paramHeaders(params, json.RawMessage(`{"region":" us-west1","priority":42,"verbose":false,"empty":"","nested":{"zone":"b"},"query":"x"}`))
+	got, err := ParamValues(params, json.RawMessage(`{"region":" us-west1","priority":42,"verbose":false,"empty":"","nested":{"zone":"b"},"query":"x"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +95,13 @@ func TestParamHeaders(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("paramHeaders = %v, want %v", got, want)
 	}
-	got, err = paramHeaders(params, json.RawMessage(`{"region":"r","verbose":null,"priority":4.2e1}`))
+	got, err = ParamValues(params, json.RawMessage(`{"region":"r","verbose":null,"priority":4.2e1}`))
 	if err != nil || got["Mcp-Param-Priority"] != "42" || len(got) != 2 {
 		t.Errorf("null is omitted and 4.2e1 is sent as 42: %v, %v", got, err)
 	}
 	for _, args := range []string{`{"priority":9007199254740992}`, `{"priority":1.5}`, `{"region":["a"]}`} {
-		if _, err := paramHeaders(params, json.RawMessage(args)); err == nil {
-			t.Errorf("paramHeaders(%s) accepted a value a header cannot carry", args)
+		if _, err := ParamValues(params, json.RawMessage(args)); err == nil {
+			t.Errorf("ParamValues(%s) accepted a value a header cannot carry", args)
 		}
 	}
 }

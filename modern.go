@@ -33,21 +33,6 @@ const (
 // Client.Ping is not refused: it sends server/discover there.
 var ErrMethodRemoved = errors.New("mcpclient: method not in the negotiated protocol revision")
 
-// removedMethods are the client requests 2026-07-28 took out of the protocol.
-var removedMethods = map[string]bool{
-	"initialize":            true,
-	"ping":                  true,
-	"resources/subscribe":   true,
-	"resources/unsubscribe": true,
-	"tasks/get":             true,
-	"tasks/result":          true,
-	"tasks/list":            true,
-	"tasks/cancel":          true,
-}
-
-// removedIn reports whether revision version took method out of the protocol.
-func removedIn(method, version string) bool { return isModern(version) && removedMethods[method] }
-
 // WithProtocolVersion pins the protocol revision. A stateless one (2026-07-28) is used without
 // the fallback to initialize; an older one skips server/discover and is the one offered in
 // initialize. Default: server/discover with LatestProtocolVersion, falling back to initialize

@@ -176,3 +176,54 @@ func (b *hintedBackOff) NextBackOff() time.Duration {
 	b.hint = 0
 	return next
 }
+
+// methodFacts are what the client knows of a client request method, as far as retries and
+// revisions are concerned.
+type methodFacts struct {
+	// safe: the request changes nothing on the server, so running it twice does no harm.
+	safe bool
+	// removed: the stateless revisions (2026-07-28 and later) took the method out of the
+	// protocol; the client refuses it before sending there.
+	removed bool
+	// input: a stateless server may answer it with input_required (multi round-trip requests).
+	input bool
+}
+
+// methods is the one table of method facts; a method it does not name is none of these.
+var methods = map[string]methodFacts{
+	"initialize":               {safe: true, removed: true},
+	"ping":                     {safe: true, removed: true},
+	"server/discover":          {safe: true},
+	"tools/list":               {safe: true},
+	"tools/call":               {input: true},
+	"resources/list":           {safe: true},
+	"resources/templates/list": {safe: true},
+	"resources/read":           {safe: true, input: true},
+	"resources/subscribe":      {safe: true, removed: true},
+	"resources/unsubscribe":    {safe: true, removed: true},
+	"prompts/list":             {safe: true},
+	"prompts/get":              {safe: true, input: true},
+	"completion/complete":      {safe: true},
+	"logging/setLevel":         {safe: true},
+	"subscriptions/listen":     {safe: true},
+	"tasks/get":                {safe: true, removed: true},
+	"tasks/list":               {safe: true, removed: true},
+	"tasks/result":             {safe: true, removed: true}, // blocks until the task ends, reads its result
+	"tasks/cancel":             {safe: true, removed: true}, // idempotent: a repeat finds the task cancelled
+}
+
+// removedIn reports whether revision version took method out of the protocol.
+func removedIn(method, version string) bool { return isModern(version) && methods[method].removed }
+
+// asksForInput reports whether a stateless server may answer method with input_required.
+func asksForInput(method string) bool { return methods[method].input }
+
+// safeToRepeat reports whether req may run twice without harm: a read-only method, a request
+// the caller vouched for, or a call of a tool whose last listing says readOnlyHint or
+// idempotentHint.
+func (c *Client) safeToRepeat(req *Request) bool {
+	if req.idempotent || methods[req.method].safe {
+		return true
+	}
+	return req.method == "tools/call" && c.hints.repeatable(req.name)
+}

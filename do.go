@@ -1,0 +1,664 @@
+package mcpclient
+
+// The life of a call, in the order it is lived: Do hands a frozen request to the rounds of its
+// revision (do), each round runs one attempt loop under one id (doOnce, run), each attempt sends
+// the bytes once and reads what happened (attempt), the outcome decides between an answer, a
+// resend, a re-issue under a new id, or an error (step), and the ledger records how the id ended
+// (settle). Resend and Supersede, the caller's two ways on after an unknown outcome, follow.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// Do sends a frozen request and returns the server's answer.
+//
+// The request's id denotes its bytes for as long as the client lives (see [Ledger]). Do retries
+// under the client's RetryPolicy: a request that was not delivered is resent as it is; after an
+// uncertain attempt, the same bytes are resent under the same id when the server keeps receipts,
+// a request that is safe to repeat is otherwise re-issued under a new id, and any other request
+// ends with ErrOutcomeUnknown. Calling Do again with the same request is a resend; if the request
+// is still in flight, the second caller waits for the first attempt loop and gets its result.
+//
+// After ErrOutcomeUnknown, inspect the server's state before anything else (did the reservation
+// happen?), then either Resend the same request to re-read its outcome, or Supersede it.
+func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
+	resp, err := c.do(ctx, req)
+	return resp, returned(err)
+}
+
+// MaxRounds bounds the requests one call may take in a stateless revision: the original, and
+// the re-issues that answer the server's input requests or correct a refused revision or header.
+const MaxRounds = 8
+
+// ErrRoundLimit: a call in a stateless revision would need a request beyond MaxRounds, because
+// the answer to the last one asked for input again, or refused it in a way a re-issue would mend.
+// The client does not send that request. The *Error names the last request sent; its answer was
+// no result, so nothing the call produced was thrown away. Its Code is CodeProtocol after
+// input_required, and CodeServerError, with the *RPCError, after a refusal.
+var ErrRoundLimit = errors.New("mcpclient: the call needs more requests than MaxRounds")
+
+// do sends req and, in a stateless revision, carries the call through the rounds the protocol
+// defines. Each round is a new request with a new id, linked to the one before in the ledger:
+//   - input_required: the client answers the input requests with its handlers (elicitation,
+//     sampling, roots) and sends the request again with inputResponses and the server's
+//     requestState, untouched (multi round-trip requests, SEP-2322);
+//   - -32022 UnsupportedProtocolVersion: sent again in a revision the refusal names;
+//   - -32020 HeaderMismatch on tools/call: sent again after listing the tools, with fresh
+//     Mcp-Param-* headers.
+//
+// Both refusals come before execution, so the re-issue cannot run anything twice. A complete
+// answer ends the call in any round; when the answer to round MaxRounds would need one more
+// round, the call ends with ErrRoundLimit before anything more is sent.
+func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
+	corrected := map[int64]bool{}
+	for round := 1; ; round++ {
+		resp, err := c.doOnce(ctx, req)
+		if req.version == "" { // an older revision: nothing more to do
+			return resp, err
+		}
+		last := round == MaxRounds
+		if err != nil {
+			var rpc *RPCError
+			if !errors.As(err, &rpc) || corrected[rpc.Code] || !correctable(req, rpc) {
+				return nil, err
+			}
+			if last {
+				return nil, &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: attemptsOf(err),
+					Err: fmt.Errorf("%w: the request mending this refusal would be request %d: %w", ErrRoundLimit, MaxRounds+1, rpc)}
+			}
+			next, cerr := c.correct(ctx, req, rpc, err)
+			if cerr != nil {
+				return nil, cerr
+			}
+			corrected[rpc.Code] = true
+			req = next
+			continue
+		}
+		resultType, ok := resultTypeOf(resp.Result)
+		if !ok {
+			return resp, nil // not an object: the caller's decoding will say so
+		}
+		switch resultType {
+		case "", "complete":
+			return resp, nil
+		case "input_required":
+			var r struct {
+				InputRequests map[string]json.RawMessage `json:"inputRequests"`
+				RequestState  *string                    `json:"requestState"`
+			}
+			if err := json.Unmarshal(resp.Result, &r); err != nil {
+				return resp, nil // the caller's decoding will say what is wrong with it
+			}
+			if !asksForInput(req.method) {
+				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
+					Err: fmt.Errorf("%s answered input_required", req.method)}
+			}
+			if last {
+				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
+					Err: fmt.Errorf("%w: request %d still answered input_required", ErrRoundLimit, MaxRounds)}
+			}
+			next, err := c.answerInputs(ctx, req, r.InputRequests, r.RequestState)
+			if err != nil {
+				return nil, err
+			}
+			req = next
+		default:
+			return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
+				Err: fmt.Errorf("unknown resultType %q", resultType)}
+		}
+	}
+}
+
+// resultTypeOf reads a stateless result's resultType as encoding/json decodes it into a string
+// field, without decoding the rest of the result, which is the caller's. ok is false when it would
+// not decode (the result is no object, resultType no string).
+func resultTypeOf(result json.RawMessage) (resultType string, ok bool) {
+	var raw []byte
+	folded := false
+	if jsonrpc.EachMember(result, func(k []byte, start, end int) {
+		switch {
+		case string(k) == "resultType":
+			raw = result[start:end]
+		case bytes.EqualFold(k, []byte("resultType")):
+			folded = true
+		}
+	}) && !folded {
+		return resultType, raw == nil || json.Unmarshal(raw, &resultType) == nil
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	err := json.Unmarshal(result, &r)
+	return r.ResultType, err == nil
+}
+
+// doOnce runs the attempt loop of one request: one id, one content.
+func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
+	if req == nil || req.owner != c {
+		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request was not made by this client")}
+	}
+	f, leader, err := c.ledger.begin(req)
+	if err != nil {
+		return nil, err
+	}
+	if !leader {
+		return awaitFlight(ctx, req, f)
+	}
+	ctx, stop, followProgress := c.watchCall(ctx, req)
+	defer stop()
+	if req.progress != nil || req.idle > 0 {
+		c.listenForProgress()
+	}
+	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior, followProgress: followProgress,
+		// A resend inherits what earlier calls learned about the id.
+		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict}
+	settled := false
+	defer func() {
+		if !settled { // a panic in a hook: release the waiters, then let it go on
+			r.settle(nil, &Error{Code: CodeOutcomeUnknown, ID: r.cur.id, Request: r.cur, Attempts: r.attempts,
+				Err: errors.New("panic during the attempt loop")}, StateUncertain, f)
+		}
+	}()
+	resp, state, err := r.run(ctx)
+	r.settle(resp, err, state, f)
+	settled = true
+	return resp, err
+}
+
+// awaitFlight waits for another caller's attempt loop for the same request.
+func awaitFlight(ctx context.Context, req *Request, f *flight) (*Response, error) {
+	select {
+	case <-f.done:
+		if f.resp == nil {
+			return nil, f.err
+		}
+		resp := *f.resp
+		resp.Result = bytes.Clone(resp.Result)
+		return &resp, nil
+	case <-ctx.Done():
+		return nil, &Error{Code: CodeOutcomeUnknown, ID: req.id, Request: req, Err: fmt.Errorf("waiting for the attempt already in flight: %w", ctx.Err())}
+	}
+}
+
+// attemptLoop is the state of one Do call across its attempts.
+type attemptLoop struct {
+	c    *Client
+	orig *Request
+	// cur is the request now being sent: orig, or its re-issue under a new id.
+	cur       *Request
+	curFlight *flight // the ledger flight of cur when cur is a re-issue
+	safe      bool
+
+	attempts int
+	// resent: an attempt of cur's bytes may have reached the server, so a refusal of the id may
+	// be the server recognizing it.
+	resent bool
+	// reached: an attempt of cur may have reached the server in this loop. Unlike resent it
+	// survives a new session, for the ledger.
+	reached bool
+	// uncertainIn is the session of cur's last uncertain attempt; the receipt that could settle
+	// it lives there.
+	uncertainIn   *session
+	everUncertain bool
+	prior         State // the original's state before this loop
+	lastErr       error
+	hint          *hintedBackOff
+	// reissueNext: cur is to be re-issued under a new id before the next send.
+	reissueNext bool
+	// followProgress moves the call's progress handler and idle timeout to a re-issue's token.
+	followProgress func(token string)
+}
+
+// run sends cur until an attempt settles the matter or the policy's attempts, the caller's
+// context or the client run out, waiting between attempts as the backoff and the server's delay
+// hints say.
+func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
+	p := r.c.cfg.retry
+	r.hint = &hintedBackOff{BackOff: backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), max: p.MaxServerDelay}
+	// The waits between attempts end with the caller's context, and when the client closes.
+	waitCtx, stopWaiting := r.c.untilClosed(ctx)
+	defer stopWaiting()
+	b := backoff.WithContext(r.hint, waitCtx)
+	var final step
+	tries := 0 // the failed attempts as MaxAttempts counts them: sends, and reconnections before one
+	resp, err := backoff.RetryNotifyWithData(func() (*Response, error) {
+		st := r.attempt(ctx)
+		if st.final != nil {
+			final = st
+			return nil, backoff.Permanent(st.final)
+		}
+		return st.resp, st.retry
+	}, b, func(err error, d time.Duration) {
+		tries++
+		r.c.log.Debug("mcpclient: retrying", "id", r.cur.key, "method", r.cur.method, "attempt", tries, "delay", d, "err", err)
+		if p.OnRetry != nil {
+			p.OnRetry(tries, err, d)
+		}
+	})
+	switch {
+	case err == nil:
+		return resp, StateAnswered, nil
+	case final.final != nil:
+		return nil, final.state, final.final
+	}
+	// Out of attempts, or the context ended or the client closed between attempts.
+	cause := r.lastErr
+	closed := errors.Is(context.Cause(waitCtx), ErrClosed) && ctx.Err() == nil
+	if ctxErr := context.Cause(waitCtx); ctxErr != nil && !errors.Is(cause, ctxErr) {
+		cause = fmt.Errorf("%w (last attempt: %w)", ctxErr, cause)
+	}
+	switch {
+	case r.everUncertain:
+		return nil, StateUncertain, r.fail(CodeOutcomeUnknown, cause)
+	case closed:
+		return nil, r.undeliveredState(), r.fail(CodeClosed, fmt.Errorf("while waiting to retry (last attempt: %w)", r.lastErr))
+	}
+	return nil, r.undeliveredState(), r.fail(CodeNotDelivered, cause)
+}
+
+// A step is what one attempt leaves its loop with: an answer; or the end of the loop, with the
+// ledger state it leaves and the error the call returns; or, with neither, the cause to retry
+// after.
+type step struct {
+	resp  *Response
+	state State  // with final
+	final *Error // the call's error: no more attempts
+	retry error  // the cause of a retry
+}
+
+// stepAnswer ends the loop with resp.
+func stepAnswer(resp *Response) step { return step{resp: resp, state: StateAnswered} }
+
+// stepEnd ends the loop with err, leaving the id in state.
+func stepEnd(state State, err *Error) step { return step{state: state, final: err} }
+
+// stepRetry asks for another attempt after the loop's wait, cause being why.
+func stepRetry(cause error) step { return step{retry: cause} }
+
+// attempt sends cur once, on the live session, and reads its outcome.
+func (r *attemptLoop) attempt(ctx context.Context) step {
+	c, p := r.c, r.c.cfg.retry
+	s, err := c.session(ctx)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) { // the client is closed, or the server refused the session
+			if e.Code == CodeClosed { // named once, by the code or the cause, not once per layer
+				switch {
+				case r.everUncertain:
+					err = ErrClosed
+				case r.lastErr != nil:
+					err = fmt.Errorf("before the next attempt (last attempt: %w)", r.lastErr)
+				default:
+					err = nil
+				}
+			}
+			if r.everUncertain {
+				return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
+			}
+			return stepEnd(r.undeliveredState(), r.fail(e.Code, err))
+		}
+		r.lastErr = err
+		return r.giveUpUnlessRetrying(err)
+	}
+	if r.uncertainIn != nil && r.uncertainIn != s {
+		// The session that could answer for the uncertain attempt is gone, and with it any
+		// receipt: a resend could run the request a second time. Only a request that is safe
+		// to repeat goes on.
+		if !r.safe {
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: a resend could run the request twice (last attempt: %w)", ErrSessionLost, r.lastErr)))
+		}
+		r.uncertainIn, r.resent = nil, false
+	}
+	if r.reissueNext {
+		r.reissueNext = false
+		if fail := r.reissue(); fail != nil {
+			return stepEnd(StateUncertain, fail)
+		}
+	}
+
+	r.attempts++
+	c.ledger.attempted(r.cur.key)
+	result, err := s.exchange(ctx, r.cur)
+	var malformed *errMalformedAnswer
+	if errors.As(err, &malformed) || errors.Is(err, transport.ErrMessageTooLarge) {
+		// The server answered the id with something that is no usable answer (both result and
+		// error, an error that is no object, more bytes than the limit): the request may have
+		// run, and a resend would only fetch the same thing again.
+		r.reached, r.everUncertain = true, true
+		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
+	}
+	outcome := p.Classify(err, r.resent)
+	if outcome != OutcomeNotDelivered {
+		r.reached = true
+	}
+	switch outcome {
+	case OutcomeAnswered:
+		if err != nil {
+			return stepEnd(StateFailed, r.fail(CodeServerError, err))
+		}
+		return stepAnswer(&Response{Request: r.cur, Result: result, Attempts: r.attempts})
+	case OutcomeConflict:
+		code := CodeRequestInFlight
+		var rpc *RPCError
+		if errors.As(err, &rpc) && rpc.IDReused() {
+			code = CodeRequestIDReused
+		}
+		return stepEnd(StateConflict, r.fail(code, err))
+	case OutcomeNotDelivered:
+		r.lastErr = err
+		r.hint.hint = serverDelay(err)
+		return r.giveUpUnlessRetrying(err)
+	}
+
+	// Uncertain. The server's delay hint bounds a resend and a re-issue alike.
+	r.lastErr = err
+	r.everUncertain, r.resent, r.uncertainIn = true, true, s
+	r.hint.hint = serverDelay(err)
+	switch {
+	case p.Mode == RetryNever:
+		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
+	case s.receipts != "" || p.Mode == RetryAlways:
+		return stepRetry(err)
+	case r.safe:
+		// Re-issued just before the next send, so that no id takes a ledger entry, or names
+		// the call's error, without having been sent.
+		r.reissueNext = true
+		return stepRetry(err)
+	}
+	return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("no receipts known and the request is not safe to repeat: %w", err)))
+}
+
+// giveUpUnlessRetrying ends the loop after an undelivered attempt under RetryNever, and
+// otherwise asks for a retry after err.
+func (r *attemptLoop) giveUpUnlessRetrying(err error) step {
+	switch {
+	case r.c.cfg.retry.Mode != RetryNever:
+		return stepRetry(err)
+	case r.everUncertain:
+		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
+	}
+	return stepEnd(r.undeliveredState(), r.fail(CodeNotDelivered, err))
+}
+
+// undeliveredState is the ledger state after a loop none of whose attempts was delivered: what
+// was known before, if anything definite was (a re-read that failed does not undo an answer).
+func (r *attemptLoop) undeliveredState() State {
+	if r.cur == r.orig && (r.prior == StateAnswered || r.prior == StateFailed) {
+		return r.prior
+	}
+	return StateFailed
+}
+
+func (r *attemptLoop) fail(code Code, cause error) *Error {
+	return &Error{Code: code, ID: r.cur.id, Request: r.cur, Attempts: r.attempts, Err: cause}
+}
+
+// reissue replaces cur by the same method and params under a new id, as the protocol asks of a
+// safe request whose stream broke. The old entry stays in the ledger, marked superseded.
+func (r *attemptLoop) reissue() *Error {
+	spec := r.cur.requestSpec
+	spec.id = ID{}
+	spec.supersedes, spec.automatic = r.cur.id, true
+	spec.reason = "re-issued under a new id after an uncertain attempt; the request is safe to repeat"
+	// Its progress token is its own id: reports of the first execution, which may still run,
+	// must not pass for this one's.
+	next, err := r.c.build(spec)
+	if err != nil {
+		return r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issuing: %w (last attempt: %w)", err, r.lastErr))
+	}
+	f, _, err := r.c.ledger.begin(next)
+	if err != nil {
+		// The request may have run, and it stays in the ledger, unresolved: its outcome is
+		// what the caller must learn, whatever kept the re-issue from being tracked.
+		return r.fail(CodeOutcomeUnknown, fmt.Errorf("the re-issue under a new id was refused: %w (last attempt: %w)", err, r.lastErr))
+	}
+	if r.curFlight != nil {
+		r.c.ledger.settle(r.cur.key, r.curFlight, StateUncertain, true, nil,
+			r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issued as %s after: %w", next.key, r.lastErr)))
+	}
+	r.cur, r.curFlight = next, f
+	r.resent, r.reached, r.uncertainIn = false, false, nil
+	if next.asksProgress() {
+		r.followProgress(next.key)
+	}
+	return nil
+}
+
+// settle records the end of the loop in the ledger: for the request last sent, and for the
+// original when a re-issue took its place.
+func (r *attemptLoop) settle(resp *Response, err error, state State, f *flight) {
+	reached := r.reached
+	if r.curFlight != nil {
+		r.c.ledger.settle(r.cur.key, r.curFlight, state, reached, resp, err)
+		// The original was re-issued after an uncertain attempt: it may or may not have run.
+		state, reached = StateUncertain, true
+	}
+	r.c.ledger.settle(r.orig.key, f, state, reached, resp, err)
+}
+
+// untilClosed returns a context that ends with ctx, or with ErrClosed as its cause when the
+// client closes, and the func that releases it.
+func (c *Client) untilClosed(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// attemptsOf returns the attempts an *Error in err's chain counts.
+func attemptsOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Attempts
+	}
+	return 0
+}
+
+// correctable reports whether a stateless server's refusal of req says how to mend it.
+func correctable(req *Request, rpc *RPCError) bool {
+	switch rpc.Code {
+	case RPCUnsupportedProtocolVersion:
+		return bestVersion(rpc.supportedVersions(), "", true) != ""
+	case RPCHeaderMismatch:
+		return req.method == "tools/call"
+	}
+	return false
+}
+
+// correct builds the re-issue of a request a stateless server refused before running it, with
+// a refusal that correctable accepted. refusal is the error of req that carries rpc.
+func (c *Client) correct(ctx context.Context, req *Request, rpc *RPCError, refusal error) (*Request, error) {
+	if rpc.Code == RPCUnsupportedProtocolVersion {
+		v := bestVersion(rpc.supportedVersions(), "", true)
+		return c.reround(req, req.extra, v, "sent again in "+v+", the revision the server named")
+	}
+	if _, err := collect(c.Tools(ctx)); err != nil {
+		return nil, listingFailed(req, rpc, attemptsOf(refusal), err)
+	}
+	return c.reround(req, req.extra, req.version, "sent again with the headers of the tool as listed now")
+}
+
+// listingFailed is the error of a tools/call refused for its headers whose tools could not be
+// listed again to mend them. It is about the call, which the server refused before running it:
+// its id, its refusal, and the listing's failure as the cause. The listing's own *Error is not
+// in the chain, so that its Code (ErrOutcomeUnknown for a lost tools/list, say) is not taken for
+// the call's.
+func listingFailed(req *Request, rpc *RPCError, attempts int, err error) *Error {
+	cause := err
+	var e *Error
+	if errors.As(err, &e) {
+		cause = fmt.Errorf("%s for tools/list request %s: %w", e.Code, e.ID.JSON(), e.Err)
+		if e.ID.IsZero() {
+			cause = fmt.Errorf("%s: %w", e.Code, e.Err)
+		}
+	}
+	return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: attempts,
+		Err: fmt.Errorf("%w; listing the tools to mend the headers failed: %w", rpc, cause)}
+}
+
+// answerInputs answers the server's input requests with the client's handlers and builds the
+// next round: the same request with inputResponses, and requestState exactly as the server sent
+// it, or none.
+func (c *Client) answerInputs(ctx context.Context, req *Request, inputs map[string]json.RawMessage, state *string) (*Request, error) {
+	extra := map[string]json.RawMessage{}
+	if len(inputs) > 0 {
+		responses := make(map[string]json.RawMessage, len(inputs))
+		for key, raw := range inputs {
+			var in struct {
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			}
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Err: fmt.Errorf("input request %q: %w", key, err)}
+			}
+			h := c.handlerFor(in.Method)
+			if h == nil || in.Method == "ping" {
+				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req,
+					Err: fmt.Errorf("input request %q asks for %s, which the client did not declare", key, in.Method)}
+			}
+			result, err := runRequestHandler(ctx, h, in.Params)
+			if err != nil {
+				return nil, &Error{Code: CodeInvalidArgument, ID: req.id, Request: req,
+					Err: fmt.Errorf("the handler of input request %q (%s): %w", key, in.Method, err)}
+			}
+			b, err := json.Marshal(result)
+			if err != nil {
+				return nil, &Error{Code: CodeInvalidArgument, ID: req.id, Request: req, Err: err}
+			}
+			responses[key] = b
+		}
+		b, _ := json.Marshal(responses) // raw values that marshalled once
+		extra["inputResponses"] = b
+	}
+	if state != nil {
+		b, _ := json.Marshal(*state) // a Go string always marshals
+		extra["requestState"] = b
+	}
+	return c.reround(req, extra, req.version, "the next round of a multi round-trip request")
+}
+
+// reround builds the next round of a call: req's request with extra as its top-level members
+// (the answers of this round; none for a correction), in revision version, under a new id that
+// the ledger records as replacing req's.
+func (c *Client) reround(req *Request, extra map[string]json.RawMessage, version, reason string) (*Request, error) {
+	spec := req.requestSpec
+	spec.id = ID{}
+	spec.extra, spec.version = extra, version
+	spec.supersedes, spec.reason, spec.automatic = req.id, reason, false
+	return c.build(spec)
+}
+
+// Resend sends req again: the same bytes under the same id. Use it to re-read the outcome of a
+// request that ended with ErrOutcomeUnknown or a conflict, after inspecting the server's state.
+// A server that keeps receipts answers with the reply it holds, without running the request
+// again; one that keeps none may run it again, which is why Resend is the caller's decision and
+// never the client's.
+//
+// Resend is Do by another name, so that code that re-reads says so; it retries under the same
+// policy.
+func (c *Client) Resend(ctx context.Context, req *Request) (*Response, error) {
+	return c.Do(ctx, req)
+}
+
+// An Inspection records what a caller looked at, after an uncertain or refused request, before
+// deciding to send different content: the evidence that replacing the request is deliberate.
+type Inspection struct {
+	// Checked says what was looked at: a query, a resource read, a person asked.
+	Checked string
+	// Found says what it showed about the earlier request's effect.
+	Found string
+}
+
+func (i Inspection) String() string { return "checked " + i.Checked + "; found " + i.Found }
+
+// Supersede replaces prev by a new request under a new id, and sends it.
+//
+// Use Supersede, not Resend, when the content must change, or when the inspection showed that
+// prev did not run and must run again under a new id. It refuses to work without an inspection
+// (ErrInspectionRequired) and while prev is still in flight (ErrRequestInFlight): moving to a new
+// id merely to get past an error is what it is there to prevent.
+//
+// The new request has prev's method and params (nil keeps prev's), and carries
+// _meta.supersedes = prev's id on the wire. The ledger keeps prev's entry and records which id
+// replaced it and why. Note that the server will run the new request: it is a new request.
+//
+// For a tools/call, params are the call's params, the tool's name included; to change only the
+// tool's arguments, use SupersedeToolCall.
+func (c *Client) Supersede(ctx context.Context, prev *Request, inspection Inspection, params any, opts ...CallOption) (*Response, error) {
+	next, err := c.newSupersedingRequest(prev, inspection, params, opts)
+	if err != nil {
+		return nil, returned(err)
+	}
+	if testHookSupersedeBuilt != nil {
+		testHookSupersedeBuilt()
+	}
+	return c.Do(ctx, next)
+}
+
+// testHookSupersedeBuilt, set only by tests, runs between the building of a superseding request
+// and its sending.
+var testHookSupersedeBuilt func()
+
+// SupersedeToolCall replaces the tool call prev by a call of the same tool with args (anything
+// that marshals to a JSON object, or nil), under a new id, and sends it: Supersede for the usual
+// correction, new arguments for the same tool. The new call's params are the tool's name, args
+// and _meta.supersedes; what else prev's params carried is not kept (use Supersede to write the
+// params whole). It needs an inspection and refuses a prev still in flight, as Supersede does,
+// and returns the result as CallTool does.
+func (c *Client) SupersedeToolCall(ctx context.Context, prev *Request, inspection Inspection, args any, opts ...CallOption) (*CallToolResult, error) {
+	if prev == nil || prev.owner != c {
+		return nil, returned(&Error{Code: CodeInvalidArgument, Err: errors.New("the request to supersede was not made by this client")})
+	}
+	if prev.method != "tools/call" {
+		return nil, returned(&Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev,
+			Err: fmt.Errorf("SupersedeToolCall replaces a tools/call, not a %s", prev.method)})
+	}
+	rawArgs, err := marshalParams(args)
+	if err != nil {
+		return nil, returned(&Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("arguments of tool %s: %w", prev.name, err)})
+	}
+	next, err := c.newSupersedingRequest(prev, inspection, encodeToolCall(prev.name, rawArgs), opts)
+	if err != nil {
+		return nil, returned(err)
+	}
+	return c.sendToolCall(ctx, next)
+}
+
+func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, params any, opts []CallOption) (*Request, error) {
+	if prev == nil || prev.owner != c {
+		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request to supersede was not made by this client")}
+	}
+	if inspection.Checked == "" || inspection.Found == "" {
+		return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: ErrInspectionRequired}
+	}
+	if e, ok := c.ledger.Lookup(prev.id); ok && e.State == StatePending {
+		return nil, &Error{Code: CodeRequestInFlight, ID: prev.id, Request: prev,
+			Err: errors.New("the request is still in flight; wait for its outcome before superseding it")}
+	}
+	spec := prev.requestSpec // nil params keep prev's content, without what the client added to it
+	if params != nil {
+		var err error
+		if spec, err = specOf(prev.method, params); err != nil {
+			var e *Error
+			errors.As(err, &e)
+			e.ID, e.Request = prev.id, prev
+			return nil, e
+		}
+	}
+	spec.meta = map[string]json.RawMessage{"supersedes": json.RawMessage(prev.key)}
+	spec.extra, spec.version = nil, ""
+	if s := c.current(); s != nil && s.modern {
+		spec.version = s.init.ProtocolVersion
+	}
+	spec.supersedes, spec.reason, spec.automatic = prev.id, inspection.String(), false
+	return c.buildWith(spec, opts)
+}

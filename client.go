@@ -93,6 +93,9 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("nil transport")}
 	}
 	cfg := newConfig(opts)
+	if err := cfg.err(); err != nil {
+		return nil, err
+	}
 	c := &Client{
 		transport: t,
 		cfg:       cfg,

@@ -40,13 +40,6 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 // the re-issues that answer the server's input requests or correct a refused revision or header.
 const MaxRounds = 8
 
-// ErrRoundLimit: a call in a stateless revision would need a request beyond MaxRounds, because
-// the answer to the last one asked for input again, or refused it in a way a re-issue would mend.
-// The client does not send that request. The *Error names the last request sent; its answer was
-// no result, so nothing the call produced was thrown away. Its Code is CodeProtocol after
-// input_required, and CodeServerError, with the *RPCError, after a refusal.
-var ErrRoundLimit = errors.New("mcpclient: the call needs more requests than MaxRounds")
-
 // do sends req and, in a stateless revision, carries the call through the rounds the protocol
 // defines. Each round is a new request with a new id, linked to the one before in the ledger:
 //   - input_required: the client answers the input requests with its handlers (elicitation,

@@ -49,16 +49,6 @@ type ElicitResult struct {
 // An ElicitationHandler asks the user, in a form, what the server wants to know.
 type ElicitationHandler func(ctx context.Context, params *ElicitParams) (*ElicitResult, error)
 
-// WithElicitationHandler declares the elicitation capability in form mode and answers
-// form-mode elicitation/create with h. When h accepts, fields it leaves out that the schema
-// gives a default take that default (SEP-1034). URL mode takes a handler of its own, see
-// WithURLElicitationHandler; without one it is not declared, and URL-mode requests are refused
-// with invalid params (-32602). Like every server request handler, h runs at most 16 at a time
-// (see RequestHandler). Default: no elicitation.
-func WithElicitationHandler(h ElicitationHandler) Option {
-	return optionFunc(func(c *config) { c.elicitation = h })
-}
-
 // URLElicitParams are the params of a URL-mode elicitation/create: the server asks the user to
 // visit URL, to do there what must not pass through the client (enter a credential, authorize
 // a third party, pay).
@@ -82,17 +72,6 @@ type URLElicitParams struct {
 // fetches the URL itself. It answers accept when the user agreed, decline or cancel otherwise;
 // any Content of its result is left out of the answer.
 type URLElicitationHandler func(ctx context.Context, params *URLElicitParams) (*ElicitResult, error)
-
-// WithURLElicitationHandler declares the elicitation capability in URL mode and answers URL-mode
-// elicitation/create with h. The client refuses, with invalid params (-32602) and without calling
-// h, a request whose URL does not parse, has no host or one with characters outside ASCII, carries
-// userinfo (as in https://accounts.example@evil.example/, which goes to evil.example), or has a
-// scheme other than https, save http to a loopback host; javascript:, file: and data: URLs are
-// thereby refused. Like every server request handler, h runs at most 16 at a time (see
-// RequestHandler). Default: URL mode not declared, and its requests refused.
-func WithURLElicitationHandler(h URLElicitationHandler) Option {
-	return optionFunc(func(c *config) { c.urlElicitation = h })
-}
 
 // elicitationCapability is the elicitation capability the client declares: the modes it has a
 // handler for, or nil.

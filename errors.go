@@ -104,6 +104,44 @@ var (
 	ErrStructuredContent = errors.New("mcpclient: structuredContent does not match the tool's outputSchema")
 )
 
+// The sentinels of particular failures, found in the chain of an *Error with errors.Is.
+var (
+	// ErrRoundLimit: a call in a stateless revision would need a request beyond MaxRounds, because
+	// the answer to the last one asked for input again, or refused it in a way a re-issue would
+	// mend. The client does not send that request. The *Error names the last request sent; its
+	// answer was no result, so nothing the call produced was thrown away. Its Code is CodeProtocol
+	// after input_required, and CodeServerError, with the *RPCError, after a refusal.
+	ErrRoundLimit = errors.New("mcpclient: the call needs more requests than MaxRounds")
+	// ErrInvalidID reports a JSON value that is not a usable request id.
+	ErrInvalidID = errors.New("mcpclient: request id must be a string or an integer")
+	// ErrInboundOverflow ends a session whose server sent more notifications and requests than the
+	// client could queue while it awaited answers (see WithNotificationHandler): its calls that
+	// were awaiting answers end as on any lost session.
+	ErrInboundOverflow = errors.New("mcpclient: the server sent more messages than the client could queue for its handlers")
+	// ErrMethodRemoved reports a method the negotiated revision no longer has (ping,
+	// logging/setLevel, resources/subscribe and the like in 2026-07-28). The client refuses it
+	// before sending. Client.Ping is not refused: it sends server/discover there.
+	ErrMethodRemoved = errors.New("mcpclient: method not in the negotiated protocol revision")
+	// ErrHandshakeTimeout is the cause of a session not opened within the handshake timeout.
+	ErrHandshakeTimeout = errors.New("mcpclient: handshake timed out")
+	// ErrListTooLong reports a listing longer than MaxListItems, with CodeProtocol.
+	ErrListTooLong = errors.New("mcpclient: the server listed more items than MaxListItems")
+	// ErrCallTimeout is the cause of a call ended by WithTimeouts.
+	ErrCallTimeout = errors.New("mcpclient: call timed out")
+	// ErrNotStateless reports a call that only the stateless revisions (2026-07-28) have.
+	ErrNotStateless = errors.New("mcpclient: the session does not speak a stateless revision")
+	// ErrTasksNotSupported: CallToolTask refused, before sending, a tool the server does not
+	// let run as a task: the server's capabilities lack tasks.requests.tools.call, or the tool
+	// is not listed, or its execution.taskSupport is "forbidden" or absent. Its Code is
+	// CodeInvalidArgument.
+	ErrTasksNotSupported = errors.New("mcpclient: task-augmented execution not supported")
+	// ErrTaskFailed: AwaitTask found the task failed; the *TaskError in the chain holds it.
+	ErrTaskFailed = errors.New("mcpclient: task failed")
+	// ErrTaskCancelled: AwaitTask found the task cancelled; the *TaskError in the chain holds
+	// it.
+	ErrTaskCancelled = errors.New("mcpclient: task cancelled")
+)
+
 var sentinels = map[Code]error{
 	CodeOutcomeUnknown:     ErrOutcomeUnknown,
 	CodeNotDelivered:       ErrNotDelivered,
@@ -187,13 +225,17 @@ func IsWireError(err error) bool {
 	return errors.As(err, &r)
 }
 
-// Standard JSON-RPC error codes.
+// JSON-RPC error codes: the standard ones, and those of the stateless revisions.
 const (
 	RPCParseError     = -32700
 	RPCInvalidRequest = -32600
 	RPCMethodNotFound = -32601
 	RPCInvalidParams  = -32602
 	RPCInternalError  = -32603
+
+	RPCHeaderMismatch                  = -32020
+	RPCMissingRequiredClientCapability = -32021
+	RPCUnsupportedProtocolVersion      = -32022
 )
 
 // ReusedIDMarker is how servers that keep receipts flag other content under a known id: in

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -101,9 +100,6 @@ func idKey(raw []byte) (string, error) {
 	}
 	return id.JSON(), nil
 }
-
-// ErrInvalidID reports a JSON value that is not a usable request id.
-var ErrInvalidID = errors.New("mcpclient: request id must be a string or an integer")
 
 // UnmarshalJSON accepts a JSON string or an integer that fits in 64 bits. null, fractions,
 // exponents and other values are refused with ErrInvalidID: such ids cannot be matched reliably.

@@ -96,7 +96,6 @@ func TestIDVersion(t *testing.T) {
 		{"default is v4", nil, 4},
 		{"UUIDv4", []mcpclient.Option{mcpclient.WithIDVersion(mcpclient.UUIDv4)}, 4},
 		{"UUIDv7", []mcpclient.Option{mcpclient.WithIDVersion(mcpclient.UUIDv7)}, 7},
-		{"unknown version keeps v4", []mcpclient.Option{mcpclient.WithIDVersion(mcpclient.IDVersion(5))}, 4},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package mcpclient
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
@@ -39,11 +38,6 @@ var (
 
 // inboxOverhead is what a queued message costs beyond its raw fields.
 const inboxOverhead = 128
-
-// ErrInboundOverflow ends a session whose server sent more notifications and requests than the
-// client could queue while it awaited answers (see WithNotificationHandler): its calls that
-// were awaiting answers end as on any lost session.
-var ErrInboundOverflow = errors.New("mcpclient: the server sent more messages than the client could queue for its handlers")
 
 func newInbox() *inbox {
 	return &inbox{

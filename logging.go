@@ -31,11 +31,6 @@ type LogMessage struct {
 // goroutine: it must not block.
 type LogHandler func(ctx context.Context, msg *LogMessage)
 
-// WithLogHandler receives the server's log records. Default: they are dropped.
-func WithLogHandler(h LogHandler) Option {
-	return optionFunc(func(c *config) { c.logHandler = h })
-}
-
 // SetLoggingLevel asks the server to send log records of level and above. In the older
 // revisions it sends logging/setLevel; in the stateless ones, which ask per request, every
 // request made from now on carries the level in _meta (io.modelcontextprotocol/logLevel).

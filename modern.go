@@ -21,26 +21,6 @@ const (
 	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
 
-// The error codes of the stateless revisions.
-const (
-	RPCHeaderMismatch                  = -32020
-	RPCMissingRequiredClientCapability = -32021
-	RPCUnsupportedProtocolVersion      = -32022
-)
-
-// ErrMethodRemoved reports a method the negotiated revision no longer has (ping, logging/setLevel,
-// resources/subscribe and the like in 2026-07-28). The client refuses it before sending.
-// Client.Ping is not refused: it sends server/discover there.
-var ErrMethodRemoved = errors.New("mcpclient: method not in the negotiated protocol revision")
-
-// WithProtocolVersion pins the protocol revision. A stateless one (2026-07-28) is used without
-// the fallback to initialize; an older one skips server/discover and is the one offered in
-// initialize. Default: server/discover with LatestProtocolVersion, falling back to initialize
-// with LatestLegacyProtocolVersion for servers that do not speak a stateless revision.
-func WithProtocolVersion(v string) Option {
-	return optionFunc(func(c *config) { c.version = v })
-}
-
 // legacyOffer is the revision the client offers in initialize.
 func (c *Client) legacyOffer() string {
 	if c.cfg.version != "" && !isModern(c.cfg.version) {

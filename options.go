@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -37,6 +38,14 @@ type config struct {
 	taskPoll        time.Duration // AwaitTask's interval when the server suggests none; 0: default
 	serverStream    bool          // open the listening channel at once
 	handshake       time.Duration // bound on opening a session under a context without deadline; 0: none
+
+	// invalid holds what the options said that cannot be: Connect refuses to start with it.
+	invalid []error
+}
+
+// refuse records an option value that cannot be used.
+func (c *config) refuse(format string, args ...any) {
+	c.invalid = append(c.invalid, fmt.Errorf(format, args...))
 }
 
 // listens reports whether the client has anything to receive from the server unprompted, so
@@ -75,8 +84,26 @@ func newConfig(opts []Option) config {
 			o.applyOption(&c)
 		}
 	}
+	p := c.retry
+	switch {
+	case p.Mode < RetryAuto || p.Mode > RetryNever:
+		c.refuse("WithRetryPolicy: unknown Mode %d", int(p.Mode))
+	case p.MaxAttempts < 0:
+		c.refuse("WithRetryPolicy: MaxAttempts %d is negative (0 keeps the default)", p.MaxAttempts)
+	case p.MaxServerDelay < 0:
+		c.refuse("WithRetryPolicy: MaxServerDelay %v is negative (0 keeps the default)", p.MaxServerDelay)
+	}
 	c.retry = c.retry.withDefaults()
 	return c
+}
+
+// err returns the invalid option values, joined, as the *Error Connect fails with; nil when
+// there are none.
+func (c *config) err() error {
+	if len(c.invalid) == 0 {
+		return nil
+	}
+	return &Error{Code: CodeInvalidArgument, Err: errors.Join(c.invalid...)}
 }
 
 // Version is this module's version, sent as clientInfo.version unless WithClientInfo says
@@ -89,29 +116,41 @@ func WithRetryPolicy(p RetryPolicy) Option {
 	return optionFunc(func(c *config) { c.retry = p })
 }
 
-// WithLedgerCapacity bounds the ledger to n entries. Default DefaultLedgerCapacity; n <= 0 keeps
-// the default.
+// WithLedgerCapacity bounds the ledger to n entries, n > 0; Connect refuses any other n with
+// CodeInvalidArgument. Default DefaultLedgerCapacity.
 func WithLedgerCapacity(n int) Option {
 	return optionFunc(func(c *config) {
-		if n > 0 {
-			c.ledgerCap = n
+		if n <= 0 {
+			c.refuse("WithLedgerCapacity(%d): the ledger needs room for one request at least", n)
+			return
 		}
+		c.ledgerCap = n
 	})
 }
 
-// WithReceipts asserts that the server keeps request receipts in scope, for a server known to
+// WithReceipts asserts that the server keeps request receipts in scope (ReceiptScopeProcess or
+// ReceiptScopeSession; Connect refuses another with CodeInvalidArgument), for a server known to
 // keep them that does not declare it. A declaration by the server takes precedence. Default:
 // none asserted.
 func WithReceipts(scope ReceiptScope) Option {
-	return optionFunc(func(c *config) { c.receipts = scope })
+	return optionFunc(func(c *config) {
+		if scope != ReceiptScopeProcess && scope != ReceiptScopeSession {
+			c.refuse("WithReceipts(%q): the scopes are %q and %q", scope, ReceiptScopeProcess, ReceiptScopeSession)
+			return
+		}
+		c.receipts = scope
+	})
 }
 
-// WithIDVersion selects the UUID version of generated ids. Default UUIDv4.
+// WithIDVersion selects the UUID version of generated ids, UUIDv4 or UUIDv7; Connect refuses
+// another with CodeInvalidArgument. Default UUIDv4.
 func WithIDVersion(v IDVersion) Option {
 	return optionFunc(func(c *config) {
-		if v == UUIDv4 || v == UUIDv7 {
-			c.idVersion = v
+		if v != UUIDv4 && v != UUIDv7 {
+			c.refuse("WithIDVersion(%d): ids are UUIDv4 or UUIDv7", int(v))
+			return
 		}
+		c.idVersion = v
 	})
 }
 
@@ -151,7 +190,13 @@ func WithNotificationHandler(method string, h NotificationHandler) Option {
 // holds no connection between requests, and the keepalive sends nothing there; call Ping to ask
 // whether such a server is alive. Default: no keepalive.
 func WithKeepalive(interval time.Duration) Option {
-	return optionFunc(func(c *config) { c.keepalive = interval })
+	return optionFunc(func(c *config) {
+		if interval < 0 {
+			c.refuse("WithKeepalive(%v): a negative interval", interval)
+			return
+		}
+		c.keepalive = interval
+	})
 }
 
 // WithServerStream opens the transport's channel for unprompted server messages (the Streamable
@@ -185,8 +230,97 @@ func WithHandshakeTimeout(d time.Duration) Option {
 // and a server started on demand (an npx package fetched first) may take a while.
 const DefaultHandshakeTimeout = time.Minute
 
-// ErrHandshakeTimeout is the cause of a session not opened within the handshake timeout.
-var ErrHandshakeTimeout = errors.New("mcpclient: handshake timed out")
+// WithProtocolVersion pins the protocol revision. A stateless one (2026-07-28) is used without
+// the fallback to initialize; an older one skips server/discover and is the one offered in
+// initialize. Default: server/discover with LatestProtocolVersion, falling back to initialize
+// with LatestLegacyProtocolVersion for servers that do not speak a stateless revision. Connect
+// refuses a revision this client does not speak with CodeInvalidArgument.
+func WithProtocolVersion(v string) Option {
+	return optionFunc(func(c *config) {
+		if !isSupportedVersion(v) {
+			c.refuse("WithProtocolVersion(%q): this client speaks %v", v, supportedVersions)
+			return
+		}
+		c.version = v
+	})
+}
+
+// WithSamplingHandler declares the sampling capability and answers sampling/createMessage with
+// h. Default: no sampling.
+func WithSamplingHandler(h SamplingHandler) Option {
+	return optionFunc(func(c *config) { c.sampling = h })
+}
+
+// WithElicitationHandler declares the elicitation capability in form mode and answers
+// form-mode elicitation/create with h. When h accepts, fields it leaves out that the schema
+// gives a default take that default (SEP-1034). URL mode takes a handler of its own, see
+// WithURLElicitationHandler; without one it is not declared, and URL-mode requests are refused
+// with invalid params (-32602). Like every server request handler, h runs at most 16 at a time
+// (see RequestHandler). Default: no elicitation.
+func WithElicitationHandler(h ElicitationHandler) Option {
+	return optionFunc(func(c *config) { c.elicitation = h })
+}
+
+// WithURLElicitationHandler declares the elicitation capability in URL mode and answers URL-mode
+// elicitation/create with h. The client refuses, with invalid params (-32602) and without calling
+// h, a request whose URL does not parse, has no host or one with characters outside ASCII, carries
+// userinfo (as in https://accounts.example@evil.example/, which goes to evil.example), or has a
+// scheme other than https, save http to a loopback host; javascript:, file: and data: URLs are
+// thereby refused. Like every server request handler, h runs at most 16 at a time (see
+// RequestHandler). Default: URL mode not declared, and its requests refused.
+func WithURLElicitationHandler(h URLElicitationHandler) Option {
+	return optionFunc(func(c *config) { c.urlElicitation = h })
+}
+
+// WithRoots declares the roots capability (with list_changed) and answers roots/list with
+// roots, which SetRoots replaces later. Default: no roots capability.
+func WithRoots(roots ...Root) Option {
+	return optionFunc(func(c *config) {
+		c.roots = append([]Root{}, roots...)
+	})
+}
+
+// WithRequestHandler answers server requests named method with h, for methods this package has
+// no typed option for. A typed option (WithSamplingHandler, WithElicitationHandler, WithRoots)
+// takes precedence for its method; ping is always answered by the client. See RequestHandler for
+// how many run at once. Default: method not found.
+func WithRequestHandler(method string, h RequestHandler) Option {
+	return optionFunc(func(c *config) {
+		if c.requestHandlers == nil {
+			c.requestHandlers = make(map[string]RequestHandler)
+		}
+		c.requestHandlers[method] = h
+	})
+}
+
+// WithLogHandler receives the server's log records. Default: they are dropped.
+func WithLogHandler(h LogHandler) Option {
+	return optionFunc(func(c *config) { c.logHandler = h })
+}
+
+// WithResourceUpdatedHandler receives notifications/resources/updated. Default: dropped.
+func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
+	return optionFunc(func(c *config) { c.resourceUpdated = h })
+}
+
+// WithTaskStatusHandler receives notifications/tasks/status (over Streamable HTTP, the client
+// then opens the session's GET stream, where servers send them). Default: dropped.
+func WithTaskStatusHandler(h TaskStatusHandler) Option {
+	return optionFunc(func(c *config) { c.taskStatus = h })
+}
+
+// WithTaskPollInterval sets how long AwaitTask waits between two tasks/get when the server
+// suggests no pollInterval. Default DefaultTaskPollInterval; 0 keeps the default, and Connect
+// refuses a negative d with CodeInvalidArgument.
+func WithTaskPollInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d < 0 {
+			c.refuse("WithTaskPollInterval(%v): a negative interval", d)
+			return
+		}
+		c.taskPoll = d
+	})
+}
 
 // WithOptions bundles options into one, for plugin authors who hand out a configuration.
 func WithOptions(opts ...Option) Option {
@@ -211,6 +345,7 @@ type callConfig struct {
 	idempotent bool
 	progress   ProgressHandler
 	idle, max  time.Duration
+	invalid    []error // what the options said that cannot be: the request is refused
 }
 
 // WithRequestID pins the request's id instead of generating a UUID. The client refuses it with
@@ -226,4 +361,24 @@ func WithRequestID(id ID) CallOption {
 // idempotentHint are.
 func Idempotent() CallOption {
 	return callOptionFunc(func(c *callConfig) { c.idempotent = true })
+}
+
+// WithProgress asks the server for progress reports of the request (a progressToken in its
+// _meta, the request's own id) and passes them to h while the call runs.
+func WithProgress(h ProgressHandler) CallOption {
+	return callOptionFunc(func(c *callConfig) { c.progress = h })
+}
+
+// WithTimeouts bounds a call: it ends when idle passes without an answer or a progress report,
+// and in any case after max (either may be 0: no such bound). Progress reports are asked for
+// when idle is set. A call that times out after its request was sent ends with
+// ErrOutcomeUnknown, the cause matching ErrCallTimeout and context.DeadlineExceeded.
+func WithTimeouts(idle, max time.Duration) CallOption {
+	return callOptionFunc(func(c *callConfig) {
+		if idle < 0 || max < 0 {
+			c.invalid = append(c.invalid, fmt.Errorf("WithTimeouts(%v, %v): a negative bound", idle, max))
+			return
+		}
+		c.idle, c.max = idle, max
+	})
 }

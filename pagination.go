@@ -50,9 +50,6 @@ func paginate[T any](ctx context.Context, fetch func(ctx context.Context, cursor
 // Resources, ...) to read a longer list item by item.
 const MaxListItems = 100_000
 
-// ErrListTooLong reports a listing longer than MaxListItems, with CodeProtocol.
-var ErrListTooLong = errors.New("mcpclient: the server listed more items than MaxListItems")
-
 // collect drains a paginated iterator into a slice of at most MaxListItems.
 func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
 	return collectAtMost(seq, MaxListItems)

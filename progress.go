@@ -3,7 +3,6 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -25,23 +24,6 @@ type Progress struct {
 // call returned. It runs on the goroutine that reads the connection: it must return quickly and
 // must not call the client.
 type ProgressHandler func(Progress)
-
-// WithProgress asks the server for progress reports of the request (a progressToken in its
-// _meta, the request's own id) and passes them to h while the call runs.
-func WithProgress(h ProgressHandler) CallOption {
-	return callOptionFunc(func(c *callConfig) { c.progress = h })
-}
-
-// WithTimeouts bounds a call: it ends when idle passes without an answer or a progress report,
-// and in any case after max (either may be 0: no such bound). Progress reports are asked for
-// when idle is set. A call that times out after its request was sent ends with
-// ErrOutcomeUnknown, the cause matching ErrCallTimeout and context.DeadlineExceeded.
-func WithTimeouts(idle, max time.Duration) CallOption {
-	return callOptionFunc(func(c *callConfig) { c.idle, c.max = idle, max })
-}
-
-// ErrCallTimeout is the cause of a call ended by WithTimeouts.
-var ErrCallTimeout = errors.New("mcpclient: call timed out")
 
 // progressRegistry routes progress reports to the calls waiting for them, by token.
 type progressRegistry struct {

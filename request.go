@@ -167,6 +167,9 @@ func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error
 			o.applyCall(&cc)
 		}
 	}
+	if len(cc.invalid) > 0 {
+		return nil, &Error{Code: CodeInvalidArgument, Err: errors.Join(cc.invalid...)}
+	}
 	spec.id = cc.id
 	spec.idempotent = cc.idempotent
 	spec.progress, spec.idle, spec.max = cc.progress, cc.idle, cc.max

@@ -137,8 +137,3 @@ func (c *Client) Unsubscribe(ctx context.Context, uri string, opts ...CallOption
 // A ResourceUpdatedHandler learns that a subscribed resource changed; read it again to see how.
 // It runs on the client's notification goroutine: it must not block, but it may call the client.
 type ResourceUpdatedHandler func(ctx context.Context, uri string)
-
-// WithResourceUpdatedHandler receives notifications/resources/updated. Default: dropped.
-func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
-	return optionFunc(func(c *config) { c.resourceUpdated = h })
-}

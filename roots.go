@@ -18,14 +18,6 @@ type Root struct {
 	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
-// WithRoots declares the roots capability (with list_changed) and answers roots/list with
-// roots, which SetRoots replaces later. Default: no roots capability.
-func WithRoots(roots ...Root) Option {
-	return optionFunc(func(c *config) {
-		c.roots = append([]Root{}, roots...)
-	})
-}
-
 // rootsState is the client's current roots.
 type rootsState struct {
 	mu    sync.Mutex

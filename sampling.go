@@ -80,12 +80,6 @@ type CreateMessageResult struct {
 // whatever human review the application requires) and returns its message.
 type SamplingHandler func(ctx context.Context, params *CreateMessageParams) (*CreateMessageResult, error)
 
-// WithSamplingHandler declares the sampling capability and answers sampling/createMessage with
-// h. Default: no sampling.
-func WithSamplingHandler(h SamplingHandler) Option {
-	return optionFunc(func(c *config) { c.sampling = h })
-}
-
 func (c *Client) sample(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p CreateMessageParams
 	if err := json.Unmarshal(raw, &p); err != nil {

@@ -24,19 +24,6 @@ import (
 // handler to return: a ping is answered at once, by the client itself.
 type RequestHandler func(ctx context.Context, params json.RawMessage) (any, error)
 
-// WithRequestHandler answers server requests named method with h, for methods this package has
-// no typed option for. A typed option (WithSamplingHandler, WithElicitationHandler, WithRoots)
-// takes precedence for its method; ping is always answered by the client. See RequestHandler for
-// how many run at once. Default: method not found.
-func WithRequestHandler(method string, h RequestHandler) Option {
-	return optionFunc(func(c *config) {
-		if c.requestHandlers == nil {
-			c.requestHandlers = make(map[string]RequestHandler)
-		}
-		c.requestHandlers[method] = h
-	})
-}
-
 // maxServerRequests bounds the server requests handled at once per session. More are refused at
 // once rather than queued: a request waiting for a slot would hold up every message behind it,
 // the server's cancellation of a request holding a slot included, and a waiting list would only

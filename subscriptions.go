@@ -55,9 +55,6 @@ func (s *Subscription) Close() error {
 	return nil
 }
 
-// ErrNotStateless reports a call that only the stateless revisions (2026-07-28) have.
-var ErrNotStateless = errors.New("mcpclient: the session does not speak a stateless revision")
-
 // acks delivers notifications/subscriptions/acknowledged to the Listen call waiting for it.
 type acks struct {
 	mu      sync.Mutex

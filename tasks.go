@@ -66,19 +66,6 @@ const MetaRelatedTask = "io.modelcontextprotocol/related-task"
 // suggests no pollInterval, unless WithTaskPollInterval says otherwise.
 const DefaultTaskPollInterval = time.Second
 
-var (
-	// ErrTasksNotSupported: CallToolTask refused, before sending, a tool the server does not
-	// let run as a task: the server's capabilities lack tasks.requests.tools.call, or the tool
-	// is not listed, or its execution.taskSupport is "forbidden" or absent. Its Code is
-	// CodeInvalidArgument.
-	ErrTasksNotSupported = errors.New("mcpclient: task-augmented execution not supported")
-	// ErrTaskFailed: AwaitTask found the task failed; the *TaskError in the chain holds it.
-	ErrTaskFailed = errors.New("mcpclient: task failed")
-	// ErrTaskCancelled: AwaitTask found the task cancelled; the *TaskError in the chain holds
-	// it.
-	ErrTaskCancelled = errors.New("mcpclient: task cancelled")
-)
-
 // Task is the state of a task, as tasks/get, tasks/cancel, tasks/list, the answer to a
 // task-augmented request and notifications/tasks/status carry it.
 type Task struct {
@@ -207,22 +194,6 @@ func (c *ServerCapabilities) TaskCapabilities() TaskCapabilities {
 // not send them: a caller waiting for a task polls it (AwaitTask does). It runs on the client's
 // notification goroutine: it must not block, but it may call the client.
 type TaskStatusHandler func(ctx context.Context, t *Task)
-
-// WithTaskStatusHandler receives notifications/tasks/status (over Streamable HTTP, the client
-// then opens the session's GET stream, where servers send them). Default: dropped.
-func WithTaskStatusHandler(h TaskStatusHandler) Option {
-	return optionFunc(func(c *config) { c.taskStatus = h })
-}
-
-// WithTaskPollInterval sets how long AwaitTask waits between two tasks/get when the server
-// suggests no pollInterval. Default DefaultTaskPollInterval; d <= 0 keeps the default.
-func WithTaskPollInterval(d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if d > 0 {
-			c.taskPoll = d
-		}
-	})
-}
 
 // taskStatusNotified hands a notifications/tasks/status to the caller's handler.
 func (c *Client) taskStatusNotified(ctx context.Context, params json.RawMessage) {

@@ -40,8 +40,7 @@ type Client struct {
 	cfg       config
 	log       *slog.Logger
 	ledger    *Ledger
-	hints     toolHints
-	tools     toolCache
+	tools     toolIndex
 	progress  progressRegistry
 	roots     rootsState
 	logLevel  atomic.Value // string: the log level stateless requests ask for, once set

@@ -225,5 +225,5 @@ func (c *Client) safeToRepeat(req *Request) bool {
 	if req.idempotent || methods[req.method].safe {
 		return true
 	}
-	return req.method == "tools/call" && c.hints.repeatable(req.name)
+	return req.method == "tools/call" && c.tools.repeatable(req.name)
 }

@@ -541,8 +541,7 @@ func (s *session) notification(m jsonrpc.Message) {
 	}()
 	switch m.Method {
 	case "notifications/tools/list_changed":
-		c.tools.invalidate()
-		c.hints.forget()
+		c.tools.clear()
 	case "notifications/cancelled":
 		s.cancelServerRequest(m.Params)
 	case "notifications/subscriptions/acknowledged":

@@ -254,24 +254,6 @@ func (e *TaskError) Unwrap() []error {
 	return []error{e.sentinel(), e.Err}
 }
 
-// taskSupport returns a listed tool's execution.taskSupport. cached is false when the client
-// holds no complete listing; found is false when the listing lacks the tool.
-func (t *toolCache) taskSupport(name string) (support string, found, cached bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.valid {
-		return "", false, false
-	}
-	tool := t.byName[name]
-	if tool == nil {
-		return "", false, true
-	}
-	if tool.Execution == nil {
-		return "", true, true
-	}
-	return tool.Execution.TaskSupport, true, true
-}
-
 // checkTaskSupport refuses, locally, a task-augmented call the server does not allow: the
 // protocol says a client MUST NOT send one. It lists the tools when the client has no listing.
 func (c *Client) checkTaskSupport(ctx context.Context, name string) error {

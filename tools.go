@@ -1,71 +1,201 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// toolHints remembers, from the last tools/list, which tools the server says are safe to run
-// twice. notifications/tools/list_changed forgets them: until the tools are listed again, no
-// tool is taken for safe on the word of a listing that may predate the change, and a listing
-// that began before the notification teaches nothing.
-type toolHints struct {
-	mu   sync.Mutex
-	safe map[string]bool // guarded by mu
-	gen  uint64          // counts the forgettings; guarded by mu
+// toolIndex is what the client knows of the server's tools, from its listings: for each tool
+// whether a call may run twice without harm (readOnlyHint, idempotentHint), the Mcp-Param-*
+// headers its x-mcp-header declarations ask for, its outputSchema, compiled on first use, and
+// its task support; and the last complete listing, which ListTools answers from.
+//
+// A page of a listing adds its tools; a complete listing replaces them all, forgetting tools no
+// longer listed. notifications/tools/list_changed empties the index: until the tools are listed
+// again no tool is taken for safe, checked or given headers on the word of a listing that may
+// predate the change, and a listing that began before the notification is not stored.
+type toolIndex struct {
+	mu sync.Mutex
+	// gen counts the notifications; a listing is stored only under the gen it began in.
+	gen      uint64
+	complete []*Tool // the last complete listing; nil when none is held
+	byName   map[string]*indexedTool
 }
 
-func (h *toolHints) repeatable(name string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.safe[name]
+// indexedTool is one tool of the index.
+type indexedTool struct {
+	tool    *Tool
+	safe    bool
+	headers []headers.Param
+	schema  *jsonschema.Schema // compiled on first use; nil when there is none to check
+	tried   bool               // compiling the schema was tried
 }
 
-// generation returns the gen a listing beginning now passes to learn and replace.
-func (h *toolHints) generation() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.gen
+// generation returns the gen a listing beginning now passes to add and replace.
+func (x *toolIndex) generation() uint64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.gen
 }
 
-// learn records the hints of one page of tools listed from generation gen.
-func (h *toolHints) learn(tools []*Tool, gen uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if gen != h.gen {
+// add indexes one page of a listing that began in generation gen.
+func (x *toolIndex) add(tools []*Tool, gen uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if gen != x.gen {
 		return
 	}
-	if h.safe == nil {
-		h.safe = make(map[string]bool)
+	if x.byName == nil {
+		x.byName = make(map[string]*indexedTool, len(tools))
 	}
 	for _, t := range tools {
 		if t != nil {
-			h.safe[t.Name] = t.Annotations.safeToRepeat()
+			x.byName[t.Name] = indexTool(t)
 		}
 	}
 }
 
-// replace installs the hints of a complete listing that began in generation gen, forgetting
-// tools no longer listed.
-func (h *toolHints) replace(safe map[string]bool, gen uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if gen == h.gen {
-		h.safe = safe
+// replace installs a complete listing that began in generation gen.
+func (x *toolIndex) replace(list []*Tool, gen uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if gen != x.gen {
+		return
+	}
+	x.complete = list
+	if x.complete == nil {
+		x.complete = []*Tool{}
+	}
+	x.byName = make(map[string]*indexedTool, len(list))
+	for _, t := range list {
+		x.byName[t.Name] = indexTool(t)
 	}
 }
 
-// forget drops every hint, for a tool list that changed.
-func (h *toolHints) forget() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.gen++
-	h.safe = nil
+func indexTool(t *Tool) *indexedTool {
+	e := &indexedTool{tool: t, safe: t.Annotations.safeToRepeat()}
+	if params, err := headers.Declarations(t.InputSchema); err == nil {
+		e.headers = params
+	}
+	return e
+}
+
+// clear empties the index, for a tool list that changed.
+func (x *toolIndex) clear() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.gen++
+	x.complete, x.byName = nil, nil
+}
+
+// all returns the last complete listing; ok is false when none is held.
+func (x *toolIndex) all() (tools []*Tool, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.complete), x.complete != nil
+}
+
+// repeatable reports whether the listed tool name says a call may run twice without harm.
+func (x *toolIndex) repeatable(name string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.byName[name]
+	return e != nil && e.safe
+}
+
+// headerParamsOf returns the x-mcp-header declarations of a listed tool.
+func (x *toolIndex) headerParamsOf(name string) []headers.Param {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e := x.byName[name]; e != nil {
+		return e.headers
+	}
+	return nil
+}
+
+// taskSupport returns a listed tool's execution.taskSupport. complete is false when the index
+// holds no complete listing, so that a tool it does not know may still exist.
+func (x *toolIndex) taskSupport(name string) (support string, found, complete bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.byName[name]
+	if e != nil && e.tool.Execution != nil {
+		support = e.tool.Execution.TaskSupport
+	}
+	return support, e != nil, x.complete != nil
+}
+
+// outputSchema returns the compiled outputSchema of a listed tool, or nil when the tool is not
+// listed, declares none, or has one that cannot be compiled without fetching what it refers to.
+func (x *toolIndex) outputSchema(name string) *jsonschema.Schema {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.byName[name]
+	if e == nil {
+		return nil
+	}
+	if !e.tried {
+		e.tried = true
+		if len(e.tool.OutputSchema) > 0 {
+			e.schema, _ = compileSchema(e.tool.OutputSchema) // unusable schemas are not checked
+		}
+	}
+	return e.schema
+}
+
+// noLoader refuses every reference outside the schema itself: a server's schema must not make
+// the client fetch URLs or read files.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("mcpclient: schema reference %q not followed", url)
+}
+
+func compileSchema(raw []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	const loc = "mcp:///outputSchema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(loc)
+}
+
+// checkStructured checks a tool's result against the outputSchema the index gives the tool. A
+// tool the index does not hold (never listed, or listed before a list_changed emptied it) is not
+// checked, and nothing here lists the tools to find its schema.
+func (x *toolIndex) checkStructured(name string, res *CallToolResult) error {
+	if res.IsError {
+		return nil
+	}
+	sch := x.outputSchema(name)
+	if sch == nil {
+		return nil
+	}
+	if len(res.StructuredContent) == 0 {
+		return fmt.Errorf("%w: tool %s returned none", ErrStructuredContent, name)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(res.StructuredContent))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStructuredContent, err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		return fmt.Errorf("%w: %v", ErrStructuredContent, err)
+	}
+	return nil
 }
 
 // call sends method with params and decodes the result into out.
@@ -128,27 +258,26 @@ func (c *Client) liveSession(ctx context.Context) (*session, error) {
 // ListToolsPage returns one page of tools/list, starting at cursor ("" for the first page).
 func (c *Client) ListToolsPage(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
 	var res ListToolsResult
-	gen := c.hints.generation()
+	gen := c.tools.generation()
 	if err := c.call(ctx, "tools/list", ListToolsParams{Cursor: cursor}, &res, opts...); err != nil {
 		return nil, err
 	}
-	c.hints.learn(res.Tools, gen)
+	c.tools.add(res.Tools, gen)
 	return &res, nil
 }
 
 // Tools iterates over every tool the server lists, fetching pages as needed. It yields the first
-// error and stops. A complete listing replaces the tool hints (readOnlyHint, idempotentHint) that
-// decide whether a tools/call is safe to repeat, and refreshes the cache ListTools serves from.
+// error and stops. A complete listing replaces what the client knows of the tools: the hints
+// (readOnlyHint, idempotentHint) that decide whether a tools/call is safe to repeat, the
+// outputSchemas CallTool checks against, and the listing ListTools answers from.
 func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 	var (
-		listed   []*Tool
-		safe     map[string]bool
-		gen      uint64
-		hintsGen uint64
+		listed []*Tool
+		gen    uint64
 	)
 	fetch := func(ctx context.Context, cursor string) ([]*Tool, string, error) {
 		if cursor == "" { // a listing begins (again, when the iterator is ranged once more)
-			listed, safe, gen, hintsGen = nil, map[string]bool{}, c.tools.generation(), c.hints.generation()
+			listed, gen = nil, c.tools.generation()
 		}
 		page, err := c.ListToolsPage(ctx, cursor)
 		if err != nil {
@@ -165,16 +294,12 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 				c.log.Warn("mcpclient: tool left out of the listing", "tool", t.Name, "err", err)
 				continue
 			}
-			safe[t.Name] = t.Annotations.safeToRepeat()
 			tools = append(tools, t)
 		}
 		listed = append(listed, tools...)
 		return tools, page.NextCursor, nil
 	}
-	return paginate(ctx, fetch, func() {
-		c.hints.replace(safe, hintsGen)
-		c.tools.store(listed, gen)
-	})
+	return paginate(ctx, fetch, func() { c.tools.replace(listed, gen) })
 }
 
 // ListTools returns every tool the server lists, all pages. It answers from a cache that a

@@ -332,6 +332,16 @@ func TestStructuredContentIsCheckedAgainstOutputSchema(t *testing.T) {
 			t.Error("not checked after listing the tools again")
 		}
 	})
+	t.Run("listed by a page", func(t *testing.T) {
+		srv.Notify("notifications/tools/list_changed", nil)
+		<-changed
+		if _, err := c.ListToolsPage(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		if !call(t, `{"sum":"three"}`) {
+			t.Error("a tool listed by ListToolsPage was not checked")
+		}
+	})
 }
 
 func TestOutputSchemaReferencesAreNotFetched(t *testing.T) {

@@ -84,15 +84,6 @@ func boBubble(t *testing.T, srvOpts []mcptest.Option, policy mcpclient.RetryPoli
 	})
 }
 
-func boRequest(t *testing.T, c *mcpclient.Client, n int) *mcpclient.Request {
-	t.Helper()
-	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "t", Arguments: map[string]int{"n": n}})
-	if err != nil {
-		t.Fatalf("NewRequest: %v", err)
-	}
-	return req
-}
-
 // boFrames checks that the server received exactly n frames under req's id, each req's bytes.
 func boFrames(t *testing.T, srv *mcptest.Server, req *mcpclient.Request, n int) {
 	t.Helper()
@@ -114,15 +105,6 @@ func boDo(ctx context.Context, c *mcpclient.Client, req *mcpclient.Request) (*mc
 	return resp, err, time.Since(start)
 }
 
-func boError(t *testing.T, err error) *mcpclient.Error {
-	t.Helper()
-	var e *mcpclient.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T) is not an *mcpclient.Error", err, err)
-	}
-	return e
-}
-
 // TestBackoffNotDeliveredResendsSameBytes: refused attempts are resent under the same id with the
 // same bytes, after waits that DefaultBackOff's jitter bounds, and the fake clock agrees with the
 // waits OnRetry reports.
@@ -140,7 +122,7 @@ func TestBackoffNotDeliveredResendsSameBytes(t *testing.T) {
 				const calls = 20
 				for i := range calls {
 					srv.Inject(mcptest.Fault{Kind: mcptest.Fail, Tool: "t", Times: 2})
-					req := boRequest(t, c, i)
+					req := callReq(t, c, "t", map[string]int{"n": i})
 					resp, err, elapsed := boDo(ctx, c, req)
 					if err != nil {
 						t.Fatalf("call %d: %v", i, err)
@@ -248,7 +230,7 @@ func TestBackoffWaits(t *testing.T) {
 				for _, f := range tc.faults {
 					srv.Inject(f)
 				}
-				req := boRequest(t, c, 1)
+				req := callReq(t, c, "t", map[string]int{"n": 1})
 				resp, err, elapsed := boDo(context.Background(), c, req)
 				if err != nil {
 					t.Fatal(err)
@@ -289,7 +271,7 @@ func TestBackoffMaxAttempts(t *testing.T) {
 			policy := mcpclient.RetryPolicy{MaxAttempts: tc.maxAttempts, NewBackOff: boConstant(time.Second), OnRetry: rec.onRetry}
 			boBubble(t, nil, policy, func(t *testing.T, srv *mcptest.Server, c *mcpclient.Client) {
 				srv.Inject(mcptest.Fault{Kind: mcptest.Fail, Tool: "t", Times: -1, RetryAfter: tc.retryAfter})
-				req := boRequest(t, c, 1)
+				req := callReq(t, c, "t", map[string]int{"n": 1})
 				resp, err, elapsed := boDo(context.Background(), c, req)
 				if resp != nil || !errors.Is(err, mcpclient.ErrNotDelivered) {
 					t.Fatalf("Do = %v, %v; want ErrNotDelivered", resp, err)
@@ -297,7 +279,7 @@ func TestBackoffMaxAttempts(t *testing.T) {
 				if mcpclient.IsWireError(err) {
 					t.Errorf("IsWireError = true for a refusal that never reached the server's handler")
 				}
-				e := boError(t, err)
+				e := asError(t, err)
 				if e.Attempts != tc.want || e.ID != req.ID() || e.Request != req {
 					t.Fatalf("error: attempts %d, id %s, request %p; want %d, %s, %p", e.Attempts, e.ID.JSON(), e.Request, tc.want, req.ID().JSON(), req)
 				}
@@ -338,12 +320,12 @@ func TestBackoffRetryNever(t *testing.T) {
 			policy := mcpclient.RetryPolicy{Mode: mcpclient.RetryNever, NewBackOff: boConstant(time.Second), OnRetry: rec.onRetry}
 			boBubble(t, nil, policy, func(t *testing.T, srv *mcptest.Server, c *mcpclient.Client) {
 				srv.Inject(tc.fault)
-				req := boRequest(t, c, 1)
+				req := callReq(t, c, "t", map[string]int{"n": 1})
 				_, err, elapsed := boDo(context.Background(), c, req)
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("err = %v, want %v", err, tc.want)
 				}
-				if e := boError(t, err); e.Attempts != 1 || e.ID != req.ID() {
+				if e := asError(t, err); e.Attempts != 1 || e.ID != req.ID() {
 					t.Fatalf("error names %s after %d attempts, want %s after 1", e.ID.JSON(), e.Attempts, req.ID().JSON())
 				}
 				boFrames(t, srv, req, 1)
@@ -381,7 +363,7 @@ func TestBackoffContextDeadline(t *testing.T) {
 				srv.Inject(tc.fault)
 				ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 				defer cancel()
-				req := boRequest(t, c, 1)
+				req := callReq(t, c, "t", map[string]int{"n": 1})
 				_, err, elapsed := boDo(ctx, c, req)
 				if elapsed != 2500*time.Millisecond {
 					t.Errorf("the call ended after %v, want at the deadline (2.5s)", elapsed)
@@ -392,7 +374,7 @@ func TestBackoffContextDeadline(t *testing.T) {
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("err = %v, want %v", err, tc.want)
 				}
-				e := boError(t, err)
+				e := asError(t, err)
 				if e.ID != req.ID() || e.Request == nil || e.Request.ID() != req.ID() {
 					t.Fatalf("error names %s (request %v), want %s", e.ID.JSON(), e.Request, req.ID().JSON())
 				}
@@ -441,7 +423,7 @@ func TestBackoffFreshPerRequest(t *testing.T) {
 			for i := range 3 {
 				before := count()
 				srv.Inject(mcptest.Fault{Kind: mcptest.Fail, Tool: "t", Times: 2})
-				_, err, elapsed := boDo(context.Background(), c, boRequest(t, c, i))
+				_, err, elapsed := boDo(context.Background(), c, callReq(t, c, "t", map[string]int{"n": i}))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -465,7 +447,7 @@ func TestBackoffFreshPerRequest(t *testing.T) {
 			errs := make([]error, 2)
 			elapsed := make([]time.Duration, 2)
 			for i := range 2 {
-				req := boRequest(t, c, i)
+				req := callReq(t, c, "t", map[string]int{"n": i})
 				wg.Go(func() { _, errs[i], elapsed[i] = boDo(context.Background(), c, req) })
 			}
 			wg.Wait()
@@ -645,7 +627,7 @@ func TestBackoffConnectRetriesReportToOnRetry(t *testing.T) {
 					if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.Is(err, errBoDialRefused) {
 						t.Fatalf("Connect = %v, want ErrNotDelivered caused by the refused dial", err)
 					}
-					if e := boError(t, err); e.Attempts != wantDials {
+					if e := asError(t, err); e.Attempts != wantDials {
 						t.Errorf("error counts %d attempts, want %d", e.Attempts, wantDials)
 					}
 				} else if err != nil {
@@ -686,7 +668,7 @@ func TestBackoffReconnectsCountAsAttempts(t *testing.T) {
 		}
 		defer c.Close()
 		srv.Inject(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "t"})
-		req := boRequest(t, c, 1)
+		req := callReq(t, c, "t", map[string]int{"n": 1})
 		resp, err, elapsed := boDo(context.Background(), c, req)
 		if err != nil {
 			t.Fatalf("Do: %v", err)
@@ -734,7 +716,7 @@ func TestBackoffWaitEndsAtClose(t *testing.T) {
 			policy := mcpclient.RetryPolicy{NewBackOff: boConstant(5 * time.Second)}
 			boBubble(t, nil, policy, func(t *testing.T, srv *mcptest.Server, c *mcpclient.Client) {
 				srv.Inject(tc.fault)
-				req := boRequest(t, c, 1)
+				req := callReq(t, c, "t", map[string]int{"n": 1})
 				done := make(chan error, 1)
 				go func() { _, err := c.Do(context.Background(), req); done <- err }()
 				synctest.Wait() // the call sleeps in its first wait
@@ -747,7 +729,7 @@ func TestBackoffWaitEndsAtClose(t *testing.T) {
 				if !errors.Is(err, tc.want) || !errors.Is(err, mcpclient.ErrClosed) {
 					t.Fatalf("err %v, want %v caused by ErrClosed", err, tc.want)
 				}
-				if e := boError(t, err); e.ID != req.ID() || e.Attempts != 1 {
+				if e := asError(t, err); e.ID != req.ID() || e.Attempts != 1 {
 					t.Errorf("error names %v after %d attempts", e.ID, e.Attempts)
 				}
 				if n := strings.Count(err.Error(), "client closed"); n != 1 {

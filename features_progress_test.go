@@ -63,7 +63,7 @@ func TestFeaturesProgress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := c.Do(featCtx(t), req)
+		resp, err := c.Do(testCtx(t), req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestFeaturesProgressBeforeTheAnswer(t *testing.T) {
 		for range 3 {
 			var mu sync.Mutex
 			var got []mcpclient.Progress
-			_, err := c.CallTool(featCtx(t), "steps", nil, mcpclient.WithProgress(func(p mcpclient.Progress) {
+			_, err := c.CallTool(testCtx(t), "steps", nil, mcpclient.WithProgress(func(p mcpclient.Progress) {
 				mu.Lock()
 				got = append(got, p)
 				mu.Unlock()
@@ -119,7 +119,7 @@ func TestFeaturesProgressNotAskedNotSent(t *testing.T) {
 			stray = append(stray, string(params))
 			mu.Unlock()
 		}))
-		res, err := c.CallTool(featCtx(t), "steps", nil)
+		res, err := c.CallTool(testCtx(t), "steps", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestFeaturesProgressNotAskedNotSent(t *testing.T) {
 			t.Errorf("the tool saw a progress token %q in a call without WithProgress", res.Text())
 		}
 		// A ping after the call lets any stray report reach the handler on the connection.
-		if err := c.Ping(featCtx(t)); err != nil {
+		if err := c.Ping(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()
@@ -232,7 +232,7 @@ func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
 				k := &featTicker{tick: 20 * time.Millisecond, n: 25, cancelled: make(chan struct{})}
 				_, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "slow"}, k.tool))
 				c := mcptest.NewClient(t, d)
-				res, err := c.CallTool(featCtx(t), "slow", nil, mcpclient.WithTimeouts(250*time.Millisecond, 0))
+				res, err := c.CallTool(testCtx(t), "slow", nil, mcpclient.WithTimeouts(250*time.Millisecond, 0))
 				if err != nil || res.Text() != "done" {
 					t.Fatalf("got %+v, %v; want the answer after 500ms of progress", res, err)
 				}
@@ -241,9 +241,9 @@ func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
 				k := &featTicker{tick: 20 * time.Millisecond, n: -1, cancelled: make(chan struct{})}
 				srv, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "slow"}, k.tool))
 				c := mcptest.NewClient(t, d)
-				_, err := c.CallTool(featCtx(t), "slow", nil, mcpclient.WithTimeouts(250*time.Millisecond, 400*time.Millisecond))
+				_, err := c.CallTool(testCtx(t), "slow", nil, mcpclient.WithTimeouts(250*time.Millisecond, 400*time.Millisecond))
 				featAssertTimedOut(t, err)
-				featRecv(t, k.cancelled, "the tool's context to end")
+				recv(t, k.cancelled, "the tool's context to end")
 				if n := srv.NotificationsReceived("notifications/cancelled"); n != 1 {
 					t.Errorf("%d notifications/cancelled, want 1", n)
 				}
@@ -266,15 +266,15 @@ func TestFeaturesCancellation(t *testing.T) {
 			return nil, ctx.Err()
 		}))
 		c := mcptest.NewClient(t, d)
-		ctx, cancel := context.WithCancel(featCtx(t))
+		ctx, cancel := context.WithCancel(testCtx(t))
 		done := make(chan error, 1)
 		go func() {
 			_, err := c.CallTool(ctx, "wait", nil)
 			done <- err
 		}()
-		featRecv(t, started, "the tool to start")
+		recv(t, started, "the tool to start")
 		cancel()
-		err := featRecv(t, done, "the call to end")
+		err := recv(t, done, "the call to end")
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 			t.Errorf("error %v, want ErrOutcomeUnknown and context.Canceled", err)
 		}
@@ -284,11 +284,11 @@ func TestFeaturesCancellation(t *testing.T) {
 		if werr := srv.AwaitNotifications(wait, "notifications/cancelled", 1); werr != nil {
 			t.Fatalf("the server was not told: %v (error of the call: %v)", werr, err)
 		}
-		if got := featRecv(t, stopped, "the tool's context to end"); !errors.Is(got, context.Canceled) {
+		if got := recv(t, stopped, "the tool's context to end"); !errors.Is(got, context.Canceled) {
 			t.Errorf("the tool's context ended with %v", got)
 		}
 		// The client goes on.
-		if err := c.Ping(featCtx(t)); err != nil {
+		if err := c.Ping(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -315,7 +315,7 @@ func TestFeaturesProgressOfAReissueHasItsOwnToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := c.Do(featCtx(t), req)
+	resp, err := c.Do(testCtx(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}

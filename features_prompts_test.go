@@ -37,7 +37,7 @@ func TestFeaturesPrompts(t *testing.T) {
 				return nil, errors.New("template missing")
 			}))
 		c := mcptest.NewClient(t, d)
-		ctx := featCtx(t)
+		ctx := testCtx(t)
 
 		if p := c.ServerCapabilities().Prompts; p == nil || !p.ListChanged {
 			t.Errorf("capabilities.prompts %+v, want listChanged", p)
@@ -114,7 +114,7 @@ func TestFeaturesCompletion(t *testing.T) {
 			return &mcpclient.Completion{Values: values, Total: &total, HasMore: true}, nil
 		}))
 		c := mcptest.NewClient(t, d)
-		ctx := featCtx(t)
+		ctx := testCtx(t)
 		if c.ServerCapabilities().Completions == nil {
 			t.Error("no capabilities.completions")
 		}
@@ -163,7 +163,7 @@ func TestFeaturesCompletionUndeclared(t *testing.T) {
 	if caps.Completions != nil || caps.Prompts != nil || caps.Resources != nil {
 		t.Errorf("a server without them declares completions %s, prompts %+v, resources %+v", caps.Completions, caps.Prompts, caps.Resources)
 	}
-	_, err := c.Complete(featCtx(t), mcpclient.PromptReference("x"), "a", "", nil)
+	_, err := c.Complete(testCtx(t), mcpclient.PromptReference("x"), "a", "", nil)
 	if rpc := featRPCError(t, err); rpc.Code != mcpclient.RPCMethodNotFound {
 		t.Errorf("completion without the capability: %v, want -32601", rpc)
 	}
@@ -178,7 +178,7 @@ func TestFeaturesLogging(t *testing.T) {
 		srv, d := b.start(t)
 		logs := make(chan *mcpclient.LogMessage, 32)
 		c := mcptest.NewClient(t, d, mcpclient.WithLogHandler(func(_ context.Context, m *mcpclient.LogMessage) { logs <- m }))
-		ctx := featCtx(t)
+		ctx := testCtx(t)
 		if c.ServerCapabilities().Logging == nil {
 			t.Error("no capabilities.logging")
 		}
@@ -187,7 +187,7 @@ func TestFeaturesLogging(t *testing.T) {
 		if err := srv.Log(mcpclient.LevelDebug, "boot", map[string]int{"n": 0}); err != nil {
 			t.Fatal(err)
 		}
-		m := featRecv(t, logs, "the debug record")
+		m := recv(t, logs, "the debug record")
 		if m.Level != mcpclient.LevelDebug || m.Logger != "boot" || string(m.Data) != `{"n":0}` {
 			t.Errorf("record %+v", m)
 		}
@@ -206,7 +206,7 @@ func TestFeaturesLogging(t *testing.T) {
 			}
 			var got []mcpclient.LoggingLevel
 			for { // emergency is always admitted, and comes last
-				m := featRecv(t, logs, "a record")
+				m := recv(t, logs, "a record")
 				got = append(got, m.Level)
 				if m.Logger != "app" {
 					t.Errorf("logger %q", m.Logger)
@@ -236,7 +236,7 @@ func TestFeaturesLogRecordDataKeepsItsJSON(t *testing.T) {
 	logs := make(chan *mcpclient.LogMessage, 4)
 	mcptest.NewClient(t, srv, mcpclient.WithLogHandler(func(_ context.Context, m *mcpclient.LogMessage) { logs <- m }))
 	srv.Log(mcpclient.LevelError, "", json.RawMessage(`{"nested":{"a":[1,2]}}`))
-	m := featRecv(t, logs, "the record")
+	m := recv(t, logs, "the record")
 	if m.Logger != "" || string(m.Data) != `{"nested":{"a":[1,2]}}` {
 		t.Errorf("record %+v data %s", m, m.Data)
 	}

@@ -54,7 +54,7 @@ func TestFeaturesResources(t *testing.T) {
 	featEach(t, func(t *testing.T, b featBackend) {
 		_, d := featResourceBackend(t, b)
 		c := mcptest.NewClient(t, d)
-		ctx := featCtx(t)
+		ctx := testCtx(t)
 
 		caps := c.ServerCapabilities()
 		if caps.Resources == nil || !caps.Resources.Subscribe || !caps.Resources.ListChanged {
@@ -153,7 +153,7 @@ func TestFeaturesResourceSubscriptions(t *testing.T) {
 		c := mcptest.NewClient(t, d, mcpclient.WithResourceUpdatedHandler(func(_ context.Context, uri string) {
 			updated <- uri
 		}))
-		ctx := featCtx(t)
+		ctx := testCtx(t)
 
 		if err := c.Subscribe(ctx, "mem://doc/1"); err != nil {
 			t.Fatal(err)
@@ -168,11 +168,11 @@ func TestFeaturesResourceSubscriptions(t *testing.T) {
 
 		srv.ResourceUpdated("mem://doc/2") // not subscribed: not sent
 		srv.ResourceUpdated("mem://doc/1")
-		if got := featRecv(t, updated, "the update of mem://doc/1"); got != "mem://doc/1" {
+		if got := recv(t, updated, "the update of mem://doc/1"); got != "mem://doc/1" {
 			t.Errorf("updated %q, want mem://doc/1", got)
 		}
 		srv.ResourceUpdated("db://users")
-		if got := featRecv(t, updated, "the update of db://users"); got != "db://users" {
+		if got := recv(t, updated, "the update of db://users"); got != "db://users" {
 			t.Errorf("updated %q, want db://users", got)
 		}
 
@@ -185,7 +185,7 @@ func TestFeaturesResourceSubscriptions(t *testing.T) {
 		// Notifications arrive in order: the marker comes after anything sent for mem://doc/1.
 		srv.ResourceUpdated("mem://doc/1")
 		srv.ResourceUpdated("db://users")
-		if got := featRecv(t, updated, "the marker update"); got != "db://users" {
+		if got := recv(t, updated, "the marker update"); got != "db://users" {
 			t.Errorf("after unsubscribe got %q, want only the marker db://users", got)
 		}
 	})
@@ -198,15 +198,15 @@ func TestFeaturesResourceSubscriptionsArePerSession(t *testing.T) {
 	c1 := mcptest.NewClient(t, srv, mcpclient.WithResourceUpdatedHandler(func(_ context.Context, uri string) { got1 <- uri }))
 	mcptest.NewClient(t, srv, mcpclient.WithResourceUpdatedHandler(func(_ context.Context, uri string) { got2 <- "2:" + uri }),
 		mcpclient.WithLogHandler(func(_ context.Context, m *mcpclient.LogMessage) { got2 <- "log" }))
-	if err := c1.Subscribe(featCtx(t), "mem://a"); err != nil {
+	if err := c1.Subscribe(testCtx(t), "mem://a"); err != nil {
 		t.Fatal(err)
 	}
 	srv.ResourceUpdated("mem://a")
 	srv.Log(mcpclient.LevelInfo, "", "marker")
-	if got := featRecv(t, got1, "the update"); got != "mem://a" {
+	if got := recv(t, got1, "the update"); got != "mem://a" {
 		t.Errorf("subscriber got %q", got)
 	}
-	if got := featRecv(t, got2, "the marker"); got != "log" {
+	if got := recv(t, got2, "the marker"); got != "log" {
 		t.Errorf("the other session got %q before the marker, want nothing", got)
 	}
 }

@@ -82,7 +82,7 @@ func TestFeaturesSampling(t *testing.T) {
 			}
 		}
 		// After a panicking handler the client keeps working, and so does its handler.
-		if err := c.Ping(featCtx(t)); err != nil {
+		if err := c.Ping(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}
 		if _, rpc := featAskClient(t, c, "sampling/createMessage", ask("again")); rpc != nil {
@@ -152,7 +152,7 @@ func TestFeaturesElicitation(t *testing.T) {
 		if got.Action != "accept" || !reflect.DeepEqual(got.Content, want) {
 			t.Errorf("partial form: %+v, want accept with %v", got, want)
 		}
-		if p := featRecv(t, seen, "the form request"); p.Message != "partial" || !strings.Contains(string(p.RequestedSchema), `"default":42`) {
+		if p := recv(t, seen, "the form request"); p.Message != "partial" || !strings.Contains(string(p.RequestedSchema), `"default":42`) {
 			t.Errorf("the handler saw %+v", p)
 		}
 		// What the user gave is kept, falsy values included.
@@ -161,14 +161,14 @@ func TestFeaturesElicitation(t *testing.T) {
 		if !reflect.DeepEqual(got.Content, want) {
 			t.Errorf("full form: %v, want %v", got.Content, want)
 		}
-		featRecv(t, seen, "the full form request")
+		recv(t, seen, "the full form request")
 
 		for _, action := range []string{"decline", "cancel"} {
 			got := elicit(form(action))
 			if got.Action != action || got.Content != nil {
 				t.Errorf("%s: %+v, want the action and no content", action, got)
 			}
-			featRecv(t, seen, "the "+action+" request")
+			recv(t, seen, "the "+action+" request")
 		}
 
 		// A form handler declares form mode only: a URL-mode request, or one in a mode of no
@@ -222,7 +222,7 @@ func TestFeaturesURLElicitation(t *testing.T) {
 				t.Errorf("%s: %s, %v; want accept without content", tc.url, raw, rpc)
 				continue
 			}
-			p := featRecv(t, seen, "the request for "+tc.url)
+			p := recv(t, seen, "the request for "+tc.url)
 			if p.URL == nil || p.URL.String() != tc.want || p.Host != tc.host || p.Message != "sign in" || p.ElicitationID != "el-7" {
 				t.Errorf("%s: the handler saw %+v, want URL %s and host %s", tc.url, p, tc.want, tc.host)
 			}
@@ -307,10 +307,10 @@ func TestFeaturesRoots(t *testing.T) {
 			t.Errorf("roots %+v", got)
 		}
 
-		if err := c.SetRoots(featCtx(t), mcpclient.Root{URI: "file:///a"}, mcpclient.Root{URI: "file:///b", Name: "b"}); err != nil {
+		if err := c.SetRoots(testCtx(t), mcpclient.Root{URI: "file:///a"}, mcpclient.Root{URI: "file:///b", Name: "b"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := srv.AwaitNotifications(featCtx(t), "notifications/roots/list_changed", 1); err != nil {
+		if err := srv.AwaitNotifications(testCtx(t), "notifications/roots/list_changed", 1); err != nil {
 			t.Fatal(err)
 		}
 		got := list()
@@ -318,7 +318,7 @@ func TestFeaturesRoots(t *testing.T) {
 			t.Errorf("roots after SetRoots %+v", got)
 		}
 		// An empty list is a list.
-		if err := c.SetRoots(featCtx(t)); err != nil {
+		if err := c.SetRoots(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}
 		raw, _ := featAskClient(t, c, "roots/list", nil)
@@ -331,7 +331,7 @@ func TestFeaturesRoots(t *testing.T) {
 func TestFeaturesSetRootsWithoutCapability(t *testing.T) {
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(featAskTool, featAsk))
 	c := mcptest.NewClient(t, srv, mcpclient.WithRequestHandler("x/listen", func(context.Context, json.RawMessage) (any, error) { return struct{}{}, nil }))
-	err := c.SetRoots(featCtx(t), mcpclient.Root{URI: "file:///x"})
+	err := c.SetRoots(testCtx(t), mcpclient.Root{URI: "file:///x"})
 	if mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
 		t.Errorf("SetRoots without WithRoots: %v, want CodeInvalidArgument", err)
 	}
@@ -404,17 +404,17 @@ func TestFeaturesServerCancelsItsRequest(t *testing.T) {
 			handlerDone <- ctx.Err()
 			return nil, ctx.Err()
 		}))
-		res, err := c.CallTool(featCtx(t), "impatient", nil)
+		res, err := c.CallTool(testCtx(t), "impatient", nil)
 		if err != nil || res.Text() != "gave up" {
 			t.Fatalf("got %+v, %v", res, err)
 		}
-		if err := featRecv(t, toolErr, "the tool's request to end"); !errors.Is(err, context.Canceled) {
+		if err := recv(t, toolErr, "the tool's request to end"); !errors.Is(err, context.Canceled) {
 			t.Errorf("Request returned %v, want context.Canceled", err)
 		}
-		if err := featRecv(t, handlerDone, "the handler's context to end"); !errors.Is(err, context.Canceled) {
+		if err := recv(t, handlerDone, "the handler's context to end"); !errors.Is(err, context.Canceled) {
 			t.Errorf("the handler's context ended with %v", err)
 		}
-		if err := c.Ping(featCtx(t)); err != nil {
+		if err := c.Ping(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -504,9 +504,9 @@ func TestFeaturesServerRequestAfterConnectionLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	go c.CallTool(context.Background(), "orphan", nil)
-	featRecv(t, requested, "the server's request")
+	recv(t, requested, "the server's request")
 	c.Close()
-	if err := featRecv(t, toolErr, "the request to fail"); err == nil {
+	if err := recv(t, toolErr, "the request to fail"); err == nil {
 		t.Error("Request succeeded without a client")
 	}
 }

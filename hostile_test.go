@@ -70,13 +70,6 @@ func hOnce() func() bool {
 	return func() bool { return done.CompareAndSwap(false, true) }
 }
 
-// hCtx bounds a call so that a broken test fails instead of hanging.
-func hCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // hostileHTTP is a Streamable HTTP server that behaves (initialize with a session id,
 // server/discover refused, 202 for notifications and answers, 405 for the GET stream, a text
 // result for tools/call, {} for ping), except for the POSTs misbehave says it answered itself:
@@ -152,33 +145,6 @@ func hSSE(w http.ResponseWriter) func(id, data string) {
 		}
 		fmt.Fprintf(w, "data: %s\n\n", data)
 		w.(http.Flusher).Flush()
-	}
-}
-
-// hConnect connects to tr with the test's logger and no waits between attempts.
-func hConnect(t *testing.T, tr transport.Transport, opts ...mcpclient.Option) *mcpclient.Client {
-	t.Helper()
-	opts = append([]mcpclient.Option{mcpclient.WithLogger(mcptest.TestLogger(t)), noWait}, opts...)
-	c, err := mcpclient.Connect(hCtx(t), tr, opts...)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// hStillUsable checks the client after a hostile episode: a tool call and a ping succeed.
-func hStillUsable(t *testing.T, c *mcpclient.Client) {
-	t.Helper()
-	res, err := c.CallTool(hCtx(t), "reserve", nil)
-	if err != nil {
-		t.Fatalf("the client is not usable after the episode: %v", err)
-	}
-	if res.Text() != "ok" {
-		t.Fatalf("follow-up call answered %q, want the server's own answer %q", res.Text(), "ok")
-	}
-	if err := c.Ping(hCtx(t)); err != nil {
-		t.Fatalf("ping after the episode: %v", err)
 	}
 }
 
@@ -304,15 +270,15 @@ func TestHostileOversizedMessage(t *testing.T) {
 			}
 			return false
 		})
-		c := hConnect(t, &transport.HTTP{URL: srv.URL, MaxMessageSize: 1024})
-		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		c := connect(t, &transport.HTTP{URL: srv.URL, MaxMessageSize: 1024})
+		_, err := c.CallTool(testCtx(t), "reserve", nil)
 		if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 			t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge", err)
 		}
 		if e := asError(t, err); e.Attempts != 1 || srv.toolCalls.Load() != 1 {
 			t.Errorf("%d attempts, %d POSTs: an oversized answer must not be fetched again", e.Attempts, srv.toolCalls.Load())
 		}
-		hStillUsable(t, c)
+		stillUsable(t, c)
 	})
 
 	// A stream transport reads the oversized line to its end without keeping it, and ends the
@@ -330,14 +296,14 @@ func TestHostileOversizedMessage(t *testing.T) {
 				}
 				hStreamDefault(w, m)
 			}))
-			c := hConnect(t, tr)
+			c := connect(t, tr)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := c.CallTool(ctx, "reserve", nil)
 			if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) || ctx.Err() != nil {
 				t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge before the deadline", err)
 			}
-			hStillUsable(t, c)
+			stillUsable(t, c)
 			if n := opened.Load(); n != opens {
 				t.Errorf("%d connections opened, want %d", n, opens)
 			}
@@ -367,7 +333,7 @@ func TestHostileOversizedMessage(t *testing.T) {
 				}
 				hStreamDefault(w, m)
 			})
-			c := hConnect(t, tr)
+			c := connect(t, tr)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := c.CallTool(ctx, "reserve", nil, mcpclient.WithRequestID(mcpclient.StringID("a<b&c")))
@@ -415,16 +381,16 @@ func TestHostileDeclaredLengthIsNotTrusted(t *testing.T) {
 		}
 		return false
 	})
-	c := hConnect(t, &transport.HTTP{URL: srv.URL})
+	c := connect(t, &transport.HTTP{URL: srv.URL})
 	var err error
-	n := bytesAllocated(func() { _, err = c.CallTool(hCtx(t), "reserve", nil) })
+	n := bytesAllocated(func() { _, err = c.CallTool(testCtx(t), "reserve", nil) })
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("error %v, want ErrOutcomeUnknown for an answer cut short", err)
 	}
 	if n > 4<<20 {
 		t.Errorf("a call whose answer announced %d MiB and sent 20 bytes allocated %.1f MiB", transport.DefaultMaxMessageSize>>20, float64(n)/(1<<20))
 	}
-	hStillUsable(t, c)
+	stillUsable(t, c)
 }
 
 // With the default limit of 64 MiB, what a small answer costs follows its size on every
@@ -433,10 +399,10 @@ func TestSmallAnswersCostNoLimitSizedBuffers(t *testing.T) {
 	const calls, perCall = 20, 1 << 20
 	check := func(t *testing.T, c *mcpclient.Client) {
 		t.Helper()
-		c.CallTool(hCtx(t), "reserve", nil) // the first call may set up what later ones reuse
+		c.CallTool(testCtx(t), "reserve", nil) // the first call may set up what later ones reuse
 		n := bytesAllocated(func() {
 			for range calls {
-				if _, err := c.CallTool(hCtx(t), "reserve", nil); err != nil {
+				if _, err := c.CallTool(testCtx(t), "reserve", nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -450,14 +416,14 @@ func TestSmallAnswersCostNoLimitSizedBuffers(t *testing.T) {
 	})
 	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
 		srv := mcptest.NewTestHTTPServer(t, append(opts, tool)...)
-		check(t, hConnect(t, &transport.HTTP{URL: srv.URL}))
+		check(t, connect(t, &transport.HTTP{URL: srv.URL}))
 	})
 	t.Run("legacy", func(t *testing.T) {
 		srv := mcptest.NewTestHTTPServer(t, tool)
-		check(t, hConnect(t, srv.SSETransport()))
+		check(t, connect(t, srv.SSETransport()))
 	})
 	t.Run("stream", func(t *testing.T) {
-		check(t, hConnect(t, hStream(t, 0, hStreamDefault)))
+		check(t, connect(t, hStream(t, 0, hStreamDefault)))
 	})
 }
 
@@ -481,15 +447,15 @@ func TestHostileOversizedSSEEvent(t *testing.T) {
 	})
 	fs := httptest.NewServer(front)
 	t.Cleanup(fs.Close)
-	c := hConnect(t, &transport.HTTP{URL: fs.URL, MaxMessageSize: 1024})
-	_, err := c.CallTool(hCtx(t), "reserve", nil)
+	c := connect(t, &transport.HTTP{URL: fs.URL, MaxMessageSize: 1024})
+	_, err := c.CallTool(testCtx(t), "reserve", nil)
 	if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 		t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge", err)
 	}
 	if srv.toolCalls.Load() != 1 || resumes.Load() != 0 {
 		t.Errorf("%d POSTs, %d resumptions: the oversized event must not be fetched again", srv.toolCalls.Load(), resumes.Load())
 	}
-	hStillUsable(t, c)
+	stillUsable(t, c)
 }
 
 func TestHostileResponseForUnknownID(t *testing.T) {
@@ -503,12 +469,12 @@ func TestHostileResponseForUnknownID(t *testing.T) {
 			}
 			return false
 		})
-		c := hConnect(t, &transport.HTTP{URL: srv.URL})
-		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		c := connect(t, &transport.HTTP{URL: srv.URL})
+		_, err := c.CallTool(testCtx(t), "reserve", nil)
 		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("error %v, want ErrOutcomeUnknown at once", err)
 		}
-		hStillUsable(t, c)
+		stillUsable(t, c)
 	})
 	// A stream may carry other messages before the answer: an unknown id is dropped.
 	t.Run("http-sse", func(t *testing.T) {
@@ -523,12 +489,12 @@ func TestHostileResponseForUnknownID(t *testing.T) {
 			event("", hResult(m.ID, `{"content":[{"type":"text","text":"mine"}]}`))
 			return true
 		})
-		c := hConnect(t, &transport.HTTP{URL: srv.URL})
-		res, err := c.CallTool(hCtx(t), "reserve", nil)
+		c := connect(t, &transport.HTTP{URL: srv.URL})
+		res, err := c.CallTool(testCtx(t), "reserve", nil)
 		if err != nil || res.Text() != "mine" {
 			t.Fatalf("result %v, error %v: want the answer for the request's own id", res, err)
 		}
-		hStillUsable(t, c)
+		stillUsable(t, c)
 	})
 }
 
@@ -551,13 +517,13 @@ func TestHostileTwoResponsesForOneID(t *testing.T) {
 				}
 				return true
 			})
-			c := hConnect(t, &transport.HTTP{URL: srv.URL})
-			res, err := c.CallTool(hCtx(t), "reserve", nil)
+			c := connect(t, &transport.HTTP{URL: srv.URL})
+			res, err := c.CallTool(testCtx(t), "reserve", nil)
 			if err != nil || res.Text() != "first" {
 				t.Fatalf("result %v, error %v: want the first answer", res, err)
 			}
 			// The second answer was dropped, not kept for the next request.
-			hStillUsable(t, c)
+			stillUsable(t, c)
 		})
 	}
 }
@@ -592,7 +558,7 @@ func TestHostileWrongJSONRPCVersion(t *testing.T) {
 				if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("error %v (code %v), want ErrOutcomeUnknown at once", err, mcpclient.CodeOf(err))
 				}
-				hStillUsable(t, c)
+				stillUsable(t, c)
 			})
 		})
 	}
@@ -604,7 +570,7 @@ func TestHostileResultAndErrorTogether(t *testing.T) {
 	// resending would fetch the same thing, receipts or not.
 	check := func(t *testing.T, c *mcpclient.Client) {
 		t.Helper()
-		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		_, err := c.CallTool(testCtx(t), "reserve", nil)
 		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrMalformedResponse) {
 			t.Fatalf("error %v (code %v), want ErrOutcomeUnknown caused by ErrMalformedResponse", err, mcpclient.CodeOf(err))
 		}
@@ -612,11 +578,11 @@ func TestHostileResultAndErrorTogether(t *testing.T) {
 		if entry, _ := c.Ledger().Lookup(e.ID); entry.State != mcpclient.StateUncertain || e.Attempts != 1 {
 			t.Errorf("ledger state %v after %d attempts, want uncertain after one", entry.State, e.Attempts)
 		}
-		hStillUsable(t, c)
+		stillUsable(t, c)
 	}
 	t.Run("pipe", func(t *testing.T) {
 		first := hOnce()
-		check(t, hConnect(t, hPipe(t, func(p *hPipeServer, m hMsg) {
+		check(t, connect(t, hPipe(t, func(p *hPipeServer, m hMsg) {
 			if m.Method == "tools/call" && first() {
 				p.send(strings.ReplaceAll(both, "ID", string(m.ID)))
 				return
@@ -639,7 +605,7 @@ func TestHostileResultAndErrorTogether(t *testing.T) {
 				}
 				return true
 			})
-			check(t, hConnect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession)))
+			check(t, connect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession)))
 		})
 	}
 }
@@ -671,8 +637,8 @@ func TestHostileHugeHeaders(t *testing.T) {
 			if tt.client != nil {
 				defer tt.client.CloseIdleConnections()
 			}
-			c := hConnect(t, &transport.HTTP{URL: srv.URL, Client: tt.client})
-			_, err := c.CallTool(hCtx(t), "reserve", nil)
+			c := connect(t, &transport.HTTP{URL: srv.URL, Client: tt.client})
+			_, err := c.CallTool(testCtx(t), "reserve", nil)
 			// The request was written; its answer could not be read: the outcome is unknown.
 			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "response headers exceeded") {
 				t.Fatalf("error %v, want ErrOutcomeUnknown for headers over the limit", err)
@@ -680,7 +646,7 @@ func TestHostileHugeHeaders(t *testing.T) {
 			if e := asError(t, err); e.Attempts != 1 || srv.toolCalls.Load() != 1 {
 				t.Errorf("%d attempts, %d POSTs, want 1", e.Attempts, srv.toolCalls.Load())
 			}
-			hStillUsable(t, c)
+			stillUsable(t, c)
 		})
 	}
 }
@@ -701,7 +667,7 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 				close(abandoned)
 				return true
 			})
-			c := hConnect(t, &transport.HTTP{URL: srv.URL})
+			c := connect(t, &transport.HTTP{URL: srv.URL})
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
 			_, err := c.CallTool(ctx, "reserve", nil)
@@ -710,12 +676,12 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 			}
 			select {
 			case <-abandoned:
-			case <-hCtx(t).Done():
+			case <-testCtx(t).Done():
 				t.Fatal("the client kept the silent exchange open")
 			}
 			// The notice is sent after the call returned, on the session's own goroutine.
 			waitFor(t, "notifications/cancelled", func() bool { return srv.cancelled.Load() == 1 })
-			hStillUsable(t, c)
+			stillUsable(t, c)
 			if n := srv.cancelled.Load(); n != 1 {
 				t.Errorf("%d notifications/cancelled, want 1", n)
 			}
@@ -774,9 +740,9 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 				tc.serve(w, r, m)
 				return true
 			})
-			c := hConnect(t, &transport.HTTP{URL: srv.URL, ResponseHeaderTimeout: bound, ResponseIdleTimeout: bound})
+			c := connect(t, &transport.HTTP{URL: srv.URL, ResponseHeaderTimeout: bound, ResponseIdleTimeout: bound})
 			start := time.Now()
-			res, err := c.CallTool(hCtx(t), "reserve", nil)
+			res, err := c.CallTool(testCtx(t), "reserve", nil)
 			took := time.Since(start)
 			if tc.answered {
 				if err != nil || res.Text() != "ok" {
@@ -796,7 +762,7 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 			if n := srv.toolCalls.Load(); n != 1 {
 				t.Errorf("the unsafe call was sent %d times", n)
 			}
-			hStillUsable(t, c)
+			stillUsable(t, c)
 		})
 	}
 	// A legacy server answers each POST at once, the answer coming over its stream.
@@ -809,16 +775,16 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 			<-r.Context().Done()
 			return true
 		})
-		c := hConnect(t, &transport.SSE{URL: srv.URL + "/sse", ResponseHeaderTimeout: bound})
+		c := connect(t, &transport.SSE{URL: srv.URL + "/sse", ResponseHeaderTimeout: bound})
 		start := time.Now()
-		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		_, err := c.CallTool(testCtx(t), "reserve", nil)
 		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, transport.ErrResponseTimeout) {
 			t.Fatalf("call: %v, want ErrOutcomeUnknown with ErrResponseTimeout", err)
 		}
 		if took := time.Since(start); took > 10*bound {
 			t.Errorf("the call ended after %v", took)
 		}
-		hStillUsable(t, c)
+		stillUsable(t, c)
 	})
 }
 
@@ -978,20 +944,20 @@ func TestHostileByteAtATimeResponse(t *testing.T) {
 				}
 				return true
 			})
-			c := hConnect(t, &transport.HTTP{URL: srv.URL})
+			c := connect(t, &transport.HTTP{URL: srv.URL})
 			for range 2 {
-				res, err := c.CallTool(hCtx(t), "reserve", nil)
+				res, err := c.CallTool(testCtx(t), "reserve", nil)
 				if err != nil || res.Text() != want {
 					t.Fatalf("result %v, error %v", res, err)
 				}
 			}
-			if err := c.Ping(hCtx(t)); err != nil {
+			if err := c.Ping(testCtx(t)); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 	t.Run("stream", func(t *testing.T) {
-		c := hConnect(t, hStream(t, 0, func(w io.Writer, m hMsg) {
+		c := connect(t, hStream(t, 0, func(w io.Writer, m hMsg) {
 			if m.Method == "tools/call" {
 				trickle(w, hResult(m.ID, answer)+"\r\n")
 				return
@@ -999,12 +965,12 @@ func TestHostileByteAtATimeResponse(t *testing.T) {
 			hStreamDefault(w, m)
 		}))
 		for range 2 {
-			res, err := c.CallTool(hCtx(t), "reserve", nil)
+			res, err := c.CallTool(testCtx(t), "reserve", nil)
 			if err != nil || res.Text() != want {
 				t.Fatalf("result %v, error %v", res, err)
 			}
 		}
-		if err := c.Ping(hCtx(t)); err != nil {
+		if err := c.Ping(testCtx(t)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -1174,7 +1140,7 @@ func TestHostileFloodDuringACallIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		_, err = c.CallTool(hCtx(t), "reserve", nil)
+		_, err = c.CallTool(testCtx(t), "reserve", nil)
 		if !errors.Is(err, mcpclient.ErrInboundOverflow) || mcpclient.CodeOf(err) != mcpclient.CodeOutcomeUnknown {
 			t.Fatalf("error %v (code %v), want ErrOutcomeUnknown caused by ErrInboundOverflow", err, mcpclient.CodeOf(err))
 		}
@@ -1184,7 +1150,7 @@ func TestHostileFloodDuringACallIsBounded(t *testing.T) {
 		}
 		t.Logf("session ended after %d messages, %d handled", sent.Load(), notified.Load())
 		close(release)
-		hStillUsable(t, c)
+		stillUsable(t, c)
 	})
 }
 
@@ -1269,8 +1235,8 @@ func TestHostileHTMLBody(t *testing.T) {
 			}
 			return false
 		})
-		c := hConnect(t, &transport.HTTP{URL: srv.URL})
-		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		c := connect(t, &transport.HTTP{URL: srv.URL})
+		_, err := c.CallTool(testCtx(t), "reserve", nil)
 		var status *transport.StatusError
 		// The POST reached something that answered 200 with a page: whether the tool ran is
 		// unknown, and the body is not taken for an answer.
@@ -1280,7 +1246,7 @@ func TestHostileHTMLBody(t *testing.T) {
 		if !strings.Contains(err.Error(), "text/html") {
 			t.Errorf("error %v does not name the Content-Type", err)
 		}
-		hStillUsable(t, c)
+		stillUsable(t, c)
 	})
 	t.Run("initialize", func(t *testing.T) {
 		var bad atomic.Bool
@@ -1295,14 +1261,14 @@ func TestHostileHTMLBody(t *testing.T) {
 		}))
 		t.Cleanup(front.Close)
 		tr := &transport.HTTP{URL: front.URL}
-		_, err := mcpclient.Connect(hCtx(t), tr, noWait, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 2}))
+		_, err := mcpclient.Connect(testCtx(t), tr, noWait, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 2}))
 		var status *transport.StatusError
 		// No session, so none of the caller's requests was sent.
 		if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &status) || status.StatusCode != http.StatusOK {
 			t.Fatalf("connect error %v, want ErrNotDelivered with the 200 StatusError", err)
 		}
 		bad.Store(false)
-		hStillUsable(t, hConnect(t, tr))
+		stillUsable(t, connect(t, tr))
 	})
 }
 
@@ -1318,8 +1284,8 @@ func TestHostileRedirectLoop(t *testing.T) {
 		http.Redirect(w, r, fmt.Sprintf("/?hop=%d", n), http.StatusTemporaryRedirect)
 		return true
 	})
-	c := hConnect(t, &transport.HTTP{URL: srv.URL})
-	_, err := c.CallTool(hCtx(t), "reserve", nil)
+	c := connect(t, &transport.HTTP{URL: srv.URL})
+	_, err := c.CallTool(testCtx(t), "reserve", nil)
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "redirects") {
 		t.Fatalf("error %v, want ErrOutcomeUnknown after too many redirects", err)
 	}
@@ -1329,5 +1295,5 @@ func TestHostileRedirectLoop(t *testing.T) {
 	if e := asError(t, err); e.Attempts != 1 {
 		t.Errorf("%d attempts, want 1", e.Attempts)
 	}
-	hStillUsable(t, c)
+	stillUsable(t, c)
 }

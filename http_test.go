@@ -836,9 +836,9 @@ func TestHTTPStatusWithoutRetryAfterIsUncertain(t *testing.T) {
 				http.Error(w, "upstream connect error or disconnect/reset before headers", tc.status)
 				return true
 			})
-			c := hConnect(t, &transport.HTTP{URL: srv.URL})
+			c := connect(t, &transport.HTTP{URL: srv.URL})
 			req := callReq(t, c, "reserve", nil)
-			resp, err := c.Do(hCtx(t), req)
+			resp, err := c.Do(testCtx(t), req)
 			if !tc.delivered {
 				if err != nil || resp.Attempts != 2 {
 					t.Fatalf("err %v: want the request resent after a refusal that proves it was not read", err)
@@ -880,9 +880,9 @@ func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"upstream failed"}}`
 			t.Run("receipts", func(t *testing.T) {
 				srv := errorBodyServer(t, http.StatusBadGateway, body, true)
-				c := hConnect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession))
+				c := connect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession))
 				req := callReq(t, c, "reserve", nil)
-				resp, err := c.Do(hCtx(t), req)
+				resp, err := c.Do(testCtx(t), req)
 				if err != nil {
 					t.Fatalf("err %v: the error body was taken as the answer instead of resending", err)
 				}
@@ -892,9 +892,9 @@ func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
 			})
 			t.Run("no-receipts", func(t *testing.T) {
 				srv := errorBodyServer(t, http.StatusBadGateway, body, false)
-				c := hConnect(t, &transport.HTTP{URL: srv.URL})
+				c := connect(t, &transport.HTTP{URL: srv.URL})
 				req := callReq(t, c, "reserve", nil)
-				_, err := c.Do(hCtx(t), req)
+				_, err := c.Do(testCtx(t), req)
 				if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || mcpclient.IsWireError(err) {
 					t.Fatalf("err %v, want ErrOutcomeUnknown with no server answer in it", err)
 				}
@@ -907,8 +907,8 @@ func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
 	// A 4xx is the refusal of this request whatever id its body names: the body is its detail.
 	t.Run("4xx", func(t *testing.T) {
 		srv := errorBodyServer(t, http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad arguments"}}`, false)
-		c := hConnect(t, &transport.HTTP{URL: srv.URL})
-		_, err := c.CallTool(hCtx(t), "reserve", nil)
+		c := connect(t, &transport.HTTP{URL: srv.URL})
+		_, err := c.CallTool(testCtx(t), "reserve", nil)
 		var rpc *mcpclient.RPCError
 		if mcpclient.CodeOf(err) != mcpclient.CodeServerError || !errors.As(err, &rpc) || rpc.Code != mcpclient.RPCInvalidParams {
 			t.Fatalf("err %v, want the server's refusal with its JSON-RPC detail", err)
@@ -944,7 +944,7 @@ func TestHTTPAcceptedRequestWithoutAStreamEndsAtOnce(t *testing.T) {
 			}
 			return false
 		})
-		c := hConnect(t, &transport.HTTP{URL: srv.URL})
+		c := connect(t, &transport.HTTP{URL: srv.URL})
 		check(t, c, srv.toolCalls.Load)
 	})
 	// The GET stream opens, then ends for good before the answer: the requests that waited for
@@ -980,7 +980,7 @@ func TestHTTPAcceptedRequestWithoutAStreamEndsAtOnce(t *testing.T) {
 			}
 		}))
 		defer srv.Close()
-		c := hConnect(t, &transport.HTTP{URL: srv.URL})
+		c := connect(t, &transport.HTTP{URL: srv.URL})
 		check(t, c, calls.Load)
 	})
 	t.Run("stateless", func(t *testing.T) {
@@ -1022,7 +1022,7 @@ func TestHTTPStreamRetryFieldBoundsTheResend(t *testing.T) {
 			})
 			var mu sync.Mutex
 			var waits []time.Duration
-			c := hConnect(t, &transport.HTTP{URL: srv.URL},
+			c := connect(t, &transport.HTTP{URL: srv.URL},
 				mcpclient.WithReceipts(mcpclient.ReceiptScopeSession),
 				mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
 					NewBackOff:     func() backoff.BackOff { return &backoff.ZeroBackOff{} },
@@ -1034,7 +1034,7 @@ func TestHTTPStreamRetryFieldBoundsTheResend(t *testing.T) {
 					},
 				}))
 			start := time.Now()
-			resp, err := c.CallTool(hCtx(t), "reserve", nil)
+			resp, err := c.CallTool(testCtx(t), "reserve", nil)
 			if err != nil || resp.Text() != "ok" {
 				t.Fatalf("err %v", err)
 			}

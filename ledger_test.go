@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
@@ -19,24 +17,10 @@ func ledgerTool(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolR
 	return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok " + string(call.Arguments))}}, nil
 }
 
-func ledgerRequest(t *testing.T, c *mcpclient.Client, tool string, n int) *mcpclient.Request {
-	t.Helper()
-	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: tool, Arguments: map[string]int{"n": n}})
-	if err != nil {
-		t.Fatalf("NewRequest: %v", err)
-	}
-	return req
-}
-
-// ledgerImmediate retries at once, for tests about what the ledger records rather than when.
-var ledgerImmediate = mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
-	NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} },
-})
-
 func TestLedgerEntryOfAnsweredRequest(t *testing.T) {
 	ctx := context.Background()
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "t"}, ledgerTool))
-	c := mcptest.NewClient(t, srv, ledgerImmediate)
+	c := mcptest.NewClient(t, srv, noWait)
 
 	cases := []struct {
 		name     string
@@ -52,7 +36,7 @@ func TestLedgerEntryOfAnsweredRequest(t *testing.T) {
 			if tc.drops > 0 {
 				srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "t", Times: tc.drops})
 			}
-			req := ledgerRequest(t, c, "t", i)
+			req := callReq(t, c, "t", map[string]int{"n": i})
 			if _, ok := c.Ledger().Lookup(req.ID()); ok {
 				t.Fatal("NewRequest alone made a ledger entry")
 			}
@@ -101,7 +85,7 @@ func TestLedgerEntryOfAnsweredRequest(t *testing.T) {
 	}
 
 	t.Run("fingerprints tell content apart", func(t *testing.T) {
-		a, b := ledgerRequest(t, c, "t", 1), ledgerRequest(t, c, "t", 2)
+		a, b := callReq(t, c, "t", map[string]int{"n": 1}), callReq(t, c, "t", map[string]int{"n": 2})
 		if a.Fingerprint() == b.Fingerprint() {
 			t.Fatal("two requests with different ids and params share a fingerprint")
 		}
@@ -113,7 +97,7 @@ func TestLedgerRequestBytesAreACopy(t *testing.T) {
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "t"}, ledgerTool))
 	c := mcptest.NewClient(t, srv)
 
-	req := ledgerRequest(t, c, "t", 7)
+	req := callReq(t, c, "t", map[string]int{"n": 7})
 	orig := req.Bytes()
 	fp := req.Fingerprint()
 	params := req.Params()
@@ -190,7 +174,7 @@ func TestLedgerEvictsOldestResolved(t *testing.T) {
 	var reqs []*mcpclient.Request
 	send := func(n int) {
 		t.Helper()
-		req := ledgerRequest(t, c, "t", n)
+		req := callReq(t, c, "t", map[string]int{"n": n})
 		if _, err := c.Do(ctx, req); err != nil {
 			t.Fatalf("request %d: %v", n, err)
 		}
@@ -250,7 +234,7 @@ func ledgerUncertain(t *testing.T) *mcptest.Server {
 
 func ledgerDoUncertain(t *testing.T, c *mcpclient.Client, n int) *mcpclient.Request {
 	t.Helper()
-	req := ledgerRequest(t, c, "x", n)
+	req := callReq(t, c, "x", map[string]int{"n": n})
 	_, err := c.Do(context.Background(), req)
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 		t.Fatalf("call %d: err = %v, want ErrOutcomeUnknown", n, err)
@@ -292,7 +276,7 @@ func TestLedgerFullOfUnresolvedRefusesNewRequests(t *testing.T) {
 
 	for _, tool := range []string{"x", "ok"} {
 		t.Run("new request for "+tool+" is refused", func(t *testing.T) {
-			req := ledgerRequest(t, c, tool, 100)
+			req := callReq(t, c, tool, map[string]int{"n": 100})
 			_, err := c.Do(ctx, req)
 			if !errors.Is(err, mcpclient.ErrLedgerFull) {
 				t.Fatalf("err = %v, want ErrLedgerFull", err)
@@ -345,7 +329,7 @@ func TestLedgerFullOfUnresolvedRefusesNewRequests(t *testing.T) {
 			}
 		}
 		// The entry a refused Supersede named is still unresolved: a new request cannot evict it.
-		if _, err := c.Do(ctx, ledgerRequest(t, c, "ok", 7)); !errors.Is(err, mcpclient.ErrLedgerFull) {
+		if _, err := c.Do(ctx, callReq(t, c, "ok", map[string]int{"n": 7})); !errors.Is(err, mcpclient.ErrLedgerFull) {
 			t.Fatalf("a new request after the refused Supersede: %v, want ErrLedgerFull", err)
 		}
 		if _, ok := c.Ledger().Lookup(u0.ID()); !ok {
@@ -436,7 +420,7 @@ func TestLedgerSupersededEntryBecomesEvictable(t *testing.T) {
 		}
 	}
 	// Now every entry is unresolved.
-	_, err = c.Do(ctx, ledgerRequest(t, c, "ok", 9))
+	_, err = c.Do(ctx, callReq(t, c, "ok", map[string]int{"n": 9}))
 	if !errors.Is(err, mcpclient.ErrLedgerFull) {
 		t.Fatalf("err = %v, want ErrLedgerFull", err)
 	}
@@ -481,7 +465,7 @@ func TestLedgerResendKeepsTheHistoryOfItsID(t *testing.T) {
 
 	t.Run("a resend not delivered leaves an uncertain entry uncertain", func(t *testing.T) {
 		srv := ledgerUncertain(t) // x runs, then its reply is lost
-		c := mcptest.NewClient(t, srv, ledgerImmediate)
+		c := mcptest.NewClient(t, srv, noWait)
 		req := ledgerDoUncertain(t, c, 0)
 		if n := srv.ExecutionsOf("x", req.ID()); n != 1 {
 			t.Fatalf("x ran %d times, want 1", n)
@@ -508,7 +492,7 @@ func TestLedgerResendKeepsTheHistoryOfItsID(t *testing.T) {
 				return &mcpclient.CallToolResult{}, nil
 			}))
 		c := mcptest.NewClient(t, srv)
-		req := ledgerRequest(t, c, "slow", 0)
+		req := callReq(t, c, "slow", map[string]int{"n": 0})
 
 		// The caller gives up while the tool runs: uncertain.
 		cctx, cancel := context.WithCancel(ctx)
@@ -529,7 +513,7 @@ func TestLedgerResendKeepsTheHistoryOfItsID(t *testing.T) {
 	t.Run("a full ledger does not stop a resend from reconnecting", func(t *testing.T) {
 		const capacity = 2
 		srv := ledgerUncertain(t)
-		c := mcptest.NewClient(t, srv, ledgerImmediate, mcpclient.WithLedgerCapacity(capacity))
+		c := mcptest.NewClient(t, srv, noWait, mcpclient.WithLedgerCapacity(capacity))
 		reqs := []*mcpclient.Request{ledgerDoUncertain(t, c, 0), ledgerDoUncertain(t, c, 1)}
 		if n := c.Ledger().Len(); n != capacity {
 			t.Fatalf("Len() = %d, want %d", n, capacity)
@@ -559,7 +543,7 @@ func TestLedgerFullDuringAutomaticReissueKeepsTheOriginal(t *testing.T) {
 	ctx := context.Background()
 	srv := ledgerUncertain(t)
 	srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "ok"})
-	c := mcptest.NewClient(t, srv, mcpclient.WithLedgerCapacity(2), ledgerImmediate)
+	c := mcptest.NewClient(t, srv, mcpclient.WithLedgerCapacity(2), noWait)
 	u0 := ledgerDoUncertain(t, c, 0)
 
 	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "ok", Arguments: map[string]int{"n": 1}}, mcpclient.Idempotent())
@@ -579,7 +563,7 @@ func TestLedgerFullDuringAutomaticReissueKeepsTheOriginal(t *testing.T) {
 		t.Fatalf("original entry %+v (present %v), want uncertain and not superseded", entry, ok)
 	}
 	// Unresolved, it is never evicted: a new request is refused instead.
-	if _, err := c.Do(ctx, ledgerRequest(t, c, "ok", 2)); !errors.Is(err, mcpclient.ErrLedgerFull) {
+	if _, err := c.Do(ctx, callReq(t, c, "ok", map[string]int{"n": 2})); !errors.Is(err, mcpclient.ErrLedgerFull) {
 		t.Fatalf("new request: %v, want ErrLedgerFull", err)
 	}
 	for _, r := range []*mcpclient.Request{u0, req} {
@@ -604,7 +588,7 @@ func TestLedgerForget(t *testing.T) {
 		return &mcpclient.CallToolResult{}, nil
 	}))
 	c := mcptest.NewClient(t, srv)
-	req := ledgerRequest(t, c, "slow", 1)
+	req := callReq(t, c, "slow", map[string]int{"n": 1})
 	done := make(chan error, 1)
 	go func() { _, err := c.Do(ctx, req); done <- err }()
 	<-started

@@ -117,10 +117,10 @@ func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
 					tr = &transport.SSE{URL: "http://" + home + ":" + port + "/sse", Client: client, Header: header, HeaderFunc: headerFunc}
 				}
 				var retried []error
-				c := hConnect(t, tr, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
+				c := connect(t, tr, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
 					OnRetry: func(_ int, err error, _ time.Duration) { retried = append(retried, err) },
 				}))
-				res, err := c.CallTool(hCtx(t), "reserve", nil)
+				res, err := c.CallTool(testCtx(t), "reserve", nil)
 				if err != nil || res.Text() != "ok" {
 					t.Fatalf("call: %v, want the endpoint's own answer to the resend", err)
 				}
@@ -133,7 +133,7 @@ func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
 				if n := runs.Load(); n != 1 {
 					t.Errorf("the tool ran %d times", n)
 				}
-				hStillUsable(t, c)
+				stillUsable(t, c)
 				homeMu.Lock()
 				defer homeMu.Unlock()
 				for i, a := range homeAuth {
@@ -193,8 +193,8 @@ func TestSecurityRedirectsStayWithinTheOrigin(t *testing.T) {
 			if allowed {
 				tr.AllowedRedirectOrigins = []string{"http://" + other + ":" + port}
 			}
-			c := hConnect(t, tr, mcpclient.WithServerStream(), mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
-			res, err := c.CallTool(hCtx(t), "reserve", nil)
+			c := connect(t, tr, mcpclient.WithServerStream(), mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+			res, err := c.CallTool(testCtx(t), "reserve", nil)
 			sid := c.SessionID()
 			c.Close()
 			mu.Lock()
@@ -285,7 +285,7 @@ func TestSecuritySessionIDMustBeVisibleASCII(t *testing.T) {
 
 			// At Connect: refused at once (asking again gets the same id).
 			badInit.Store(true)
-			_, err := mcpclient.Connect(hCtx(t), tr, noWait)
+			_, err := mcpclient.Connect(testCtx(t), tr, noWait)
 			check("connect", err)
 			if e := asError(t, err); e.Attempts > 1 {
 				t.Errorf("initialize sent %d times, want 1", e.Attempts)
@@ -293,12 +293,12 @@ func TestSecuritySessionIDMustBeVisibleASCII(t *testing.T) {
 
 			// On a reconnect after the session expired: the call fails, the next one works.
 			badInit.Store(false)
-			c := hConnect(t, tr)
+			c := connect(t, tr)
 			badInit.Store(true)
 			expire.Store(true)
-			check("reconnect", c.Ping(hCtx(t)))
+			check("reconnect", c.Ping(testCtx(t)))
 			badInit.Store(false)
-			if err := c.Ping(hCtx(t)); err != nil {
+			if err := c.Ping(testCtx(t)); err != nil {
 				t.Fatalf("ping once the server behaves: %v", err)
 			}
 			if c.SessionID() != hSessionID {
@@ -340,7 +340,7 @@ func TestSecurityLegacyEndpointMustBeSameOrigin(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			endpoint.Store(e)
-			_, err := mcpclient.Connect(hCtx(t), tr, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+			_, err := mcpclient.Connect(testCtx(t), tr, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
 			if !errors.Is(err, mcpclient.ErrNotDelivered) {
 				t.Fatalf("error %v, want ErrNotDelivered", err)
 			}
@@ -350,8 +350,8 @@ func TestSecurityLegacyEndpointMustBeSameOrigin(t *testing.T) {
 			}
 			// The same transport connects once the server names its own origin.
 			endpoint.Store("")
-			c := hConnect(t, tr)
-			if err := c.Ping(hCtx(t)); err != nil {
+			c := connect(t, tr)
+			if err := c.Ping(testCtx(t)); err != nil {
 				t.Fatalf("ping: %v", err)
 			}
 		})
@@ -405,7 +405,7 @@ func TestSecurityLegacyEndpointIsReadAgainstTheStreamsOrigin(t *testing.T) {
 	tr := &transport.SSE{URL: "http://" + home + ":" + port + "/sse", Client: client}
 	once := mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1})
 
-	_, err := mcpclient.Connect(hCtx(t), tr, once)
+	_, err := mcpclient.Connect(testCtx(t), tr, once)
 	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.Is(err, transport.ErrCrossOriginRedirect) {
 		t.Fatalf("connect: %v, want the redirect of the stream refused", err)
 	}
@@ -414,8 +414,8 @@ func TestSecurityLegacyEndpointIsReadAgainstTheStreamsOrigin(t *testing.T) {
 	}
 
 	tr.AllowedRedirectOrigins = []string{"http://" + moved + ":" + port}
-	c := hConnect(t, tr)
-	if err := c.Ping(hCtx(t)); err != nil {
+	c := connect(t, tr)
+	if err := c.Ping(testCtx(t)); err != nil {
 		t.Fatalf("ping: %v", err)
 	}
 	c.Close()
@@ -426,7 +426,7 @@ func TestSecurityLegacyEndpointIsReadAgainstTheStreamsOrigin(t *testing.T) {
 	}
 
 	endpoint.Store("http://" + home + ":" + port + "/message?sessionId=chosen-elsewhere")
-	_, err = mcpclient.Connect(hCtx(t), tr, once)
+	_, err = mcpclient.Connect(testCtx(t), tr, once)
 	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.Is(err, transport.ErrCrossOriginEndpoint) {
 		t.Fatalf("connect: %v, want the endpoint on another origin than the stream's refused", err)
 	}
@@ -554,8 +554,8 @@ func TestSecurityStdioChildrenDoNotOutliveTheClient(t *testing.T) {
 	for _, end := range []string{"Close", "Detach"} {
 		t.Run(end, func(t *testing.T) {
 			cmd, pidFile := command(t, "ok")
-			c := hConnect(t, cmd)
-			if _, err := c.CallTool(hCtx(t), "spawn", nil); err != nil {
+			c := connect(t, cmd)
+			if _, err := c.CallTool(testCtx(t), "spawn", nil); err != nil {
 				t.Fatal(err)
 			}
 			pids := pidsIn(t, pidFile)
@@ -572,14 +572,14 @@ func TestSecurityStdioChildrenDoNotOutliveTheClient(t *testing.T) {
 	}
 	t.Run("failed connect", func(t *testing.T) {
 		cmd, pidFile := command(t, "bad-version")
-		_, err := mcpclient.Connect(hCtx(t), cmd, noWait)
+		_, err := mcpclient.Connect(testCtx(t), cmd, noWait)
 		if !errors.Is(err, mcpclient.ErrUnsupportedVersion) {
 			t.Fatalf("error %v, want ErrUnsupportedVersion", err)
 		}
 		assertGone(t, pidFile, false)
 		// The transport is usable for a server that speaks a known revision.
 		good, _ := command(t, "ok")
-		hStillUsable(t, hConnect(t, good))
+		stillUsable(t, connect(t, good))
 	})
 }
 
@@ -598,7 +598,7 @@ func TestSecurityTLSConfigPassesThrough(t *testing.T) {
 	srv := quietTLSServer(t, inner.Config.Handler)
 
 	// The default client does not trust the test CA: nothing is sent.
-	_, err := mcpclient.Connect(hCtx(t), &transport.HTTP{URL: srv.URL}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+	_, err := mcpclient.Connect(testCtx(t), &transport.HTTP{URL: srv.URL}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
 	var unknownCA x509.UnknownAuthorityError
 	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &unknownCA) {
 		t.Fatalf("error %v, want ErrNotDelivered for a certificate of an unknown authority", err)
@@ -607,14 +607,14 @@ func TestSecurityTLSConfigPassesThrough(t *testing.T) {
 	// The caller's client, with the test CA in its TLS config, is the one used, and so is its
 	// TLS config on a cross-check: a client that demands a server name the certificate lacks
 	// fails.
-	hStillUsable(t, hConnect(t, &transport.HTTP{URL: srv.URL, Client: srv.Client()}))
+	stillUsable(t, connect(t, &transport.HTTP{URL: srv.URL, Client: srv.Client()}))
 
 	strict := srv.Client()
 	tlsConfig := strict.Transport.(*http.Transport).TLSClientConfig.Clone()
 	tlsConfig.ServerName = "not-in-the-certificate.example"
 	strict = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	defer strict.CloseIdleConnections()
-	_, err = mcpclient.Connect(hCtx(t), &transport.HTTP{URL: srv.URL, Client: strict}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+	_, err = mcpclient.Connect(testCtx(t), &transport.HTTP{URL: srv.URL, Client: strict}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
 	var hostErr x509.HostnameError
 	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &hostErr) {
 		t.Fatalf("error %v, want ErrNotDelivered for the caller's ServerName", err)
@@ -623,12 +623,12 @@ func TestSecurityTLSConfigPassesThrough(t *testing.T) {
 	// The legacy transport passes the caller's client through too.
 	mcp := mcptest.NewTestHTTPServer(t)
 	legacy := quietTLSServer(t, mcp)
-	_, err = mcpclient.Connect(hCtx(t), &transport.SSE{URL: legacy.URL + "/sse"}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
+	_, err = mcpclient.Connect(testCtx(t), &transport.SSE{URL: legacy.URL + "/sse"}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
 	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &unknownCA) {
 		t.Fatalf("legacy: error %v, want ErrNotDelivered for a certificate of an unknown authority", err)
 	}
-	c := hConnect(t, &transport.SSE{URL: legacy.URL + "/sse", Client: legacy.Client()})
-	if err := c.Ping(hCtx(t)); err != nil {
+	c := connect(t, &transport.SSE{URL: legacy.URL + "/sse", Client: legacy.Client()})
+	if err := c.Ping(testCtx(t)); err != nil {
 		t.Fatalf("legacy ping: %v", err)
 	}
 }
@@ -724,7 +724,7 @@ func TestSecuritySecretsNeverLogged(t *testing.T) {
 	)
 	run := func(t *testing.T, tr transport.Transport, logs *lockedBuffer, secret []string, exercise func(c *mcpclient.Client) []error) {
 		logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		c := hConnect(t, tr, mcpclient.WithLogger(logger))
+		c := connect(t, tr, mcpclient.WithLogger(logger))
 		errs := exercise(c)
 		c.Close()
 		out := logs.String()
@@ -791,10 +791,10 @@ func TestSecuritySecretsNeverLogged(t *testing.T) {
 		}
 		run(t, tr, logs, []string{token, cookie, password, "sess-5ecret", "query-5ecret"}, func(c *mcpclient.Client) []error {
 			var errs []error
-			errs = append(errs, c.Ping(hCtx(t)), c.Ping(hCtx(t)))
-			_, err := c.CallTool(hCtx(t), "reserve", nil)
+			errs = append(errs, c.Ping(testCtx(t)), c.Ping(testCtx(t)))
+			_, err := c.CallTool(testCtx(t), "reserve", nil)
 			errs = append(errs, err)
-			_, err = c.CallTool(hCtx(t), "reserve", nil)
+			_, err = c.CallTool(testCtx(t), "reserve", nil)
 			errs = append(errs, err)
 			for _, err := range errs {
 				if err != nil {
@@ -828,12 +828,12 @@ func TestSecuritySecretsNeverLogged(t *testing.T) {
 			Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		}
 		run(t, tr, logs, []string{token, cookie, session}, func(c *mcpclient.Client) []error {
-			err := c.Ping(hCtx(t)) // reset once, re-issued: the retry is logged with its cause
+			err := c.Ping(testCtx(t)) // reset once, re-issued: the retry is logged with its cause
 			if err != nil {
 				t.Errorf("ping: %v", err)
 			}
 			// An unsafe call whose connection was reset: the caller gets the error, and may log it.
-			_, callErr := c.CallTool(hCtx(t), "reserve", nil)
+			_, callErr := c.CallTool(testCtx(t), "reserve", nil)
 			if !errors.Is(callErr, mcpclient.ErrOutcomeUnknown) {
 				t.Errorf("call: %v, want ErrOutcomeUnknown", callErr)
 			}
@@ -863,7 +863,7 @@ func TestSecurityEndpointSecretsNeverShown(t *testing.T) {
 	}
 	connect := func(tr transport.Transport, logs *lockedBuffer, opts ...mcpclient.Option) (*mcpclient.Client, error) {
 		logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		return mcpclient.Connect(hCtx(t), tr, append([]mcpclient.Option{mcpclient.WithLogger(logger),
+		return mcpclient.Connect(testCtx(t), tr, append([]mcpclient.Option{mcpclient.WithLogger(logger),
 			mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 2, NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}),
 		}, opts...)...)
 	}

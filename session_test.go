@@ -648,7 +648,7 @@ func TestCancellationNoticeDoesNotHoldTheCaller(t *testing.T) {
 		}
 		return false
 	})
-	c := hConnect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession))
+	c := connect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession))
 	req := callReq(t, c, "reserve", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -660,7 +660,7 @@ func TestCancellationNoticeDoesNotHoldTheCaller(t *testing.T) {
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 		t.Fatalf("err %v, want ErrOutcomeUnknown", err)
 	}
-	if _, err := c.Resend(hCtx(t), req); err != nil {
+	if _, err := c.Resend(testCtx(t), req); err != nil {
 		t.Fatalf("Resend: %v", err)
 	}
 	<-noticeTaken

@@ -134,7 +134,7 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 			}
 			return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"answer": "42"}}, nil
 		}))
-	ctx := featCtx(t)
+	ctx := testCtx(t)
 
 	caps := c.ServerCapabilities()
 	if got := caps.TaskCapabilities(); got != (mcpclient.TaskCapabilities{List: true, Cancel: true, ToolsCall: true}) {
@@ -149,7 +149,7 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 	if task.Status != mcpclient.TaskWorking || task.TTL == nil || *task.TTL != 60000 || task.PollInterval == nil || task.CreatedTime().IsZero() {
 		t.Errorf("created task %+v, want working with ttl 60000, a pollInterval and createdAt", task)
 	}
-	if id := featRecv(t, k.started, "the tool to start"); id != task.TaskID {
+	if id := recv(t, k.started, "the tool to start"); id != task.TaskID {
 		t.Errorf("the tool runs as task %q, want %q", id, task.TaskID)
 	}
 	got, err := c.GetTask(ctx, task.TaskID)
@@ -197,12 +197,12 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 	if err != nil {
 		t.Fatal(err)
 	}
-	featRecv(t, k.started, "the blocking tool to start")
+	recv(t, k.started, "the blocking tool to start")
 	cancelled, err := c.CancelTask(ctx, blocked.TaskID)
 	if err != nil || cancelled.Status != mcpclient.TaskCancelled {
 		t.Fatalf("CancelTask: %+v, %v", cancelled, err)
 	}
-	if err := featRecv(t, k.stopped, "the tool's context to end"); !errors.Is(err, context.Canceled) {
+	if err := recv(t, k.stopped, "the tool's context to end"); !errors.Is(err, context.Canceled) {
 		t.Errorf("the tool's context ended with %v", err)
 	}
 	if _, err := c.CancelTask(ctx, blocked.TaskID); featRPCError(t, err).Code != mcpclient.RPCInvalidParams {
@@ -271,7 +271,7 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 	if res, err := c.CallTool(ctx, "slow", nil); err != nil || res.Text() != "done plain" {
 		t.Errorf("a plain call of an optional tool: %+v, %v", res, err)
 	}
-	if id := featRecv(t, k.started, "the plain call"); id != "" {
+	if id := recv(t, k.started, "the plain call"); id != "" {
 		t.Errorf("a plain call runs as task %q", id)
 	}
 }
@@ -308,7 +308,7 @@ func TestAwaitTaskHonoursPollInterval(t *testing.T) {
 					}
 				}))
 		c := mcptest.NewClient(t, srv)
-		ctx := featCtx(t)
+		ctx := testCtx(t)
 		if _, err := c.ListTools(ctx); err != nil { // the listing CallToolTask needs, made beforehand
 			t.Fatal(err)
 		}
@@ -361,7 +361,7 @@ func TestCallToolTaskRefusedWithoutCapability(t *testing.T) {
 			return featText("plain"), nil
 		}))
 	c := mcptest.NewClient(t, srv)
-	ctx := featCtx(t)
+	ctx := testCtx(t)
 	if caps := c.ServerCapabilities(); caps.Tasks != nil || caps.TaskCapabilities() != (mcpclient.TaskCapabilities{}) {
 		t.Errorf("a server without task tools declares tasks %s", caps.Tasks)
 	}
@@ -379,7 +379,7 @@ func TestCallToolTaskRefusedWithoutCapability(t *testing.T) {
 	}
 	// Sent anyway, a task-augmented call runs as a plain one, as the protocol asks of a server
 	// that does not declare tasks.
-	resp, err := c.Do(ctx, mustRequest(t, c, "tools/call", map[string]any{"name": "plain", "task": map[string]any{"ttl": 1000}}))
+	resp, err := c.Do(ctx, newRequest(t, c, "tools/call", map[string]any{"name": "plain", "task": map[string]any{"ttl": 1000}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,15 +387,6 @@ func TestCallToolTaskRefusedWithoutCapability(t *testing.T) {
 	if err := resp.Decode(&res); err != nil || res.Text() != "plain" {
 		t.Errorf("answer %s, want the plain result", resp.Result)
 	}
-}
-
-func mustRequest(t *testing.T, c *mcpclient.Client, method string, params any, opts ...mcpclient.CallOption) *mcpclient.Request {
-	t.Helper()
-	req, err := c.NewRequest(method, params, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return req
 }
 
 // TestTaskCreationResentUnderSameIDCreatesOneTask: the answer of the task-creating tools/call is
@@ -408,7 +399,7 @@ func TestTaskCreationResentUnderSameIDCreatesOneTask(t *testing.T) {
 			srv, d := b.start(t, append(k.options(), mcptest.WithTaskPollInterval(5*time.Millisecond),
 				mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "slow"}))...)
 			c := mcptest.NewClient(t, d, noWait)
-			ctx := featCtx(t)
+			ctx := testCtx(t)
 			id := mcpclient.StringID(uuid.NewString())
 			task, err := c.CallToolTask(ctx, "slow", map[string]string{"v": "once"}, 0, mcpclient.WithRequestID(id))
 			if err != nil {
@@ -454,7 +445,7 @@ func TestTaskInspectionFeedsSupersede(t *testing.T) {
 			}),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
 	c := mcptest.NewClient(t, srv, noWait)
-	ctx := featCtx(t)
+	ctx := testCtx(t)
 
 	start := time.Now()
 	_, err := c.CallToolTask(ctx, "reserve", map[string]string{"room": "12"}, 0)
@@ -518,12 +509,12 @@ func TestCancelTaskResentAfterLostAnswer(t *testing.T) {
 	srv := mcptest.NewTestServer(t, append(k.options(),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Method: "tasks/cancel"}))...)
 	c := mcptest.NewClient(t, srv, noWait)
-	ctx := featCtx(t)
+	ctx := testCtx(t)
 	task, err := c.CallToolTask(ctx, "block", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	featRecv(t, k.started, "the tool to start")
+	recv(t, k.started, "the tool to start")
 	id := mcpclient.StringID(uuid.NewString())
 	got, err := c.CancelTask(ctx, task.TaskID, mcpclient.WithRequestID(id))
 	if err != nil || got.Status != mcpclient.TaskCancelled {
@@ -532,5 +523,5 @@ func TestCancelTaskResentAfterLostAnswer(t *testing.T) {
 	if n := len(srv.Received(id)); n != 2 {
 		t.Errorf("tasks/cancel sent %d times, want 2 (the lost answer, then the refusal)", n)
 	}
-	featRecv(t, k.stopped, "the tool's context to end")
+	recv(t, k.stopped, "the tool's context to end")
 }

@@ -1,0 +1,268 @@
+package mcpclient_test
+
+// Helpers the tests of this package share. The scripted servers they talk to are in
+// internal/testpeer.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// noWait retries at once, for tests about what is retried rather than when.
+var noWait = mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{
+	NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} },
+})
+
+// counter is a tool with a side effect to count: every run adds one.
+type counter struct {
+	mu   sync.Mutex
+	runs int
+}
+
+func (k *counter) tool(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	k.mu.Lock()
+	k.runs++
+	n := k.runs
+	k.mu.Unlock()
+	return &mcpclient.CallToolResult{Content: []mcpclient.Content{
+		mcpclient.TextContent(fmt.Sprintf("run %d with %s", n, call.Arguments)),
+	}}, nil
+}
+
+// waitFor polls cond; for state that has no event to wait on, such as a frame arriving at the
+// server. It is bounded so a broken test fails rather than hangs.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+var (
+	unsafeTool   = mcpclient.Tool{Name: "reserve"}
+	readOnlyTool = mcpclient.Tool{Name: "lookup", Annotations: &mcpclient.ToolAnnotations{ReadOnlyHint: boolPtr(true)}}
+)
+
+// callReq builds a tools/call of tool with args.
+func callReq(t *testing.T, c *mcpclient.Client, tool string, args any, opts ...mcpclient.CallOption) *mcpclient.Request {
+	t.Helper()
+	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: tool, Arguments: args}, opts...)
+	if err != nil {
+		t.Fatalf("NewRequest: %v", err)
+	}
+	return req
+}
+
+// newRequest builds a request of method with params.
+func newRequest(t *testing.T, c *mcpclient.Client, method string, params any, opts ...mcpclient.CallOption) *mcpclient.Request {
+	t.Helper()
+	req, err := c.NewRequest(method, params, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// text returns the text of a tool call's response.
+func text(t *testing.T, resp *mcpclient.Response) string {
+	t.Helper()
+	var res mcpclient.CallToolResult
+	if err := resp.Decode(&res); err != nil {
+		t.Fatalf("decoding result: %v", err)
+	}
+	return res.Text()
+}
+
+// asError returns the *mcpclient.Error err is, or wraps, failing the test if there is none.
+func asError(t *testing.T, err error) *mcpclient.Error {
+	t.Helper()
+	var e *mcpclient.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not an *mcpclient.Error", err, err)
+	}
+	return e
+}
+
+// assertFramesIdentical checks that the server received want frames, all the same bytes.
+func assertFramesIdentical(t *testing.T, frames [][]byte, want int) {
+	t.Helper()
+	if len(frames) != want {
+		t.Fatalf("server received %d frames for the id, want %d", len(frames), want)
+	}
+	for i, f := range frames[1:] {
+		if !bytes.Equal(f, frames[0]) {
+			t.Fatalf("frame %d differs from the first:\n%s\n%s", i+1, frames[0], f)
+		}
+	}
+}
+
+// testCtx bounds a test's calls so that a broken test fails rather than hangs.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// recv returns the next value from ch, failing the test if none comes in time.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// connect connects to tr with the test's logger and no waits between attempts, and closes the
+// client at the end of the test.
+func connect(t *testing.T, tr transport.Transport, opts ...mcpclient.Option) *mcpclient.Client {
+	t.Helper()
+	opts = append([]mcpclient.Option{mcpclient.WithLogger(mcptest.TestLogger(t)), noWait}, opts...)
+	c, err := mcpclient.Connect(testCtx(t), tr, opts...)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// stillUsable checks a client after a server misbehaved: a call of the tool reserve gets the
+// server's own answer, "ok", and a ping succeeds.
+func stillUsable(t *testing.T, c *mcpclient.Client) {
+	t.Helper()
+	res, err := c.CallTool(testCtx(t), "reserve", nil)
+	if err != nil {
+		t.Fatalf("the client is not usable after the episode: %v", err)
+	}
+	if res.Text() != "ok" {
+		t.Fatalf("follow-up call answered %q, want the server's own answer %q", res.Text(), "ok")
+	}
+	if err := c.Ping(testCtx(t)); err != nil {
+		t.Fatalf("ping after the episode: %v", err)
+	}
+}
+
+// featBackend is one way to reach an mcptest server: in memory, Streamable HTTP answering with
+// JSON or with SSE, or legacy HTTP+SSE.
+type featBackend struct {
+	name  string
+	start func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer)
+}
+
+// legacyDialer reaches an HTTPServer by its HTTP+SSE endpoints.
+type legacyDialer struct{ h *mcptest.HTTPServer }
+
+func (d legacyDialer) Transport() transport.Transport { return d.h.SSETransport() }
+
+var featBackends = []featBackend{
+	{"memory", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+		s := mcptest.NewTestServer(t, opts...)
+		return s, s
+	}},
+	{"http-json", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+		h := mcptest.NewTestHTTPServer(t, opts...)
+		return h.Server, h
+	}},
+	{"http-sse", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+		h := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithSSEResponses(10*time.Millisecond))...)
+		return h.Server, h
+	}},
+	{"legacy-sse", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+		h := mcptest.NewTestHTTPServer(t, opts...)
+		return h.Server, legacyDialer{h}
+	}},
+}
+
+// featEach runs f against every backend.
+func featEach(t *testing.T, f func(t *testing.T, b featBackend)) {
+	for _, b := range featBackends {
+		t.Run(b.name, func(t *testing.T) { f(t, b) })
+	}
+}
+
+// featRPCError returns the *RPCError in err's chain, failing the test if there is none or if
+// err is not a server error.
+func featRPCError(t *testing.T, err error) *mcpclient.RPCError {
+	t.Helper()
+	var rpc *mcpclient.RPCError
+	if !errors.As(err, &rpc) {
+		t.Fatalf("error %v carries no *RPCError", err)
+	}
+	if mcpclient.CodeOf(err) != mcpclient.CodeServerError {
+		t.Errorf("error %v has code %v, want %v", err, mcpclient.CodeOf(err), mcpclient.CodeServerError)
+	}
+	return rpc
+}
+
+// featText is a tool result of one text block.
+func featText(s string) *mcpclient.CallToolResult {
+	return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(s)}}
+}
+
+// featAsk is a tool that sends the server request its arguments name to the calling client and
+// answers with the client's result, or with the client's error as an isError result whose
+// structuredContent is the error object.
+func featAsk(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	var a struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(call.Arguments, &a); err != nil {
+		return nil, err
+	}
+	var params any
+	if len(a.Params) > 0 {
+		params = a.Params
+	}
+	res, err := call.Request(ctx, a.Method, params)
+	var rpc *mcpclient.RPCError
+	switch {
+	case errors.As(err, &rpc):
+		body, _ := json.Marshal(rpc)
+		return &mcpclient.CallToolResult{IsError: true, StructuredContent: body,
+			Content: []mcpclient.Content{mcpclient.TextContent(rpc.Error())}}, nil
+	case err != nil:
+		return nil, err
+	}
+	return &mcpclient.CallToolResult{StructuredContent: res, Content: []mcpclient.Content{mcpclient.TextContent(string(res))}}, nil
+}
+
+var featAskTool = mcpclient.Tool{Name: "ask"}
+
+// featAskClient has the server ask the client method with params through the ask tool. It
+// returns the client's result, or its error object.
+func featAskClient(t *testing.T, c *mcpclient.Client, method string, params any) (json.RawMessage, *mcpclient.RPCError) {
+	t.Helper()
+	res, err := c.CallTool(testCtx(t), "ask", map[string]any{"method": method, "params": params})
+	if err != nil {
+		t.Fatalf("ask %s: %v", method, err)
+	}
+	if res.IsError {
+		var rpc mcpclient.RPCError
+		if err := json.Unmarshal(res.StructuredContent, &rpc); err != nil {
+			t.Fatalf("ask %s: %s", method, res.Text())
+		}
+		return nil, &rpc
+	}
+	return res.StructuredContent, nil
+}

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
 
@@ -519,9 +520,9 @@ func TestServerRequestsOverTheLimitHoldNothingUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		limit := mcpclient.MaxServerRequestsForTest
 		var mu sync.Mutex
-		answers := map[string]hMsg{} // the client's answers to server requests, by id
-		server := make(chan *hPipeServer, 1)
-		tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+		answers := map[string]testpeer.Msg{} // the client's answers to server requests, by id
+		server := make(chan *testpeer.Conn, 1)
+		srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 			switch {
 			case m.Method == "notifications/initialized":
 				server <- p
@@ -529,15 +530,14 @@ func TestServerRequestsOverTheLimitHoldNothingUp(t *testing.T) {
 				mu.Lock()
 				answers[string(m.ID)] = m
 				mu.Unlock()
-			default:
-				hPipeDefault(p, m)
 			}
+			return false
 		})
 		started := make(chan string, limit+1)
 		cancelled := make(chan string, limit+1)
 		release := make(chan struct{})
 		var logs, progress, listChanged atomic.Int32
-		c, err := mcpclient.Connect(context.Background(), tr, noWait,
+		c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait,
 			mcpclient.WithElicitationHandler(func(ctx context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
 				started <- p.Message
 				select {
@@ -560,7 +560,7 @@ func TestServerRequestsOverTheLimitHoldNothingUp(t *testing.T) {
 			return `{"jsonrpc":"2.0","id":"` + id + `","method":"elicitation/create","params":{"message":"` + id + `","requestedSchema":{"type":"object"}}}`
 		}
 		for i := 1; i <= limit; i++ {
-			p.send(elicit(fmt.Sprintf("e%d", i)))
+			p.Send(elicit(fmt.Sprintf("e%d", i)))
 		}
 		synctest.Wait()
 		if len(started) != limit {
@@ -579,7 +579,7 @@ func TestServerRequestsOverTheLimitHoldNothingUp(t *testing.T) {
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
 			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"e1"}}`,
 		} {
-			p.send(frame)
+			p.Send(frame)
 		}
 		synctest.Wait() // every handler is still waiting for its person
 

@@ -19,15 +19,12 @@ package mcpclient_test
 //     (session_test.go): answers for other ids only, over a pipe and an HTTP JSON body.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
@@ -38,234 +35,19 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
-
-// hMsg is a JSON-RPC message as the hostile servers read it.
-type hMsg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-}
-
-const (
-	hInitResult = `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"hostile","version":"0"}}`
-	hToolResult = `{"content":[{"type":"text","text":"ok"}]}`
-	hSessionID  = "hostile-session-1"
-)
-
-func hResult(id json.RawMessage, result string) string {
-	return `{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + `}`
-}
-
-func hNoMethod(id json.RawMessage) string {
-	return `{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32601,"message":"method not found"}}`
-}
-
-// hOnce returns a function that reports true the first time only: a server misbehaving once.
-func hOnce() func() bool {
-	var done atomic.Bool
-	return func() bool { return done.CompareAndSwap(false, true) }
-}
-
-// hostileHTTP is a Streamable HTTP server that behaves (initialize with a session id,
-// server/discover refused, 202 for notifications and answers, 405 for the GET stream, a text
-// result for tools/call, {} for ping), except for the POSTs misbehave says it answered itself:
-// misbehave sees every POST first. It counts the tools/call POSTs it sees.
-type hostileHTTP struct {
-	*httptest.Server
-	toolCalls atomic.Int32
-	cancelled atomic.Int32 // notifications/cancelled received
-}
-
-func newHostileHTTP(t *testing.T, misbehave func(w http.ResponseWriter, r *http.Request, m hMsg) bool) *hostileHTTP {
-	h := &hostileHTTP{}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodGet:
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		case http.MethodDelete:
-			return
-		}
-		var m hMsg
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m); err != nil {
-			http.Error(w, "bad body", http.StatusBadRequest)
-			return
-		}
-		switch {
-		case m.Method == "tools/call":
-			h.toolCalls.Add(1)
-		case m.Method == "notifications/cancelled":
-			h.cancelled.Add(1)
-		}
-		if misbehave != nil && misbehave(w, r, m) {
-			return
-		}
-		switch {
-		case m.Method == "initialize":
-			w.Header().Set("Mcp-Session-Id", hSessionID)
-			hJSON(w, hResult(m.ID, hInitResult))
-			return
-		case m.Method == "server/discover":
-			hJSON(w, hNoMethod(m.ID))
-			return
-		case m.ID == nil || m.Method == "":
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		switch m.Method {
-		case "tools/call":
-			hJSON(w, hResult(m.ID, hToolResult))
-		case "ping":
-			hJSON(w, hResult(m.ID, `{}`))
-		default:
-			hJSON(w, hNoMethod(m.ID))
-		}
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
-func hJSON(w http.ResponseWriter, body string) {
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, body)
-}
-
-// hSSE opens an SSE answer and returns a function writing one event of data.
-func hSSE(w http.ResponseWriter) func(id, data string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	w.(http.Flusher).Flush()
-	return func(id, data string) {
-		if id != "" {
-			fmt.Fprintf(w, "id: %s\n", id)
-		}
-		fmt.Fprintf(w, "data: %s\n\n", data)
-		w.(http.Flusher).Flush()
-	}
-}
-
-// hPipeServer is a scripted server at the far end of a transport.Pipe.
-type hPipeServer struct {
-	conn *transport.MemoryConn
-	wg   *sync.WaitGroup
-}
-
-func (p *hPipeServer) send(frame string) error {
-	return p.conn.Send(context.Background(), &transport.Message{Frame: []byte(frame)})
-}
-
-// spawn runs f on a goroutine the test waits for.
-func (p *hPipeServer) spawn(f func()) {
-	p.wg.Add(1)
-	go func() { defer p.wg.Done(); f() }()
-}
-
-// hPipe returns a transport to a scripted in-memory server: it answers initialize and refuses
-// server/discover; answer sees every other request, notification and answer of the client.
-func hPipe(t *testing.T, answer func(p *hPipeServer, m hMsg)) transport.Transport {
-	wg := new(sync.WaitGroup)
-	t.Cleanup(wg.Wait)
-	return transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
-		client, server := transport.Pipe()
-		p := &hPipeServer{conn: server, wg: wg}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				frame, err := server.Receive(context.Background())
-				if err != nil {
-					return
-				}
-				var m hMsg
-				if json.Unmarshal(frame, &m) != nil {
-					t.Errorf("client sent invalid JSON: %s", frame)
-					continue
-				}
-				switch m.Method {
-				case "initialize":
-					p.send(hResult(m.ID, hInitResult))
-				case "server/discover":
-					p.send(hNoMethod(m.ID))
-				default:
-					answer(p, m)
-				}
-			}
-		}()
-		return client, nil
-	})
-}
-
-// hPipeDefault answers tools/call and ping as hostileHTTP does.
-func hPipeDefault(p *hPipeServer, m hMsg) {
-	switch {
-	case m.ID == nil || m.Method == "":
-	case m.Method == "tools/call":
-		p.send(hResult(m.ID, hToolResult))
-	case m.Method == "ping":
-		p.send(hResult(m.ID, `{}`))
-	default:
-		p.send(hNoMethod(m.ID))
-	}
-}
-
-// hStream returns a transport.Stream to a newline-delimited JSON-RPC server at the far end of a
-// net.Pipe: it answers initialize and refuses server/discover, and write answers requests
-// (notifications and answers of the client are read and dropped).
-func hStream(t *testing.T, maxFrame int, write func(w io.Writer, m hMsg)) transport.Transport {
-	wg := new(sync.WaitGroup)
-	t.Cleanup(wg.Wait)
-	return &transport.Stream{MaxFrameSize: maxFrame, Open: func(context.Context) (io.ReadWriteCloser, error) {
-		client, server := net.Pipe()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer server.Close()
-			sc := bufio.NewScanner(server)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				var m hMsg
-				if json.Unmarshal(sc.Bytes(), &m) != nil {
-					continue
-				}
-				switch {
-				case m.Method == "initialize":
-					io.WriteString(server, hResult(m.ID, hInitResult)+"\n")
-				case m.Method == "server/discover":
-					io.WriteString(server, hNoMethod(m.ID)+"\n")
-				case m.ID == nil || m.Method == "":
-				default:
-					write(server, m)
-				}
-			}
-		}()
-		return client, nil
-	}}
-}
-
-// hStreamDefault answers as hPipeDefault does.
-func hStreamDefault(w io.Writer, m hMsg) {
-	switch m.Method {
-	case "tools/call":
-		io.WriteString(w, hResult(m.ID, hToolResult)+"\n")
-	case "ping":
-		io.WriteString(w, hResult(m.ID, `{}`)+"\n")
-	default:
-		io.WriteString(w, hNoMethod(m.ID)+"\n")
-	}
-}
 
 func TestHostileOversizedMessage(t *testing.T) {
 	big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 4096) + `"}]}`
 
 	t.Run("http-json", func(t *testing.T) {
-		first := hOnce()
-		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			if m.Method == "tools/call" && first() {
-				hJSON(w, hResult(m.ID, big))
+		first := testpeer.Once()
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if r.Method == "tools/call" && first() {
+				r.JSON(testpeer.Result(r.ID, big))
 				return true
 			}
 			return false
@@ -275,8 +57,8 @@ func TestHostileOversizedMessage(t *testing.T) {
 		if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 			t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge", err)
 		}
-		if e := asError(t, err); e.Attempts != 1 || srv.toolCalls.Load() != 1 {
-			t.Errorf("%d attempts, %d POSTs: an oversized answer must not be fetched again", e.Attempts, srv.toolCalls.Load())
+		if e := asError(t, err); e.Attempts != 1 || srv.Count("tools/call") != 1 {
+			t.Errorf("%d attempts, %d POSTs: an oversized answer must not be fetched again", e.Attempts, srv.Count("tools/call"))
 		}
 		stillUsable(t, c)
 	})
@@ -286,17 +68,17 @@ func TestHostileOversizedMessage(t *testing.T) {
 	// frame(id), over a 1 KiB limit, and checks that the call ends before its deadline (in the
 	// bubble, a call left waiting would reach it at once) and that the client goes on, having
 	// opened opens connections in all.
-	oversizedOnStream := func(t *testing.T, frame func(id json.RawMessage) string, opens int32) {
+	oversizedOnStream := func(t *testing.T, frame func(id json.RawMessage) string, opens int) {
 		synctest.Test(t, func(t *testing.T) {
-			first := hOnce()
-			tr, opened := hCountOpens(hStream(t, 1024, func(w io.Writer, m hMsg) {
+			first := testpeer.Once()
+			srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 				if m.Method == "tools/call" && first() {
-					io.WriteString(w, frame(m.ID)+"\n")
-					return
+					p.Send(frame(m.ID))
+					return true
 				}
-				hStreamDefault(w, m)
-			}))
-			c := connect(t, tr)
+				return false
+			}, testpeer.Lines(1024))
+			c := connect(t, srv.Transport())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := c.CallTool(ctx, "reserve", nil)
@@ -304,14 +86,14 @@ func TestHostileOversizedMessage(t *testing.T) {
 				t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge before the deadline", err)
 			}
 			stillUsable(t, c)
-			if n := opened.Load(); n != opens {
+			if n := srv.Opened(); n != opens {
 				t.Errorf("%d connections opened, want %d", n, opens)
 			}
 		})
 	}
 	// The connection goes on after an oversized answer.
 	t.Run("stream", func(t *testing.T) {
-		oversizedOnStream(t, func(id json.RawMessage) string { return hResult(id, big) }, 1)
+		oversizedOnStream(t, func(id json.RawMessage) string { return testpeer.Result(id, big) }, 1)
 	})
 
 	// An oversized line that names no request ends the connection, and with it the calls
@@ -323,17 +105,17 @@ func TestHostileOversizedMessage(t *testing.T) {
 	// The id an oversized answer names is matched as the client spells it.
 	t.Run("stream, id spelled otherwise", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			tr := hStream(t, 1024, func(w io.Writer, m hMsg) {
+			srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 				if m.Method == "tools/call" {
 					// The same id without escapes: "a<b&c" for "a\u003cb\u0026c".
 					var id string
 					json.Unmarshal(m.ID, &id)
-					io.WriteString(w, hResult(json.RawMessage(`"`+id+`"`), big)+"\n")
-					return
+					p.Send(testpeer.Result(json.RawMessage(`"`+id+`"`), big))
+					return true
 				}
-				hStreamDefault(w, m)
-			})
-			c := connect(t, tr)
+				return false
+			}, testpeer.Lines(1024))
+			c := connect(t, srv.Transport())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, err := c.CallTool(ctx, "reserve", nil, mcpclient.WithRequestID(mcpclient.StringID("a<b&c")))
@@ -345,17 +127,6 @@ func TestHostileOversizedMessage(t *testing.T) {
 			}
 		})
 	})
-}
-
-// hCountOpens counts the streams tr opens.
-func hCountOpens(tr transport.Transport) (transport.Transport, *atomic.Int32) {
-	s := tr.(*transport.Stream)
-	n, open := new(atomic.Int32), s.Open
-	s.Open = func(ctx context.Context) (io.ReadWriteCloser, error) {
-		n.Add(1)
-		return open(ctx)
-	}
-	return s, n
 }
 
 // bytesAllocated returns how many bytes of heap f allocated (the process's, so tests that
@@ -371,12 +142,12 @@ func bytesAllocated(f func()) uint64 {
 // A server announcing a body near the limit and sending a few bytes of it costs the client
 // memory for those bytes, not for the announcement.
 func TestHostileDeclaredLengthIsNotTrusted(t *testing.T) {
-	first := hOnce()
-	srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-		if m.Method == "tools/call" && first() {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(transport.DefaultMaxMessageSize))
-			io.WriteString(w, hResult(m.ID, hToolResult)[:20])
+	first := testpeer.Once()
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		if r.Method == "tools/call" && first() {
+			r.W.Header().Set("Content-Type", "application/json")
+			r.W.Header().Set("Content-Length", strconv.Itoa(transport.DefaultMaxMessageSize))
+			io.WriteString(r.W, testpeer.Result(r.ID, testpeer.ToolResult)[:20])
 			return true // net/http cuts the connection: the body is short of its length
 		}
 		return false
@@ -423,37 +194,32 @@ func TestSmallAnswersCostNoLimitSizedBuffers(t *testing.T) {
 		check(t, connect(t, srv.SSETransport()))
 	})
 	t.Run("stream", func(t *testing.T) {
-		check(t, connect(t, hStream(t, 0, hStreamDefault)))
+		check(t, connect(t, testpeer.NewPipe(t, nil, testpeer.Lines(0)).Transport()))
 	})
 }
 
 func TestHostileOversizedSSEEvent(t *testing.T) {
-	first := hOnce()
+	first := testpeer.Once()
 	var resumes atomic.Int32
-	srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-		if m.Method != "tools/call" || !first() {
-			return false
-		}
-		event := hSSE(w)
-		event("e1", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+strings.Repeat("x", 4096)+`"}}`)
-		event("e2", hResult(m.ID, hToolResult))
-		return true
-	})
-	front := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		if r.HTTPMethod == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
 			resumes.Add(1)
 		}
-		srv.Config.Handler.ServeHTTP(w, r)
+		if r.Method != "tools/call" || !first() {
+			return false
+		}
+		event := r.SSE()
+		event("e1", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+strings.Repeat("x", 4096)+`"}}`)
+		event("e2", testpeer.Result(r.ID, testpeer.ToolResult))
+		return true
 	})
-	fs := httptest.NewServer(front)
-	t.Cleanup(fs.Close)
-	c := connect(t, &transport.HTTP{URL: fs.URL, MaxMessageSize: 1024})
+	c := connect(t, &transport.HTTP{URL: srv.URL, MaxMessageSize: 1024})
 	_, err := c.CallTool(testCtx(t), "reserve", nil)
 	if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 		t.Fatalf("error %v, want ErrOutcomeUnknown with ErrMessageTooLarge", err)
 	}
-	if srv.toolCalls.Load() != 1 || resumes.Load() != 0 {
-		t.Errorf("%d POSTs, %d resumptions: the oversized event must not be fetched again", srv.toolCalls.Load(), resumes.Load())
+	if srv.Count("tools/call") != 1 || resumes.Load() != 0 {
+		t.Errorf("%d POSTs, %d resumptions: the oversized event must not be fetched again", srv.Count("tools/call"), resumes.Load())
 	}
 	stillUsable(t, c)
 }
@@ -461,10 +227,10 @@ func TestHostileOversizedSSEEvent(t *testing.T) {
 func TestHostileResponseForUnknownID(t *testing.T) {
 	// A JSON body is a POST's only answer: one for another id leaves the outcome unknown at once.
 	t.Run("http-json", func(t *testing.T) {
-		first := hOnce()
-		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			if m.Method == "tools/call" && first() {
-				hJSON(w, hResult(json.RawMessage(`"not-yours"`), hToolResult))
+		first := testpeer.Once()
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if r.Method == "tools/call" && first() {
+				r.JSON(testpeer.Result(json.RawMessage(`"not-yours"`), testpeer.ToolResult))
 				return true
 			}
 			return false
@@ -478,15 +244,15 @@ func TestHostileResponseForUnknownID(t *testing.T) {
 	})
 	// A stream may carry other messages before the answer: an unknown id is dropped.
 	t.Run("http-sse", func(t *testing.T) {
-		first := hOnce()
-		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			if m.Method != "tools/call" || !first() {
+		first := testpeer.Once()
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if r.Method != "tools/call" || !first() {
 				return false
 			}
-			event := hSSE(w)
-			event("", hResult(json.RawMessage(`"not-yours"`), `{"content":[{"type":"text","text":"forged"}]}`))
-			event("", hResult(json.RawMessage(`12345`), `{"content":[{"type":"text","text":"forged"}]}`))
-			event("", hResult(m.ID, `{"content":[{"type":"text","text":"mine"}]}`))
+			event := r.SSE()
+			event("", testpeer.Result(json.RawMessage(`"not-yours"`), `{"content":[{"type":"text","text":"forged"}]}`))
+			event("", testpeer.Result(json.RawMessage(`12345`), `{"content":[{"type":"text","text":"forged"}]}`))
+			event("", testpeer.Result(r.ID, `{"content":[{"type":"text","text":"mine"}]}`))
 			return true
 		})
 		c := connect(t, &transport.HTTP{URL: srv.URL})
@@ -501,19 +267,19 @@ func TestHostileResponseForUnknownID(t *testing.T) {
 func TestHostileTwoResponsesForOneID(t *testing.T) {
 	for _, kind := range []string{"http-sse", "http-json-batch"} {
 		t.Run(kind, func(t *testing.T) {
-			first := hOnce()
-			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				if m.Method != "tools/call" || !first() {
+			first := testpeer.Once()
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if r.Method != "tools/call" || !first() {
 					return false
 				}
-				one := hResult(m.ID, `{"content":[{"type":"text","text":"first"}]}`)
-				two := hResult(m.ID, `{"content":[{"type":"text","text":"second"}]}`)
+				one := testpeer.Result(r.ID, `{"content":[{"type":"text","text":"first"}]}`)
+				two := testpeer.Result(r.ID, `{"content":[{"type":"text","text":"second"}]}`)
 				if kind == "http-sse" {
-					event := hSSE(w)
+					event := r.SSE()
 					event("", one)
 					event("", two)
 				} else {
-					hJSON(w, "["+one+","+two+"]")
+					r.JSON("[" + one + "," + two + "]")
 				}
 				return true
 			})
@@ -539,15 +305,15 @@ func TestHostileWrongJSONRPCVersion(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				first := hOnce()
-				tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+				first := testpeer.Once()
+				srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 					if m.Method == "tools/call" && first() {
-						p.send(strings.ReplaceAll(reply, "ID", string(m.ID)))
-						return
+						p.Send(strings.ReplaceAll(reply, "ID", string(m.ID)))
+						return true
 					}
-					hPipeDefault(p, m)
+					return false
 				})
-				c, err := mcpclient.Connect(context.Background(), tr, noWait)
+				c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -581,27 +347,27 @@ func TestHostileResultAndErrorTogether(t *testing.T) {
 		stillUsable(t, c)
 	}
 	t.Run("pipe", func(t *testing.T) {
-		first := hOnce()
-		check(t, connect(t, hPipe(t, func(p *hPipeServer, m hMsg) {
+		first := testpeer.Once()
+		check(t, connect(t, testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 			if m.Method == "tools/call" && first() {
-				p.send(strings.ReplaceAll(both, "ID", string(m.ID)))
-				return
+				p.Send(strings.ReplaceAll(both, "ID", string(m.ID)))
+				return true
 			}
-			hPipeDefault(p, m)
-		})))
+			return false
+		}).Transport()))
 	})
 	for _, kind := range []string{"http-json", "http-sse"} {
 		t.Run(kind, func(t *testing.T) {
-			first := hOnce()
-			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				if m.Method != "tools/call" || !first() {
+			first := testpeer.Once()
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if r.Method != "tools/call" || !first() {
 					return false
 				}
-				frame := strings.ReplaceAll(both, "ID", string(m.ID))
+				frame := strings.ReplaceAll(both, "ID", string(r.ID))
 				if kind == "http-json" {
-					hJSON(w, frame)
+					r.JSON(frame)
 				} else {
-					hSSE(w)("", frame)
+					r.SSE()("", frame)
 				}
 				return true
 			})
@@ -622,16 +388,16 @@ func TestHostileHugeHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			first := hOnce()
-			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				if m.Method != "tools/call" || !first() {
+			first := testpeer.Once()
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if r.Method != "tools/call" || !first() {
 					return false
 				}
 				chunk := strings.Repeat("h", 8<<10)
 				for i := range tt.size / len(chunk) {
-					w.Header().Set(fmt.Sprintf("X-Junk-%d", i), chunk)
+					r.W.Header().Set(fmt.Sprintf("X-Junk-%d", i), chunk)
 				}
-				hJSON(w, hResult(m.ID, hToolResult))
+				r.JSON(testpeer.Result(r.ID, testpeer.ToolResult))
 				return true
 			})
 			if tt.client != nil {
@@ -643,8 +409,8 @@ func TestHostileHugeHeaders(t *testing.T) {
 			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "response headers exceeded") {
 				t.Fatalf("error %v, want ErrOutcomeUnknown for headers over the limit", err)
 			}
-			if e := asError(t, err); e.Attempts != 1 || srv.toolCalls.Load() != 1 {
-				t.Errorf("%d attempts, %d POSTs, want 1", e.Attempts, srv.toolCalls.Load())
+			if e := asError(t, err); e.Attempts != 1 || srv.Count("tools/call") != 1 {
+				t.Errorf("%d attempts, %d POSTs, want 1", e.Attempts, srv.Count("tools/call"))
 			}
 			stillUsable(t, c)
 		})
@@ -654,16 +420,16 @@ func TestHostileHugeHeaders(t *testing.T) {
 func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 	for _, kind := range []string{"sse", "no headers"} {
 		t.Run(kind, func(t *testing.T) {
-			first := hOnce()
+			first := testpeer.Once()
 			abandoned := make(chan struct{})
-			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				if m.Method != "tools/call" || !first() {
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if r.Method != "tools/call" || !first() {
 					return false
 				}
 				if kind == "sse" {
-					hSSE(w)("p1", "") // a priming event, then silence
+					r.SSE()("p1", "") // a priming event, then silence
 				}
-				<-r.Context().Done() // the client hung up
+				<-r.HTTP.Context().Done() // the client hung up
 				close(abandoned)
 				return true
 			})
@@ -680,9 +446,9 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 				t.Fatal("the client kept the silent exchange open")
 			}
 			// The notice is sent after the call returned, on the session's own goroutine.
-			waitFor(t, "notifications/cancelled", func() bool { return srv.cancelled.Load() == 1 })
+			waitFor(t, "notifications/cancelled", func() bool { return srv.Count("notifications/cancelled") == 1 })
 			stillUsable(t, c)
-			if n := srv.cancelled.Load(); n != 1 {
+			if n := srv.Count("notifications/cancelled"); n != 1 {
 				t.Errorf("%d notifications/cancelled, want 1", n)
 			}
 		})
@@ -695,49 +461,49 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 // that reports progress is not cut.
 func TestHostileSilentServerEndsTheCall(t *testing.T) {
 	const bound = 300 * time.Millisecond
-	keepalives := func(w http.ResponseWriter, r *http.Request, what string) {
+	keepalives := func(r *testpeer.Request, what string) {
 		for {
-			io.WriteString(w, what)
-			w.(http.Flusher).Flush()
+			io.WriteString(r.W, what)
+			r.W.(http.Flusher).Flush()
 			select {
 			case <-time.After(bound / 6):
-			case <-r.Context().Done():
+			case <-r.HTTP.Context().Done():
 				return
 			}
 		}
 	}
 	for _, tc := range []struct {
 		name     string
-		serve    func(w http.ResponseWriter, r *http.Request, m hMsg)
+		serve    func(r *testpeer.Request)
 		answered bool
 	}{
-		{"no answer", func(w http.ResponseWriter, r *http.Request, _ hMsg) { <-r.Context().Done() }, false},
-		{"headers only", func(w http.ResponseWriter, r *http.Request, _ hMsg) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			w.(http.Flusher).Flush()
-			<-r.Context().Done()
+		{"no answer", func(r *testpeer.Request) { <-r.HTTP.Context().Done() }, false},
+		{"headers only", func(r *testpeer.Request) {
+			r.W.Header().Set("Content-Type", "application/json")
+			r.W.WriteHeader(http.StatusOK)
+			r.W.(http.Flusher).Flush()
+			<-r.HTTP.Context().Done()
 		}, false},
-		{"sse comments", func(w http.ResponseWriter, r *http.Request, _ hMsg) {
-			hSSE(w)("p1", "") // a priming event, then only comments
-			keepalives(w, r, ": keepalive\n\n")
+		{"sse comments", func(r *testpeer.Request) {
+			r.SSE()("p1", "") // a priming event, then only comments
+			keepalives(r, ": keepalive\n\n")
 		}, false},
-		{"sse progress", func(w http.ResponseWriter, r *http.Request, m hMsg) {
-			event := hSSE(w)
+		{"sse progress", func(r *testpeer.Request) {
+			event := r.SSE()
 			for range 8 {
 				event("", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`)
 				time.Sleep(bound / 3)
 			}
-			event("", hResult(m.ID, hToolResult))
+			event("", testpeer.Result(r.ID, testpeer.ToolResult))
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first := hOnce()
-			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				if m.Method != "tools/call" || !first() {
+			first := testpeer.Once()
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if r.Method != "tools/call" || !first() {
 					return false
 				}
-				tc.serve(w, r, m)
+				tc.serve(r)
 				return true
 			})
 			c := connect(t, &transport.HTTP{URL: srv.URL, ResponseHeaderTimeout: bound, ResponseIdleTimeout: bound})
@@ -759,7 +525,7 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 			if took > 10*bound {
 				t.Errorf("the call ended after %v", took)
 			}
-			if n := srv.toolCalls.Load(); n != 1 {
+			if n := srv.Count("tools/call"); n != 1 {
 				t.Errorf("the unsafe call was sent %d times", n)
 			}
 			stillUsable(t, c)
@@ -767,14 +533,14 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 	}
 	// A legacy server answers each POST at once, the answer coming over its stream.
 	t.Run("legacy no answer", func(t *testing.T) {
-		first := hOnce()
-		srv := newLegacyFake(t, "s1", func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			if m.Method != "tools/call" || !first() {
+		first := testpeer.Once()
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if r.Method != "tools/call" || !first() {
 				return false
 			}
-			<-r.Context().Done()
+			<-r.HTTP.Context().Done()
 			return true
-		})
+		}, testpeer.Legacy("s1"))
 		c := connect(t, &transport.SSE{URL: srv.URL + "/sse", ResponseHeaderTimeout: bound})
 		start := time.Now()
 		_, err := c.CallTool(testCtx(t), "reserve", nil)
@@ -788,46 +554,9 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 	})
 }
 
-// hSilentStream returns a stream transport whose servers read everything and answer nothing,
-// except those for which serve (if set) returns true after serving the connection itself, and a
-// hang-up that closes every connection and refuses new ones. Connections are numbered from 0.
-func hSilentStream(serve func(n int, server net.Conn) bool) (tr transport.Transport, hangUp func(), wait func()) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var opened []net.Conn
-	gone := false
-	hangUp = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		gone = true
-		for _, c := range opened {
-			c.Close()
-		}
-	}
-	tr = &transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) {
-		client, server := net.Pipe()
-		mu.Lock()
-		defer mu.Unlock()
-		if gone {
-			return nil, errors.New("the server is gone")
-		}
-		n := len(opened)
-		opened = append(opened, server)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if serve == nil || !serve(n, server) {
-				io.Copy(io.Discard, server) // reads everything, answers nothing
-			}
-		}()
-		return client, nil
-	}}
-	return tr, hangUp, wg.Wait
-}
-
-// hWithin waits for done's error on the bubble's clock: it checks the error with check and that
+// within waits for done's error on the bubble's clock: it checks the error with check and that
 // it came after exactly want, and fails (hanging up first) if none comes within an hour.
-func hWithin(t *testing.T, what string, done <-chan error, hangUp func(), want time.Duration, check func(error)) {
+func within(t *testing.T, what string, done <-chan error, hangUp func(), want time.Duration, check func(error)) {
 	t.Helper()
 	start := time.Now()
 	select {
@@ -864,44 +593,32 @@ func TestHostileServerNeverAnswersTheHandshake(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				tr, hangUp, wait := hSilentStream(nil)
-				defer wait()
-				defer hangUp()
+				// The server reads everything and answers nothing.
+				srv := testpeer.NewPipe(t, func(*testpeer.Conn, testpeer.Msg) bool { return true }, testpeer.Lines(0))
+				defer srv.HangUp()
 				done := make(chan error, 1)
 				go func() {
-					_, err := mcpclient.Connect(context.Background(), tr, tc.opts...)
+					_, err := mcpclient.Connect(context.Background(), srv.Transport(), tc.opts...)
 					done <- err
 				}()
-				hWithin(t, "connect", done, hangUp, tc.want, wantTimeout(t, "connect"))
+				within(t, "connect", done, srv.HangUp, tc.want, wantTimeout(t, "connect"))
 			})
 		})
 	}
 	t.Run("reconnection", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			// The first session opens, and the server hangs up; later ones never answer.
-			tr, hangUp, wait := hSilentStream(func(n int, server net.Conn) bool {
-				if n > 0 {
-					return false
+			srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+				if p.N > 0 {
+					return true // reads everything, answers nothing
 				}
-				defer server.Close()
-				sc := bufio.NewScanner(server)
-				for sc.Scan() {
-					var m hMsg
-					json.Unmarshal(sc.Bytes(), &m)
-					switch m.Method {
-					case "initialize":
-						io.WriteString(server, hResult(m.ID, hInitResult)+"\n")
-					case "server/discover":
-						io.WriteString(server, hNoMethod(m.ID)+"\n")
-					case "notifications/initialized":
-						return true
-					}
+				if m.Method == "notifications/initialized" {
+					p.Close()
 				}
-				return true
-			})
-			defer wait()
-			defer hangUp()
-			c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithHandshakeTimeout(5*time.Second),
+				return false
+			}, testpeer.Lines(0))
+			defer srv.HangUp()
+			c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithHandshakeTimeout(5*time.Second),
 				mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
 			if err != nil {
 				t.Fatal(err)
@@ -913,7 +630,7 @@ func TestHostileServerNeverAnswersTheHandshake(t *testing.T) {
 				_, err := c.CallTool(context.Background(), "reserve", nil)
 				done <- err
 			}()
-			hWithin(t, "the call", done, hangUp, 5*time.Second, wantTimeout(t, "call"))
+			within(t, "the call", done, srv.HangUp, 5*time.Second, wantTimeout(t, "call"))
 		})
 	})
 }
@@ -931,16 +648,16 @@ func TestHostileByteAtATimeResponse(t *testing.T) {
 	}
 	for _, kind := range []string{"http-json", "http-sse"} {
 		t.Run(kind, func(t *testing.T) {
-			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				if m.Method != "tools/call" {
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if r.Method != "tools/call" {
 					return false
 				}
 				if kind == "http-json" {
-					w.Header().Set("Content-Type", "application/json")
-					trickle(w, hResult(m.ID, answer))
+					r.W.Header().Set("Content-Type", "application/json")
+					trickle(r.W, testpeer.Result(r.ID, answer))
 				} else {
-					w.Header().Set("Content-Type", "text/event-stream")
-					trickle(w, "id: 1\r\nretry: 10\r\ndata: "+hResult(m.ID, answer)+"\r\n\r\n")
+					r.W.Header().Set("Content-Type", "text/event-stream")
+					trickle(r.W, "id: 1\r\nretry: 10\r\ndata: "+testpeer.Result(r.ID, answer)+"\r\n\r\n")
 				}
 				return true
 			})
@@ -957,13 +674,13 @@ func TestHostileByteAtATimeResponse(t *testing.T) {
 		})
 	}
 	t.Run("stream", func(t *testing.T) {
-		c := connect(t, hStream(t, 0, func(w io.Writer, m hMsg) {
+		c := connect(t, testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 			if m.Method == "tools/call" {
-				trickle(w, hResult(m.ID, answer)+"\r\n")
-				return
+				trickle(p, testpeer.Result(m.ID, answer)+"\r\n")
+				return true
 			}
-			hStreamDefault(w, m)
-		}))
+			return false
+		}, testpeer.Lines(0)).Transport())
 		for range 2 {
 			res, err := c.CallTool(testCtx(t), "reserve", nil)
 			if err != nil || res.Text() != want {
@@ -1019,7 +736,7 @@ func TestHostileFloodOfServerMessages(t *testing.T) {
 				notes++
 			}
 		}
-		tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+		srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 			switch {
 			case m.Method == "" && strings.HasPrefix(string(m.ID), `"s`):
 				answers.Add(1)
@@ -1027,19 +744,18 @@ func TestHostileFloodOfServerMessages(t *testing.T) {
 					refused.Add(1)
 				}
 			case m.Method == "notifications/initialized":
-				p.spawn(func() {
+				p.Go(func() {
 					for _, frame := range flood {
-						if p.send(frame) != nil {
+						if p.Send(frame) != nil {
 							return
 						}
 						sent.Add(1)
 					}
 				})
-			default:
-				hPipeDefault(p, m)
 			}
+			return false
 		})
-		c, err := mcpclient.Connect(context.Background(), tr, noWait,
+		c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait,
 			mcpclient.WithNotificationHandler("*", func(_ context.Context, _ string, params json.RawMessage) {
 				notified.Add(1)
 				var p struct{ N int }
@@ -1114,24 +830,24 @@ func TestHostileFloodDuringACallIsBounded(t *testing.T) {
 		const total = 6000
 		var sent, notified atomic.Int32
 		release := make(chan struct{})
-		first := hOnce()
-		tr := hPipe(t, func(p *hPipeServer, m hMsg) {
+		first := testpeer.Once()
+		srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 			if m.Method == "tools/call" && first() {
 				id := m.ID
-				p.spawn(func() {
+				p.Go(func() {
 					for i := range total {
-						if p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/flood","params":{"n":%d}}`, i)) != nil {
+						if p.Send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/flood","params":{"n":%d}}`, i)) != nil {
 							return
 						}
 						sent.Add(1)
 					}
-					p.send(hResult(id, hToolResult))
+					p.Send(testpeer.Result(id, testpeer.ToolResult))
 				})
-				return
+				return true
 			}
-			hPipeDefault(p, m)
+			return false
 		})
-		c, err := mcpclient.Connect(context.Background(), tr, noWait,
+		c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait,
 			mcpclient.WithNotificationHandler("*", func(context.Context, string, json.RawMessage) {
 				notified.Add(1)
 				<-release
@@ -1166,34 +882,33 @@ func TestHostileFloodWhileAHandlerCallsTheClient(t *testing.T) {
 		burstSent := make(chan struct{})
 		var burstOnce sync.Once
 		endBurst := func() { burstOnce.Do(func() { close(burstSent) }) }
-		handlersPing := hOnce()
-		tr := hPipe(t, func(p *hPipeServer, m hMsg) {
-			switch m.Method {
-			case "tools/call":
+		handlersPing := testpeer.Once()
+		srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+			switch {
+			case m.Method == "tools/call":
 				id := m.ID
-				p.spawn(func() {
+				p.Go(func() {
 					defer endBurst()
-					p.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+					p.Send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 					for i := range burst {
-						if p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)) != nil {
+						if p.Send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}`, i)) != nil {
 							return
 						}
 					}
 					endBurst()
-					p.send(hResult(id, hToolResult))
+					p.Send(testpeer.Result(id, testpeer.ToolResult))
 				})
-			case "ping":
+				return true
+			case m.Method == "ping" && handlersPing():
 				id := m.ID
-				if handlersPing() {
-					p.spawn(func() { <-burstSent; p.send(hResult(id, `{}`)) })
-					return
-				}
-				p.send(hResult(id, `{}`))
+				p.Go(func() { <-burstSent; p.Send(testpeer.Result(id, `{}`)) })
+				return true
 			}
+			return false
 		})
 		var once sync.Once
 		var err error
-		c, err = mcpclient.Connect(context.Background(), tr, noWait,
+		c, err = mcpclient.Connect(context.Background(), srv.Transport(), noWait,
 			mcpclient.WithNotificationHandler("notifications/tools/list_changed", func(ctx context.Context, _ string, _ json.RawMessage) {
 				once.Do(func() {
 					ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -1227,10 +942,10 @@ func TestHostileHTMLBody(t *testing.T) {
 		io.WriteString(w, page)
 	}
 	t.Run("call", func(t *testing.T) {
-		first := hOnce()
-		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			if m.Method == "tools/call" && first() {
-				html(w)
+		first := testpeer.Once()
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if r.Method == "tools/call" && first() {
+				html(r.W)
 				return true
 			}
 			return false
@@ -1251,16 +966,14 @@ func TestHostileHTMLBody(t *testing.T) {
 	t.Run("initialize", func(t *testing.T) {
 		var bad atomic.Bool
 		bad.Store(true)
-		inner := newHostileHTTP(t, nil)
-		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if bad.Load() && r.Method == http.MethodPost {
-				html(w)
-				return
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if bad.Load() && r.HTTPMethod == http.MethodPost {
+				html(r.W)
+				return true
 			}
-			inner.Config.Handler.ServeHTTP(w, r)
-		}))
-		t.Cleanup(front.Close)
-		tr := &transport.HTTP{URL: front.URL}
+			return false
+		})
+		tr := &transport.HTTP{URL: srv.URL}
 		_, err := mcpclient.Connect(testCtx(t), tr, noWait, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 2}))
 		var status *transport.StatusError
 		// No session, so none of the caller's requests was sent.
@@ -1274,14 +987,14 @@ func TestHostileHTMLBody(t *testing.T) {
 
 func TestHostileRedirectLoop(t *testing.T) {
 	var hops atomic.Int32
-	first := hOnce()
-	srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-		if m.Method != "tools/call" || (r.URL.Query().Get("hop") == "" && !first()) {
+	first := testpeer.Once()
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		if r.Method != "tools/call" || (r.HTTP.URL.Query().Get("hop") == "" && !first()) {
 			return false
 		}
 		n := hops.Add(1)
 		// 307 keeps the method and the body: every hop delivers the request again.
-		http.Redirect(w, r, fmt.Sprintf("/?hop=%d", n), http.StatusTemporaryRedirect)
+		http.Redirect(r.W, r.HTTP, fmt.Sprintf("/?hop=%d", n), http.StatusTemporaryRedirect)
 		return true
 	})
 	c := connect(t, &transport.HTTP{URL: srv.URL})

@@ -17,6 +17,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -601,54 +602,52 @@ func TestHTTPConcurrentCalls(t *testing.T) {
 // pollingServer answers tools/call with an SSE stream that carries only a priming event and
 // closes; every GET with Last-Event-ID does the same with a new id, until the answer is ready
 // after answerAfter polls. getStatus, if not 0, answers the GETs with that status instead.
-func pollingServer(t *testing.T, answerAfter, getStatus int) (*httptest.Server, *int) {
+func pollingServer(t *testing.T, answerAfter, getStatus int) *testpeer.HTTP {
 	var mu sync.Mutex
 	gets, seq := 0, 0
 	var callID json.RawMessage
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		prime := func() {
 			seq++
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "id: e%d\nretry: 5\ndata: \n\n", seq)
+			r.W.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(r.W, "id: e%d\nretry: 5\ndata: \n\n", seq)
 		}
-		if r.Method == http.MethodGet {
+		switch {
+		case r.HTTPMethod == http.MethodGet:
 			gets++
 			if getStatus != 0 {
-				w.WriteHeader(getStatus)
-				return
+				r.W.WriteHeader(getStatus)
+				return true
 			}
 			prime()
 			if gets >= answerAfter {
-				fmt.Fprintf(w, "id: e%d\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", seq+1, callID)
+				fmt.Fprintf(r.W, "id: e%d\ndata: %s\n\n", seq+1, testpeer.Result(callID, `{"content":[]}`))
 			}
-			return
-		}
-		var m wireMsg
-		json.NewDecoder(r.Body).Decode(&m)
-		switch m.Method {
-		case "initialize":
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"poller","version":"0"}}}`, m.ID)
-		case "tools/call":
-			callID = m.ID
+			return true
+		case r.Method == "tools/call":
+			callID = r.ID
 			prime()
-		default:
-			if m.ID == nil {
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, m.ID)
+			return true
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &gets
+		return false
+	}, testpeer.WithSessionID(""))
+}
+
+// gets counts the GETs srv received.
+func gets(srv *testpeer.HTTP) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.HTTPMethod == http.MethodGet {
+			n++
+		}
+	}
+	return n
 }
 
 func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
-	srv, gets := pollingServer(t, 6, 0)
+	srv := pollingServer(t, 6, 0)
 	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 2}, noWait)
 	if err != nil {
 		t.Fatal(err)
@@ -657,13 +656,13 @@ func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
 	if _, err := c.CallTool(context.Background(), "slow", nil); err != nil {
 		t.Fatalf("a call polled 6 times with a resumption limit of 2: %v", err)
 	}
-	if *gets != 6 {
-		t.Errorf("%d polls", *gets)
+	if n := gets(srv); n != 6 {
+		t.Errorf("%d polls", n)
 	}
 }
 
 func TestHTTPResumptionIsBounded(t *testing.T) {
-	srv, gets := pollingServer(t, 0, http.StatusInternalServerError)
+	srv := pollingServer(t, 0, http.StatusInternalServerError)
 	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 3}, noWait)
 	if err != nil {
 		t.Fatal(err)
@@ -673,8 +672,8 @@ func TestHTTPResumptionIsBounded(t *testing.T) {
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 		t.Fatalf("error %v, want ErrOutcomeUnknown once resumption gives up", err)
 	}
-	if *gets != 3 {
-		t.Errorf("%d resumption attempts, want 3", *gets)
+	if n := gets(srv); n != 3 {
+		t.Errorf("%d resumption attempts, want 3", n)
 	}
 }
 
@@ -825,15 +824,15 @@ func TestHTTPStatusWithoutRetryAfterIsUncertain(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d-retry-after-%q", tc.status, tc.retryAfter), func(t *testing.T) {
-			first := hOnce()
-			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				if m.Method != "tools/call" || !first() {
+			first := testpeer.Once()
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if r.Method != "tools/call" || !first() {
 					return false
 				}
 				if tc.retryAfter != "" {
-					w.Header().Set("Retry-After", tc.retryAfter)
+					r.W.Header().Set("Retry-After", tc.retryAfter)
 				}
-				http.Error(w, "upstream connect error or disconnect/reset before headers", tc.status)
+				http.Error(r.W, "upstream connect error or disconnect/reset before headers", tc.status)
 				return true
 			})
 			c := connect(t, &transport.HTTP{URL: srv.URL})
@@ -848,7 +847,7 @@ func TestHTTPStatusWithoutRetryAfterIsUncertain(t *testing.T) {
 			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 				t.Fatalf("err %v, want ErrOutcomeUnknown: the tool may have run behind the gateway", err)
 			}
-			if n := srv.toolCalls.Load(); n != 1 {
+			if n := srv.Count("tools/call"); n != 1 {
 				t.Errorf("the unsafe call was sent %d times without receipts", n)
 			}
 			if e, _ := c.Ledger().Lookup(req.ID()); e.State != mcpclient.StateUncertain {
@@ -859,15 +858,15 @@ func TestHTTPStatusWithoutRetryAfterIsUncertain(t *testing.T) {
 }
 
 // errorBodyServer answers tools/call (the first only, with once) with status and a JSON body.
-func errorBodyServer(t *testing.T, status int, body string, once bool) *hostileHTTP {
-	first := hOnce()
-	return newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-		if m.Method != "tools/call" || (once && !first()) {
+func errorBodyServer(t *testing.T, status int, body string, once bool) *testpeer.HTTP {
+	first := testpeer.Once()
+	return testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		if r.Method != "tools/call" || (once && !first()) {
 			return false
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		io.WriteString(w, body)
+		r.W.Header().Set("Content-Type", "application/json")
+		r.W.WriteHeader(status)
+		io.WriteString(r.W, body)
 		return true
 	})
 }
@@ -920,7 +919,7 @@ func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
 // no GET stream, an older server refuses the GET), nothing will ever answer: the call ends at
 // once as uncertain instead of waiting for its deadline.
 func TestHTTPAcceptedRequestWithoutAStreamEndsAtOnce(t *testing.T) {
-	check := func(t *testing.T, c *mcpclient.Client, sent func() int32) {
+	check := func(t *testing.T, c *mcpclient.Client, sent func() int) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -937,63 +936,51 @@ func TestHTTPAcceptedRequestWithoutAStreamEndsAtOnce(t *testing.T) {
 		}
 	}
 	t.Run("get-refused", func(t *testing.T) {
-		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			if m.Method == "tools/call" {
-				w.WriteHeader(http.StatusAccepted)
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if r.Method == "tools/call" {
+				r.W.WriteHeader(http.StatusAccepted)
 				return true
 			}
 			return false
 		})
 		c := connect(t, &transport.HTTP{URL: srv.URL})
-		check(t, c, srv.toolCalls.Load)
+		check(t, c, func() int { return srv.Count("tools/call") })
 	})
 	// The GET stream opens, then ends for good before the answer: the requests that waited for
 	// it end then.
 	t.Run("get-stream-ends", func(t *testing.T) {
 		var gets atomic.Int32
-		var calls atomic.Int32
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet {
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			switch {
+			case r.HTTPMethod == http.MethodGet:
 				if gets.Add(1) > 1 {
-					w.WriteHeader(http.StatusMethodNotAllowed)
-					return
+					r.W.WriteHeader(http.StatusMethodNotAllowed)
+					return true
 				}
-				w.Header().Set("Content-Type", "text/event-stream")
-				io.WriteString(w, "retry: 10\n\n")
-				w.(http.Flusher).Flush()
+				r.W.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(r.W, "retry: 10\n\n")
+				r.W.(http.Flusher).Flush()
 				time.Sleep(200 * time.Millisecond) // the stream is up while the 202 is read
-				return
+				return true
+			case r.Method == "tools/call":
+				r.W.WriteHeader(http.StatusAccepted)
+				return true
 			}
-			var m hMsg
-			json.NewDecoder(r.Body).Decode(&m)
-			switch m.Method {
-			case "initialize":
-				w.Header().Set("Mcp-Session-Id", hSessionID)
-				hJSON(w, hResult(m.ID, hInitResult))
-			case "server/discover":
-				hJSON(w, hNoMethod(m.ID))
-			case "tools/call":
-				calls.Add(1)
-				w.WriteHeader(http.StatusAccepted)
-			default:
-				w.WriteHeader(http.StatusAccepted)
-			}
-		}))
-		defer srv.Close()
+			return false
+		})
 		c := connect(t, &transport.HTTP{URL: srv.URL})
-		check(t, c, calls.Load)
+		check(t, c, func() int { return srv.Count("tools/call") })
 	})
 	t.Run("stateless", func(t *testing.T) {
-		var calls atomic.Int32
-		s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+		s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 			if r.Method == "tools/call" {
-				calls.Add(1)
-				return http.StatusAccepted, result(`{}`)
+				r.Reply(http.StatusAccepted, result(`{}`))
+				return true
 			}
-			return 0, ""
-		})
-		c := connectStateless(t, s)
-		check(t, c, calls.Load)
+			return false
+		}, testpeer.Stateless())
+		c := connect(t, &transport.HTTP{URL: s.URL})
+		check(t, c, func() int { return s.Count("tools/call") })
 	})
 }
 
@@ -1011,13 +998,13 @@ func TestHTTPStreamRetryFieldBoundsTheResend(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			first := hOnce()
-			srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				if m.Method != "tools/call" || !first() {
+			first := testpeer.Once()
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if r.Method != "tools/call" || !first() {
 					return false
 				}
-				w.Header().Set("Content-Type", "text/event-stream")
-				fmt.Fprintf(w, "retry: %d\n\n", tc.retryMS)
+				r.W.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(r.W, "retry: %d\n\n", tc.retryMS)
 				return true
 			})
 			var mu sync.Mutex

@@ -7,14 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -36,30 +37,28 @@ func TestCallToolWithoutArgumentsOmitsThem(t *testing.T) {
 func TestHTTPSessionRefusedWith400IsALostSession(t *testing.T) {
 	var mu sync.Mutex
 	sessions, inits := map[string]bool{}, 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m wireMsg
-		json.NewDecoder(r.Body).Decode(&m)
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
 		switch {
-		case m.Method == "initialize":
+		case r.Method == "initialize":
 			inits++
 			sid := fmt.Sprint("s", inits)
 			sessions[sid] = true
-			w.Header().Set("Mcp-Session-Id", sid)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"ts","version":"0"}}}`, m.ID)
+			r.W.Header().Set("Mcp-Session-Id", sid)
+			r.Answer(testpeer.InitResult)
 		case !sessions[r.Header.Get("Mcp-Session-Id")]:
-			w.WriteHeader(http.StatusBadRequest)
-			w.Write([]byte(`{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`))
-		case m.ID == nil:
-			w.WriteHeader(http.StatusAccepted)
+			r.W.Header().Set("Content-Type", "application/json")
+			r.W.WriteHeader(http.StatusBadRequest)
+			io.WriteString(r.W, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)
+		case r.ID == nil:
+			return false
 		default:
 			delete(sessions, "s1") // the first session expires after its first request
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID)
+			r.Answer(`{}`)
 		}
-	}))
-	defer srv.Close()
+		return true
+	})
 	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL}, noWait)
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +70,8 @@ func TestHTTPSessionRefusedWith400IsALostSession(t *testing.T) {
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatalf("after the session expired: %v", err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if inits != 2 {
 		t.Errorf("%d initialize requests, want 2", inits)
 	}
@@ -111,25 +112,21 @@ func TestProgressReachesCallAndNotificationHandler(t *testing.T) {
 }
 
 func TestConnectRefusedAfterInitializeIsDefinite(t *testing.T) {
-	posts := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m wireMsg
-		json.NewDecoder(r.Body).Decode(&m)
-		posts++
-		w.Header().Set("Content-Type", "application/json")
-		if m.Method == "initialize" {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"picky","version":"0"}}}`, m.ID)
-			return
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		if r.Method == "initialize" {
+			r.Answer(testpeer.InitResult)
+			return true
 		}
-		w.WriteHeader(http.StatusBadRequest)
-		w.Write([]byte(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: Unsupported protocol version"},"id":null}`))
-	}))
-	defer srv.Close()
+		r.W.Header().Set("Content-Type", "application/json")
+		r.W.WriteHeader(http.StatusBadRequest)
+		io.WriteString(r.W, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: Unsupported protocol version"},"id":null}`)
+		return true
+	})
 	_, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL}, noWait)
 	if mcpclient.CodeOf(err) != mcpclient.CodeServerError {
 		t.Fatalf("error %v, want the server's refusal, not a delivery failure", err)
 	}
-	if posts != 3 { // server/discover, initialize, notifications/initialized: no second try
+	if posts := len(srv.Requests()); posts != 3 { // server/discover, initialize, notifications/initialized: no second try
 		t.Errorf("%d POSTs", posts)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -14,98 +13,27 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
-// statelessServer is a scripted 2026-07-28 server: it answers server/discover and hands every
-// other request to answer, recording what it received.
-type statelessServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	got    []statelessRequest
-	answer func(r statelessRequest) (status int, body string)
-}
-
-type statelessRequest struct {
-	httpMethod string
-	header     http.Header
-	ID         json.RawMessage            `json:"id"`
-	Method     string                     `json:"method"`
-	Params     map[string]json.RawMessage `json:"params"`
-}
-
-func (r statelessRequest) meta() map[string]json.RawMessage {
-	var m map[string]json.RawMessage
-	json.Unmarshal(r.Params["_meta"], &m)
-	return m
-}
-
-func newStatelessServer(t *testing.T, answer func(r statelessRequest) (int, string)) *statelessServer {
-	s := &statelessServer{answer: answer}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
-		r := statelessRequest{httpMethod: hr.Method, header: hr.Header.Clone()}
-		json.NewDecoder(hr.Body).Decode(&r)
-		s.mu.Lock()
-		s.got = append(s.got, r)
-		s.mu.Unlock()
-		if hr.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		w.Header().Set("Mcp-Session-Id", "not-for-stateless-clients")
-		status, body := 0, ""
-		if r.Method == "server/discover" {
-			status, body = 200, result(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"stateless","version":"1"}},"ttlMs":0,"cacheScope":"private"}`)
-		}
-		if answer != nil {
-			if st, b := answer(r); st != 0 {
-				status, body = st, b
-			}
-		}
-		if status == 0 {
-			status, body = 200, result(`{"resultType":"complete"}`)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		if r.ID != nil && body != "" { // an empty body: a bare HTTP status
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,%s}`, r.ID, body)
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *statelessServer) requests() []statelessRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]statelessRequest(nil), s.got...)
-}
-
+// result is the member of a JSON-RPC answer carrying r.
 func result(r string) string { return `"result":` + r }
 
-func connectStateless(t *testing.T, s *statelessServer, opts ...mcpclient.Option) *mcpclient.Client {
-	t.Helper()
-	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: s.URL},
-		append([]mcpclient.Option{noWait, mcpclient.WithLogger(mcptest.TestLogger(t))}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func TestStatelessSessionCarriesMetaAndHeaders(t *testing.T) {
-	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		switch r.Method {
 		case "tools/list":
-			return 200, result(`{"resultType":"complete","tools":[{"name":"add","inputSchema":{"type":"object"}}]}`)
+			r.Reply(200, result(`{"resultType":"complete","tools":[{"name":"add","inputSchema":{"type":"object"}}]}`))
+			return true
 		case "tools/call":
-			return 200, result(`{"resultType":"complete","content":[{"type":"text","text":"3"}]}`)
+			r.Reply(200, result(`{"resultType":"complete","content":[{"type":"text","text":"3"}]}`))
+			return true
 		}
-		return 0, ""
-	})
-	c := connectStateless(t, s, mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+		return false
+	}, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL}, mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
 		return &mcpclient.ElicitResult{Action: mcpclient.ElicitDecline}, nil
 	}))
 	if c.ProtocolVersion() != mcpclient.ProtocolVersion20260728 || c.ServerInfo().Name != "stateless" || c.SessionID() != "" {
@@ -119,46 +47,48 @@ func TestStatelessSessionCarriesMetaAndHeaders(t *testing.T) {
 		t.Fatalf("%v %v", res, err)
 	}
 	c.Close()
-	reqs := s.requests()
+	reqs := s.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests: want discover, list and call, and no notification, GET or DELETE", len(reqs))
 	}
 	for _, r := range reqs {
-		m := r.meta()
+		m := r.Meta()
 		var caps map[string]json.RawMessage
 		json.Unmarshal(m[mcpclient.MetaClientCapabilities], &caps)
 		switch {
-		case r.header.Get("Mcp-Method") != r.Method:
-			t.Errorf("%s: Mcp-Method %q", r.Method, r.header.Get("Mcp-Method"))
-		case r.header.Get("Mcp-Protocol-Version") != "2026-07-28" || string(m[mcpclient.MetaProtocolVersion]) != `"2026-07-28"`:
-			t.Errorf("%s: version header %q, _meta %s", r.Method, r.header.Get("Mcp-Protocol-Version"), m[mcpclient.MetaProtocolVersion])
+		case r.Header.Get("Mcp-Method") != r.Method:
+			t.Errorf("%s: Mcp-Method %q", r.Method, r.Header.Get("Mcp-Method"))
+		case r.Header.Get("Mcp-Protocol-Version") != "2026-07-28" || string(m[mcpclient.MetaProtocolVersion]) != `"2026-07-28"`:
+			t.Errorf("%s: version header %q, _meta %s", r.Method, r.Header.Get("Mcp-Protocol-Version"), m[mcpclient.MetaProtocolVersion])
 		case string(caps["elicitation"]) != `{"form":{}}`:
 			t.Errorf("%s: clientCapabilities %s", r.Method, m[mcpclient.MetaClientCapabilities])
 		case len(m[mcpclient.MetaClientInfo]) == 0:
 			t.Errorf("%s: no clientInfo", r.Method)
-		case r.header.Get("Mcp-Session-Id") != "":
+		case r.Header.Get("Mcp-Session-Id") != "":
 			t.Errorf("%s: echoed a session id", r.Method)
 		}
 	}
-	if reqs[2].header.Get("Mcp-Name") != "add" {
-		t.Errorf("tools/call Mcp-Name %q", reqs[2].header.Get("Mcp-Name"))
+	if reqs[2].Header.Get("Mcp-Name") != "add" {
+		t.Errorf("tools/call Mcp-Name %q", reqs[2].Header.Get("Mcp-Name"))
 	}
 }
 
 func TestStatelessVersionRefusalIsRetriedInTheNamedRevision(t *testing.T) {
 	var refused sync.Once
-	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method == "tools/call" {
 			first := false
 			refused.Do(func() { first = true })
 			if first {
-				return 400, `"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}`
+				r.Reply(400, `"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"]}}`)
+				return true
 			}
-			return 200, result(`{"content":[]}`)
+			r.Reply(200, result(`{"content":[]}`))
+			return true
 		}
-		return 0, ""
-	})
-	c := connectStateless(t, s)
+		return false
+	}, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL})
 	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "x"})
 	if err != nil {
 		t.Fatal(err)
@@ -176,9 +106,9 @@ func TestStatelessVersionRefusalIsRetriedInTheNamedRevision(t *testing.T) {
 }
 
 func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
-	s := newStatelessServer(t, nil)
-	c := connectStateless(t, s)
-	before := len(s.requests())
+	s := testpeer.NewHTTP(t, nil, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL})
+	before := len(s.Requests())
 	for name, call := range map[string]func() error{
 		"subscribe": func() error { return c.Subscribe(context.Background(), "file:///x") },
 		"ping request": func() error {
@@ -190,44 +120,47 @@ func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
 			t.Errorf("%s: %v, want ErrMethodRemoved", name, err)
 		}
 	}
-	if len(s.requests()) != before {
+	if len(s.Requests()) != before {
 		t.Error("a removed method was sent")
 	}
 }
 
 func TestStatelessPingSendsDiscover(t *testing.T) {
-	s := newStatelessServer(t, nil)
-	c := connectStateless(t, s)
-	before := len(s.requests())
+	s := testpeer.NewHTTP(t, nil, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL})
+	before := len(s.Requests())
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
-	reqs := s.requests()[before:]
-	if len(reqs) != 1 || reqs[0].Method != "server/discover" || reqs[0].header.Get("Mcp-Method") != "server/discover" || len(reqs[0].meta()) == 0 {
+	reqs := s.Requests()[before:]
+	if len(reqs) != 1 || reqs[0].Method != "server/discover" || reqs[0].Header.Get("Mcp-Method") != "server/discover" || len(reqs[0].Meta()) == 0 {
 		t.Fatalf("Ping sent %+v, want one server/discover of the stateless revision", reqs)
 	}
 }
 
 func TestStatelessMultiRoundTrip(t *testing.T) {
 	var mu sync.Mutex
-	var rounds []statelessRequest
-	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+	var rounds []testpeer.Received
+	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method != "tools/call" {
-			return 0, ""
+			return false
 		}
 		mu.Lock()
-		rounds = append(rounds, r)
+		rounds = append(rounds, r.Received)
 		n := len(rounds)
 		mu.Unlock()
 		switch n {
 		case 1:
-			return 200, result(`{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"ada"},"age":{"type":"integer","default":30}}}}}},"requestState":"{\"n\":1}"}`)
+			r.Reply(200, result(`{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"ada"},"age":{"type":"integer","default":30}}}}}},"requestState":"{\"n\":1}"}`))
+			return true
 		case 2:
-			return 200, result(`{"resultType":"input_required","inputRequests":{"model":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}}}`)
+			r.Reply(200, result(`{"resultType":"input_required","inputRequests":{"model":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}}}`))
+			return true
 		}
-		return 200, result(`{"content":[{"type":"text","text":"done"}]}`)
-	})
-	c := connectStateless(t, s,
+		r.Reply(200, result(`{"content":[{"type":"text","text":"done"}]}`))
+		return true
+	}, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL},
 		mcpclient.WithElicitationHandler(func(_ context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
 			return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"age": 31}}, nil
 		}),
@@ -244,25 +177,25 @@ func TestStatelessMultiRoundTrip(t *testing.T) {
 	ids := map[string]bool{}
 	for _, r := range rounds {
 		ids[string(r.ID)] = true
-		if string(r.Params["arguments"]) != `{"q":"x"}` {
-			t.Errorf("round changed the arguments: %s", r.Params["arguments"])
+		if string(r.Param("arguments")) != `{"q":"x"}` {
+			t.Errorf("round changed the arguments: %s", r.Param("arguments"))
 		}
 	}
 	if len(ids) != 3 {
 		t.Errorf("rounds reused ids: %v", ids)
 	}
-	if string(rounds[1].Params["requestState"]) != `"{\"n\":1}"` {
-		t.Errorf("requestState not echoed exactly: %s", rounds[1].Params["requestState"])
+	if string(rounds[1].Param("requestState")) != `"{\"n\":1}"` {
+		t.Errorf("requestState not echoed exactly: %s", rounds[1].Param("requestState"))
 	}
 	var answers map[string]mcpclient.ElicitResult
-	json.Unmarshal(rounds[1].Params["inputResponses"], &answers)
+	json.Unmarshal(rounds[1].Param("inputResponses"), &answers)
 	if answers["who"].Content["name"] != "ada" || answers["who"].Content["age"] != float64(31) {
 		t.Errorf("elicitation answer %+v: defaults fill only what the handler left out", answers["who"])
 	}
-	if _, ok := rounds[2].Params["requestState"]; ok {
-		t.Errorf("a round without requestState sent one: %s", rounds[2].Params["requestState"])
+	if rounds[2].Param("requestState") != nil {
+		t.Errorf("a round without requestState sent one: %s", rounds[2].Param("requestState"))
 	}
-	if len(rounds[2].Params["inputResponses"]) == 0 || rounds[2].header.Get("Mcp-Name") != "ask" {
+	if len(rounds[2].Param("inputResponses")) == 0 || rounds[2].Header.Get("Mcp-Name") != "ask" {
 		t.Errorf("third round %+v", rounds[2].Params)
 	}
 }
@@ -280,23 +213,25 @@ func TestStatelessURLElicitationInput(t *testing.T) {
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			var mu sync.Mutex
-			var rounds []statelessRequest
-			s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+			var rounds []testpeer.Received
+			s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 				if r.Method != "tools/call" {
-					return 0, ""
+					return false
 				}
 				mu.Lock()
-				rounds = append(rounds, r)
+				rounds = append(rounds, r.Received)
 				n := len(rounds)
 				mu.Unlock()
 				if n == 1 {
-					return 200, result(`{"resultType":"input_required","inputRequests":{"signin":{"method":"elicitation/create","params":` +
-						`{"mode":"url","message":"sign in","url":"` + tc.url + `","elicitationId":"el-1"}}}}`)
+					r.Reply(200, result(`{"resultType":"input_required","inputRequests":{"signin":{"method":"elicitation/create","params":`+
+						`{"mode":"url","message":"sign in","url":"`+tc.url+`","elicitationId":"el-1"}}}}`))
+					return true
 				}
-				return 200, result(`{"content":[{"type":"text","text":"signed in"}]}`)
-			})
+				r.Reply(200, result(`{"content":[{"type":"text","text":"signed in"}]}`))
+				return true
+			}, testpeer.Stateless())
 			var seen []*mcpclient.URLElicitParams
-			c := connectStateless(t, s, mcpclient.WithURLElicitationHandler(func(_ context.Context, p *mcpclient.URLElicitParams) (*mcpclient.ElicitResult, error) {
+			c := connect(t, &transport.HTTP{URL: s.URL}, mcpclient.WithURLElicitationHandler(func(_ context.Context, p *mcpclient.URLElicitParams) (*mcpclient.ElicitResult, error) {
 				seen = append(seen, p)
 				return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"leak": "x"}}, nil
 			}))
@@ -304,9 +239,9 @@ func TestStatelessURLElicitationInput(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			var caps map[string]json.RawMessage
-			json.Unmarshal(rounds[0].meta()[mcpclient.MetaClientCapabilities], &caps)
+			json.Unmarshal(rounds[0].Meta()[mcpclient.MetaClientCapabilities], &caps)
 			if string(caps["elicitation"]) != `{"url":{}}` {
-				t.Errorf("clientCapabilities %s, want elicitation in URL mode only", rounds[0].meta()[mcpclient.MetaClientCapabilities])
+				t.Errorf("clientCapabilities %s, want elicitation in URL mode only", rounds[0].Meta()[mcpclient.MetaClientCapabilities])
 			}
 			if tc.host == "" {
 				var rpc *mcpclient.RPCError
@@ -323,9 +258,9 @@ func TestStatelessURLElicitationInput(t *testing.T) {
 				t.Errorf("the handler saw %+v", seen)
 			}
 			var answers map[string]json.RawMessage
-			json.Unmarshal(rounds[1].Params["inputResponses"], &answers)
+			json.Unmarshal(rounds[1].Param("inputResponses"), &answers)
 			if string(answers["signin"]) != `{"action":"accept"}` {
-				t.Errorf("inputResponses %s, want the action alone", rounds[1].Params["inputResponses"])
+				t.Errorf("inputResponses %s, want the action alone", rounds[1].Param("inputResponses"))
 			}
 		})
 	}
@@ -338,13 +273,14 @@ func TestStatelessMultiRoundTripRefusals(t *testing.T) {
 		"endless rounds":        `{"resultType":"input_required","requestState":"again"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+			s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 				if r.Method == "tools/call" {
-					return 200, result(reply)
+					r.Reply(200, result(reply))
+					return true
 				}
-				return 0, ""
-			})
-			c := connectStateless(t, s)
+				return false
+			}, testpeer.Stateless())
+			c := connect(t, &transport.HTTP{URL: s.URL})
 			_, err := c.CallTool(context.Background(), "t", nil)
 			if mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
 				t.Fatalf("error %v, want a protocol error", err)
@@ -355,19 +291,20 @@ func TestStatelessMultiRoundTripRefusals(t *testing.T) {
 
 // roundsServer answers each tools/call of a call with the answer for its round (1, 2, ...),
 // and records the ids of the tools/call requests it received.
-func roundsServer(t *testing.T, answer func(round int) (status int, body string)) (*statelessServer, func() []string) {
+func roundsServer(t *testing.T, answer func(round int) (status int, body string)) (*testpeer.HTTP, func() []string) {
 	var mu sync.Mutex
 	var ids []string
-	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method != "tools/call" {
-			return 0, ""
+			return false
 		}
 		mu.Lock()
 		ids = append(ids, string(r.ID))
 		n := len(ids)
 		mu.Unlock()
-		return answer(n)
-	})
+		r.Reply(answer(n))
+		return true
+	}, testpeer.Stateless())
 	return s, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -384,7 +321,7 @@ func TestStatelessCallOfMaxRoundsReturnsTheLastRoundsResult(t *testing.T) {
 		}
 		return 200, result(`{"resultType":"complete","content":[{"type":"text","text":"booked"}]}`)
 	})
-	c := connectStateless(t, s)
+	c := connect(t, &transport.HTTP{URL: s.URL})
 	res, err := c.CallTool(context.Background(), "book", nil)
 	if err != nil || res.Text() != "booked" {
 		t.Fatalf("%v %v: the complete answer of the last permitted round is the call's result", res, err)
@@ -409,7 +346,7 @@ func TestStatelessCallNeedingMoreRoundsStopsWithoutSendingAnother(t *testing.T) 
 				}
 				return last()
 			})
-			c := connectStateless(t, s)
+			c := connect(t, &transport.HTTP{URL: s.URL})
 			res, err := c.CallTool(context.Background(), "book", nil)
 			ids := sent()
 			if len(ids) != mcpclient.MaxRounds {
@@ -429,23 +366,26 @@ func TestStatelessCallNeedingMoreRoundsStopsWithoutSendingAnother(t *testing.T) 
 func TestStatelessHeaderMismatchRelistsTools(t *testing.T) {
 	var mu sync.Mutex
 	lists := 0
-	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		switch r.Method {
 		case "tools/list":
 			mu.Lock()
 			lists++
 			mu.Unlock()
-			return 200, result(`{"tools":[{"name":"geo","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},` +
-				`{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}}]}`)
+			r.Reply(200, result(`{"tools":[{"name":"geo","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},`+
+				`{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}}]}`))
+			return true
 		case "tools/call":
-			if r.header.Get("Mcp-Param-Region") != "eu" {
-				return 400, `"error":{"code":-32020,"message":"Header mismatch"}`
+			if r.Header.Get("Mcp-Param-Region") != "eu" {
+				r.Reply(400, `"error":{"code":-32020,"message":"Header mismatch"}`)
+				return true
 			}
-			return 200, result(`{"content":[]}`)
+			r.Reply(200, result(`{"content":[]}`))
+			return true
 		}
-		return 0, ""
-	})
-	c := connectStateless(t, s)
+		return false
+	}, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL})
 	// Not listed yet: the first call goes without the header, is refused, and goes again after
 	// the client lists the tools.
 	if _, err := c.CallTool(context.Background(), "geo", map[string]string{"region": "eu"}); err != nil {
@@ -469,19 +409,21 @@ func TestStatelessHeaderMismatchWhoseRelistingFailsNamesTheCall(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var mu sync.Mutex
 			var callIDs []string
-			s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+			s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 				switch r.Method {
 				case "tools/list":
-					return listing()
+					r.Reply(listing())
+					return true
 				case "tools/call":
 					mu.Lock()
 					callIDs = append(callIDs, string(r.ID))
 					mu.Unlock()
-					return 400, `"error":{"code":-32020,"message":"Header mismatch"}`
+					r.Reply(400, `"error":{"code":-32020,"message":"Header mismatch"}`)
+					return true
 				}
-				return 0, ""
-			})
-			c := connectStateless(t, s)
+				return false
+			}, testpeer.Stateless())
+			c := connect(t, &transport.HTTP{URL: s.URL})
 			_, err := c.CallTool(context.Background(), "geo", map[string]string{"region": "eu"})
 			var e *mcpclient.Error
 			var rpc *mcpclient.RPCError
@@ -503,20 +445,20 @@ func TestStatelessHeaderMismatchWhoseRelistingFailsNamesTheCall(t *testing.T) {
 
 func TestStatelessCancellationClosesTheStream(t *testing.T) {
 	release := make(chan struct{})
-	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method == "tools/call" {
 			<-release
 		}
-		return 0, ""
-	})
+		return false
+	}, testpeer.Stateless())
 	defer close(release)
-	c := connectStateless(t, s)
+	c := connect(t, &transport.HTTP{URL: s.URL})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := c.CallTool(ctx, "slow", nil); !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 		t.Fatalf("error %v", err)
 	}
-	for _, r := range s.requests() {
+	for _, r := range s.Requests() {
 		if r.Method == "notifications/cancelled" {
 			t.Fatal("a stateless HTTP client cancels by closing the stream, not with a notification")
 		}
@@ -526,30 +468,11 @@ func TestStatelessCancellationClosesTheStream(t *testing.T) {
 func TestDiscoverWithoutAnswerFallsBackToInitialize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// An older server that ignores server/discover entirely.
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		tr := transport.DialFunc(func(context.Context) (transport.Conn, error) {
-			client, server := transport.Pipe()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					frame, err := server.Receive(context.Background())
-					if err != nil {
-						return
-					}
-					var m wireMsg
-					json.Unmarshal(frame, &m)
-					if m.Method == "initialize" {
-						server.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":` + string(m.ID) +
-							`,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"old","version":"0"}}}`)})
-					}
-				}
-			}()
-			return client, nil
+		srv := testpeer.NewPipe(t, func(_ *testpeer.Conn, m testpeer.Msg) bool {
+			return m.Method == "server/discover"
 		})
 		start := time.Now()
-		c, err := mcpclient.Connect(context.Background(), tr)
+		c, err := mcpclient.Connect(context.Background(), srv.Transport())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -561,17 +484,18 @@ func TestDiscoverWithoutAnswerFallsBackToInitialize(t *testing.T) {
 }
 
 func TestPinnedLegacyVersionSkipsDiscovery(t *testing.T) {
-	s := newStatelessServer(t, func(r statelessRequest) (int, string) {
+	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method == "initialize" {
-			return 200, result(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`)
+			r.Reply(200, result(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`))
+			return true
 		}
-		return 0, ""
-	})
-	c := connectStateless(t, s, mcpclient.WithProtocolVersion(mcpclient.ProtocolVersion20250618))
+		return false
+	}, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL}, mcpclient.WithProtocolVersion(mcpclient.ProtocolVersion20250618))
 	if c.ProtocolVersion() != mcpclient.ProtocolVersion20250618 {
 		t.Fatalf("protocol %q", c.ProtocolVersion())
 	}
-	for _, r := range s.requests() {
+	for _, r := range s.Requests() {
 		if r.Method == "server/discover" {
 			t.Fatal("probed although the revision was pinned")
 		}
@@ -579,40 +503,37 @@ func TestPinnedLegacyVersionSkipsDiscovery(t *testing.T) {
 }
 
 func TestStatelessLogLevelTravelsWithEachRequest(t *testing.T) {
-	s := newStatelessServer(t, nil)
-	c := connectStateless(t, s)
-	before := len(s.requests())
+	s := testpeer.NewHTTP(t, nil, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL})
+	before := len(s.Requests())
 	if err := c.SetLoggingLevel(context.Background(), mcpclient.LevelWarning); err != nil {
 		t.Fatal(err)
 	}
-	if len(s.requests()) != before {
+	if len(s.Requests()) != before {
 		t.Fatal("SetLoggingLevel sent a request in a stateless revision")
 	}
 	if _, err := c.ListTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	reqs := s.requests()
-	if got := string(reqs[len(reqs)-1].meta()[mcpclient.MetaLogLevel]); got != `"warning"` {
+	reqs := s.Requests()
+	if got := string(reqs[len(reqs)-1].Meta()[mcpclient.MetaLogLevel]); got != `"warning"` {
 		t.Errorf("logLevel in _meta: %s", got)
 	}
 }
 
 func TestStatelessListenDeliversSubscribedNotifications(t *testing.T) {
 	var mu sync.Mutex
-	var listens []statelessRequest
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, hr *http.Request) {
-		var r statelessRequest
-		json.NewDecoder(hr.Body).Decode(&r)
+	var listens []testpeer.Received
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		w := r.W
 		switch r.Method {
 		case "server/discover":
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}}`, r.ID)
+			r.Answer(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}}}`)
 		case "tools/list":
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}}`, r.ID)
+			r.Answer(`{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`)
 		case "subscriptions/listen":
 			mu.Lock()
-			listens = append(listens, r)
+			listens = append(listens, r.Received)
 			mu.Unlock()
 			w.Header().Set("Content-Type", "text/event-stream")
 			sid := string(r.ID)
@@ -620,10 +541,12 @@ func TestStatelessListenDeliversSubscribedNotifications(t *testing.T) {
 			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"%s\":%s}}}\n\n", mcpclient.MetaSubscriptionID, sid)
 			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///a\",\"_meta\":{\"%s\":%s}}}\n\n", mcpclient.MetaSubscriptionID, sid)
 			w.(http.Flusher).Flush()
-			<-hr.Context().Done() // until the client closes the stream
+			<-r.HTTP.Context().Done() // until the client closes the stream
+		default:
+			return false
 		}
-	}))
-	defer srv.Close()
+		return true
+	}, testpeer.Stateless())
 	updated := make(chan string, 1)
 	changed := make(chan struct{}, 1)
 	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL},
@@ -656,8 +579,8 @@ func TestStatelessListenDeliversSubscribedNotifications(t *testing.T) {
 	var filter struct {
 		Notifications mcpclient.SubscriptionFilter `json:"notifications"`
 	}
-	json.Unmarshal(listens[0].Params["notifications"], &filter.Notifications)
-	if filter.Notifications.ResourceSubscriptions[0] != "file:///a" || len(listens[0].meta()) == 0 {
+	json.Unmarshal(listens[0].Param("notifications"), &filter.Notifications)
+	if filter.Notifications.ResourceSubscriptions[0] != "file:///a" || len(listens[0].Meta()) == 0 {
 		t.Errorf("listen params %s", listens[0].Params)
 	}
 }

@@ -2,83 +2,17 @@ package mcpclient_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
-
-// routeFuzzServer is a scripted server on the far end of a transport.Pipe. It answers
-// initialize, ignores notifications and the client's answers to server requests, and answers
-// each ping with garbage first and then the ping's proper response.
-type routeFuzzServer struct {
-	conn    *transport.MemoryConn
-	garbage []byte
-	done    chan struct{}
-
-	mu         sync.Mutex
-	pings      int
-	unexpected []string
-}
-
-func (s *routeFuzzServer) serve() {
-	defer close(s.done)
-	ctx := context.Background()
-	for {
-		frame, err := s.conn.Receive(ctx)
-		if err != nil {
-			if !errors.Is(err, transport.ErrClosed) {
-				s.note("Receive: %v", err)
-			}
-			return
-		}
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if err := json.Unmarshal(frame, &m); err != nil {
-			s.note("client sent a frame that is no JSON object: %q: %v", frame, err)
-			continue
-		}
-		var out [][]byte
-		switch {
-		case m.Method == "":
-			// The client's answer to a request the garbage carried.
-		case m.Method == "notifications/initialized":
-		case m.Method == "server/discover" && m.ID != nil: // a legacy server: the client falls back
-			out = append(out, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID))
-		case m.Method == "initialize" && m.ID != nil:
-			out = append(out, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`, m.ID))
-		case m.Method == "ping" && m.ID != nil:
-			s.mu.Lock()
-			s.pings++
-			s.mu.Unlock()
-			out = append(out, s.garbage, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{}}`, m.ID))
-		default:
-			s.note("unexpected frame from the client: %q", frame)
-		}
-		for _, b := range out {
-			if err := s.conn.Send(ctx, &transport.Message{Frame: b}); err != nil {
-				if !errors.Is(err, transport.ErrClosed) {
-					s.note("Send: %v", err)
-				}
-				return
-			}
-		}
-	}
-}
-
-func (s *routeFuzzServer) note(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.unexpected = append(s.unexpected, fmt.Sprintf(format, args...))
-}
 
 func FuzzClientRoute(f *testing.F) {
 	for _, seed := range []string{
@@ -109,10 +43,35 @@ func FuzzClientRoute(f *testing.F) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 
+		// The server answers initialize, ignores notifications and the client's answers to
+		// server requests, and answers each ping with the garbage first and then the ping's
+		// proper response.
+		var pings atomic.Int32
+		srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+			switch {
+			case m.Method == "":
+				// The client's answer to a request the garbage carried.
+			case m.Method == "notifications/initialized":
+			case (m.Method == "server/discover" || m.Method == "initialize") && m.ID != nil:
+				return false // the defaults: server/discover refused (the client falls back), initialize answered
+			case m.Method == "ping" && m.ID != nil:
+				pings.Add(1)
+				for _, frame := range []string{string(garbage), testpeer.Result(m.ID, `{}`)} {
+					if err := p.Send(frame); err != nil {
+						if !errors.Is(err, transport.ErrClosed) {
+							t.Errorf("fake server: Send: %v", err)
+						}
+						break
+					}
+				}
+			default:
+				t.Errorf("fake server: unexpected frame from the client: %+v", m)
+			}
+			return true
+		})
 		var (
 			dialMu sync.Mutex
 			dials  int
-			srv    *routeFuzzServer
 		)
 		dial := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
 			dialMu.Lock()
@@ -122,10 +81,7 @@ func FuzzClientRoute(f *testing.F) {
 				// The session must survive the garbage: a reconnect means it did not.
 				return nil, &transport.Error{Outcome: transport.NotDelivered, Err: errors.New("fake server accepts one connection")}
 			}
-			client, server := transport.Pipe()
-			srv = &routeFuzzServer{conn: server, garbage: garbage, done: make(chan struct{})}
-			go srv.serve()
-			return client, nil
+			return srv.Transport().Connect(ctx)
 		})
 
 		c, err := mcpclient.Connect(ctx, dial)
@@ -144,8 +100,13 @@ func FuzzClientRoute(f *testing.F) {
 		case <-ctx.Done():
 			t.Fatalf("Close did not return (garbage %.200q)", garbage)
 		}
+		served := make(chan struct{})
+		go func() {
+			srv.Wait()
+			close(served)
+		}()
 		select {
-		case <-srv.done:
+		case <-served:
 		case <-ctx.Done():
 			t.Fatal("the fake server did not see the pipe close")
 		}
@@ -158,13 +119,8 @@ func FuzzClientRoute(f *testing.F) {
 			t.Errorf("client dialed %d times, want 1 (garbage %.200q)", dials, garbage)
 		}
 		dialMu.Unlock()
-		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		if srv.pings != 1 {
-			t.Errorf("server saw %d pings, want 1", srv.pings)
-		}
-		for _, u := range srv.unexpected {
-			t.Errorf("fake server: %s", u)
+		if n := pings.Load(); n != 1 {
+			t.Errorf("server saw %d pings, want 1", n)
 		}
 	})
 }

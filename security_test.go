@@ -46,6 +46,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -79,7 +80,7 @@ func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
 				var homeAuth []string
 				var elsewhere atomic.Int32
 				var runs atomic.Int32
-				first := hOnce()
+				first := testpeer.Once()
 				mcp := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 					runs.Add(1)
 					return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok")}}, nil
@@ -247,28 +248,24 @@ func TestSecuritySessionIDMustBeVisibleASCII(t *testing.T) {
 			var badInit, expire atomic.Bool
 			var seenMu sync.Mutex
 			var seen []string // every Mcp-Session-Id the server received
-			inner := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-				switch {
-				case m.Method == "initialize" && badInit.Load():
-					w.Header().Set("Mcp-Session-Id", bad)
-					hJSON(w, hResult(m.ID, hInitResult))
-					return true
-				case m.Method == "ping" && expire.CompareAndSwap(true, false):
-					http.Error(w, "no such session", http.StatusNotFound)
-					return true
-				}
-				return false
-			})
-			front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 				if sid, ok := r.Header["Mcp-Session-Id"]; ok {
 					seenMu.Lock()
 					seen = append(seen, sid...)
 					seenMu.Unlock()
 				}
-				inner.Config.Handler.ServeHTTP(w, r)
-			}))
-			t.Cleanup(front.Close)
-			tr := &transport.HTTP{URL: front.URL}
+				switch {
+				case r.Method == "initialize" && badInit.Load():
+					r.W.Header().Set("Mcp-Session-Id", bad)
+					r.JSON(testpeer.Result(r.ID, testpeer.InitResult))
+					return true
+				case r.Method == "ping" && expire.CompareAndSwap(true, false):
+					http.Error(r.W, "no such session", http.StatusNotFound)
+					return true
+				}
+				return false
+			})
+			tr := &transport.HTTP{URL: srv.URL}
 			check := func(what string, err error) {
 				t.Helper()
 				if !errors.Is(err, transport.ErrInvalidSessionID) {
@@ -301,14 +298,14 @@ func TestSecuritySessionIDMustBeVisibleASCII(t *testing.T) {
 			if err := c.Ping(testCtx(t)); err != nil {
 				t.Fatalf("ping once the server behaves: %v", err)
 			}
-			if c.SessionID() != hSessionID {
-				t.Errorf("session id %q, want %q", c.SessionID(), hSessionID)
+			if c.SessionID() != testpeer.SessionID {
+				t.Errorf("session id %q, want %q", c.SessionID(), testpeer.SessionID)
 			}
 			c.Close()
 			seenMu.Lock()
 			defer seenMu.Unlock()
 			for _, sid := range seen {
-				if sid != hSessionID {
+				if sid != testpeer.SessionID {
 					t.Errorf("the client sent session id %q", sid)
 				}
 			}
@@ -465,13 +462,13 @@ func runStdioServer(mode, pidFile string) {
 	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		var m hMsg
+		var m testpeer.Msg
 		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
 			continue
 		}
 		switch m.Method {
 		case "initialize":
-			fmt.Println(hResult(m.ID, `{"protocolVersion":"`+version+`","capabilities":{},"serverInfo":{"name":"stdio","version":"0"}}`))
+			fmt.Println(testpeer.Result(m.ID, `{"protocolVersion":"`+version+`","capabilities":{},"serverInfo":{"name":"stdio","version":"0"}}`))
 		case "tools/call":
 			cmd := exec.Command("sleep", "300")
 			if err := cmd.Start(); err != nil {
@@ -479,11 +476,11 @@ func runStdioServer(mode, pidFile string) {
 				continue
 			}
 			note("grandchild", cmd.Process.Pid)
-			fmt.Println(hResult(m.ID, hToolResult))
+			fmt.Println(testpeer.Result(m.ID, testpeer.ToolResult))
 		case "ping":
-			fmt.Println(hResult(m.ID, `{}`))
+			fmt.Println(testpeer.Result(m.ID, `{}`))
 		default:
-			fmt.Println(hNoMethod(m.ID))
+			fmt.Println(testpeer.NoMethod(m.ID))
 		}
 	}
 }
@@ -594,8 +591,7 @@ func quietTLSServer(t *testing.T, h http.Handler) *httptest.Server {
 }
 
 func TestSecurityTLSConfigPassesThrough(t *testing.T) {
-	inner := newHostileHTTP(t, nil)
-	srv := quietTLSServer(t, inner.Config.Handler)
+	srv := quietTLSServer(t, testpeer.NewHTTP(t, nil))
 
 	// The default client does not trust the test CA: nothing is sent.
 	_, err := mcpclient.Connect(testCtx(t), &transport.HTTP{URL: srv.URL}, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
@@ -651,71 +647,6 @@ func (b *lockedBuffer) String() string {
 	return b.b.String()
 }
 
-// legacyFake is an HTTP+SSE (2024-11-05) server whose endpoint names the session in its query, as
-// servers of that transport do. misbehave sees every POST first.
-type legacyFake struct {
-	*httptest.Server
-	frames chan string
-}
-
-func newLegacyFake(t *testing.T, session string, misbehave func(w http.ResponseWriter, r *http.Request, m hMsg) bool) *legacyFake {
-	f := &legacyFake{frames: make(chan string, 64)}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodGet && r.URL.Path == "/sse":
-			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "event: endpoint\ndata: /message?sessionId=%s\n\n", session)
-			w.(http.Flusher).Flush()
-			for {
-				select {
-				case frame := <-f.frames:
-					fmt.Fprintf(w, "event: message\ndata: %s\n\n", frame)
-					w.(http.Flusher).Flush()
-				case <-r.Context().Done():
-					return
-				}
-			}
-		case r.Method == http.MethodPost && r.URL.Path == "/message":
-			if r.URL.Query().Get("sessionId") != session {
-				http.Error(w, "no such session", http.StatusNotFound)
-				return
-			}
-			var m hMsg
-			if json.NewDecoder(r.Body).Decode(&m) != nil {
-				http.Error(w, "bad body", http.StatusBadRequest)
-				return
-			}
-			if misbehave != nil && misbehave(w, r, m) {
-				return
-			}
-			w.WriteHeader(http.StatusAccepted)
-			switch {
-			case m.ID == nil || m.Method == "":
-			case m.Method == "initialize":
-				f.frames <- hResult(m.ID, strings.Replace(hInitResult, "2025-11-25", "2024-11-05", 1))
-			case m.Method == "tools/call":
-				f.frames <- hResult(m.ID, hToolResult)
-			case m.Method == "ping":
-				f.frames <- hResult(m.ID, `{}`)
-			default:
-				f.frames <- hNoMethod(m.ID)
-			}
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-// hangUp resets the connection of a request the server has read: an uncertain outcome.
-func hangUp(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err == nil {
-		conn.Close()
-	}
-}
-
 func TestSecuritySecretsNeverLogged(t *testing.T) {
 	const (
 		token    = "tok-5ecret-authorization"
@@ -745,33 +676,33 @@ func TestSecuritySecretsNeverLogged(t *testing.T) {
 
 	t.Run("streamable http", func(t *testing.T) {
 		var sessions atomic.Int32
-		var resetOnce, failOnce, expireOnce, junkOnce = hOnce(), hOnce(), hOnce(), hOnce()
-		srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			switch m.Method {
+		var resetOnce, failOnce, expireOnce, junkOnce = testpeer.Once(), testpeer.Once(), testpeer.Once(), testpeer.Once()
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			switch r.Method {
 			case "initialize":
-				w.Header().Set("Mcp-Session-Id", fmt.Sprintf("sess-5ecret-%d", sessions.Add(1)))
-				hJSON(w, hResult(m.ID, hInitResult))
+				r.W.Header().Set("Mcp-Session-Id", fmt.Sprintf("sess-5ecret-%d", sessions.Add(1)))
+				r.JSON(testpeer.Result(r.ID, testpeer.InitResult))
 				return true
 			case "ping":
 				switch {
 				case resetOnce():
-					hangUp(w) // uncertain: the ping is re-issued, and the retry logged
+					r.HangUp() // uncertain: the ping is re-issued, and the retry logged
 					return true
 				case expireOnce():
-					http.Error(w, "gone", http.StatusNotFound) // a new session, a new id
+					http.Error(r.W, "gone", http.StatusNotFound) // a new session, a new id
 					return true
 				}
 			case "tools/call":
 				switch {
 				case failOnce():
-					w.Header().Set("Retry-After", "0")
-					http.Error(w, "busy", http.StatusServiceUnavailable)
+					r.W.Header().Set("Retry-After", "0")
+					http.Error(r.W, "busy", http.StatusServiceUnavailable)
 					return true
 				case junkOnce():
-					event := hSSE(w)
+					event := r.SSE()
 					event("", `{not json`)
-					event("", hResult(json.RawMessage(`"nobody"`), `{}`))
-					event("", hResult(m.ID, hToolResult))
+					event("", testpeer.Result(json.RawMessage(`"nobody"`), `{}`))
+					event("", testpeer.Result(r.ID, testpeer.ToolResult))
 					return true
 				}
 			}
@@ -812,14 +743,14 @@ func TestSecuritySecretsNeverLogged(t *testing.T) {
 	// errors of failed requests.
 	t.Run("legacy", func(t *testing.T) {
 		const session = "legacy-sess-5ecret"
-		resetPing, resetCall := hOnce(), hOnce()
-		srv := newLegacyFake(t, session, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
-			if (m.Method == "ping" && resetPing()) || (m.Method == "tools/call" && resetCall()) {
-				hangUp(w)
+		resetPing, resetCall := testpeer.Once(), testpeer.Once()
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if (r.Method == "ping" && resetPing()) || (r.Method == "tools/call" && resetCall()) {
+				r.HangUp()
 				return true
 			}
 			return false
-		})
+		}, testpeer.Legacy(session))
 		logs := new(lockedBuffer)
 		tr := &transport.SSE{
 			URL:        srv.URL + "/sse",
@@ -897,15 +828,13 @@ func TestSecurityEndpointSecretsNeverShown(t *testing.T) {
 
 	// A session whose GET stream and DELETE fail: both are logged.
 	t.Run("http session", func(t *testing.T) {
-		inner := newHostileHTTP(t, nil)
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet || r.Method == http.MethodDelete {
-				hangUp(w)
-				return
+		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			if r.HTTPMethod == http.MethodGet || r.HTTPMethod == http.MethodDelete {
+				r.HangUp()
+				return true
 			}
-			inner.Config.Handler.ServeHTTP(w, r)
-		}))
-		t.Cleanup(srv.Close)
+			return false
+		})
 		logs := new(lockedBuffer)
 		u := strings.Replace(srv.URL, "http://", "http://alice:pa55word@", 1) + "/mcp?access_token=SECRET"
 		tr := &transport.HTTP{URL: u, MaxResumes: 1,

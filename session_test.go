@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -167,70 +167,18 @@ func TestAssertedReceiptsResendSameID(t *testing.T) {
 	}
 }
 
-// fakeServer serves a raw pipe: it answers initialize, then lets the test script the rest.
-type fakeServer struct {
-	t    *testing.T
-	conn *transport.MemoryConn
-}
-
-type wireMsg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-}
-
-func (f *fakeServer) send(frame string) {
-	f.conn.Send(context.Background(), &transport.Message{Frame: []byte(frame)})
-}
-
-// newFake returns a transport to a scripted server. onRequest sees every request after
-// initialize, and every answer the client sends to a server request.
-func newFake(t *testing.T, onRequest func(f *fakeServer, m wireMsg)) transport.Transport {
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
-	return transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
-		client, server := transport.Pipe()
-		f := &fakeServer{t: t, conn: server}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				frame, err := server.Receive(context.Background())
-				if err != nil {
-					return
-				}
-				var m wireMsg
-				if err := json.Unmarshal(frame, &m); err != nil {
-					t.Errorf("client sent invalid JSON: %s", frame)
-					continue
-				}
-				switch m.Method {
-				case "initialize":
-					f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`)
-				case "notifications/initialized":
-				case "server/discover":
-					f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"method not found"}}`)
-				default:
-					onRequest(f, m)
-				}
-			}
-		}()
-		return client, nil
-	})
-}
-
 func TestResponsesForUnknownIDsAndDuplicatesAreDropped(t *testing.T) {
-	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 		if m.Method != "ping" {
-			return
+			return false
 		}
-		f.send(`{"jsonrpc":"2.0","id":"not-a-request-of-ours","result":{}}`)
-		f.send(`{not json`)
-		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"first":true}}`)
-		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"second":true}}`)
+		p.Send(`{"jsonrpc":"2.0","id":"not-a-request-of-ours","result":{}}`)
+		p.Send(`{not json`)
+		p.Send(testpeer.Result(m.ID, `{"first":true}`))
+		p.Send(testpeer.Result(m.ID, `{"second":true}`))
+		return true
 	})
-	c, err := mcpclient.Connect(context.Background(), tr)
+	c, err := mcpclient.Connect(context.Background(), srv.Transport())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,18 +201,20 @@ func TestResponsesForUnknownIDsAndDuplicatesAreDropped(t *testing.T) {
 }
 
 func TestServerRequestsAreAnswered(t *testing.T) {
-	answers := make(chan wireMsg, 2)
-	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+	answers := make(chan testpeer.Msg, 2)
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 		switch {
 		case m.Method == "ping" && m.Result == nil:
-			f.send(`{"jsonrpc":"2.0","id":"s1","method":"ping"}`)
-			f.send(`{"jsonrpc":"2.0","id":"s2","method":"sampling/createMessage","params":{}}`)
-			f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+			p.Send(`{"jsonrpc":"2.0","id":"s1","method":"ping"}`)
+			p.Send(`{"jsonrpc":"2.0","id":"s2","method":"sampling/createMessage","params":{}}`)
+			p.Send(testpeer.Result(m.ID, `{}`))
+			return true
 		case m.Method == "":
 			answers <- m
 		}
+		return false
 	})
-	c, err := mcpclient.Connect(context.Background(), tr)
+	c, err := mcpclient.Connect(context.Background(), srv.Transport())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,19 +243,21 @@ func TestServerRequestsAreAnswered(t *testing.T) {
 // A server request under an id the client is still handling is refused: two answers under one
 // id could not be told apart, and the server's cancellation of the first would reach neither.
 func TestServerRequestUnderAnIDInUseIsRefused(t *testing.T) {
-	answers := make(chan wireMsg, 2)
+	answers := make(chan testpeer.Msg, 2)
 	release := make(chan struct{})
-	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 		switch {
 		case m.Method == "ping" && m.Result == nil:
-			f.send(`{"jsonrpc":"2.0","id":"s1","method":"slow/ask"}`)
-			f.send(`{"jsonrpc":"2.0","id":"s1","method":"slow/ask"}`)
-			f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
+			p.Send(`{"jsonrpc":"2.0","id":"s1","method":"slow/ask"}`)
+			p.Send(`{"jsonrpc":"2.0","id":"s1","method":"slow/ask"}`)
+			p.Send(testpeer.Result(m.ID, `{}`))
+			return true
 		case m.Method == "":
 			answers <- m
 		}
+		return false
 	})
-	c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithRequestHandler("slow/ask", func(ctx context.Context, _ json.RawMessage) (any, error) {
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithRequestHandler("slow/ask", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		<-release
 		return map[string]bool{"handled": true}, nil
 	}))
@@ -328,10 +280,14 @@ func TestServerRequestUnderAnIDInUseIsRefused(t *testing.T) {
 }
 
 func TestMalformedErrorObjectLeavesOutcomeUnknown(t *testing.T) {
-	tr := newFake(t, func(f *fakeServer, m wireMsg) {
-		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":"boom"}`)
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+		if m.Method != "tools/call" {
+			return false
+		}
+		p.Send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":"boom"}`)
+		return true
 	})
-	c, err := mcpclient.Connect(context.Background(), tr, noWait)
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,10 +304,14 @@ func TestMalformedErrorObjectLeavesOutcomeUnknown(t *testing.T) {
 
 func TestServerLyingAboutIDsLeavesOutcomeUnknown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := newFake(t, func(f *fakeServer, m wireMsg) {
-			f.send(`{"jsonrpc":"2.0","id":"someone-else","result":{"content":[]}}`)
+		srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+			if m.Method != "tools/call" {
+				return false
+			}
+			p.Send(`{"jsonrpc":"2.0","id":"someone-else","result":{"content":[]}}`)
+			return true
 		})
-		c, err := mcpclient.Connect(context.Background(), tr)
+		c, err := mcpclient.Connect(context.Background(), srv.Transport())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,10 +366,14 @@ func TestResponseShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := newFake(t, func(f *fakeServer, m wireMsg) {
-				f.send(strings.ReplaceAll(tt.reply, "ID", string(m.ID)))
+			srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+				if m.Method != "ping" {
+					return false
+				}
+				p.Send(strings.ReplaceAll(tt.reply, "ID", string(m.ID)))
+				return true
 			})
-			c, err := mcpclient.Connect(context.Background(), tr, noWait)
+			c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -423,24 +387,13 @@ func TestResponseShapes(t *testing.T) {
 }
 
 func TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown(t *testing.T) {
-	var calls int
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m wireMsg
-		json.NewDecoder(r.Body).Decode(&m)
-		w.Header().Set("Content-Type", "application/json")
-		switch m.Method {
-		case "initialize":
-			w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"liar","version":"0"}}}`))
-		case "tools/call":
-			calls++
-			w.Write([]byte(`{"jsonrpc":"2.0","id":"not-yours","result":{"content":[]}}`))
-		case "server/discover":
-			w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"no"}}`))
-		default:
-			w.WriteHeader(http.StatusAccepted)
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		if r.Method == "tools/call" {
+			r.JSON(`{"jsonrpc":"2.0","id":"not-yours","result":{"content":[]}}`)
+			return true
 		}
-	}))
-	defer srv.Close()
+		return false
+	})
 	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL}, noWait)
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +405,7 @@ func TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown(t *testing.T) {
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v: want ErrOutcomeUnknown at once, not at the deadline", err)
 	}
-	if calls != 1 {
+	if calls := srv.Count("tools/call"); calls != 1 {
 		t.Errorf("%d calls", calls)
 	}
 }
@@ -484,51 +437,25 @@ func TestKeepalivePingsUntilClose(t *testing.T) {
 // A client that learned the server is older goes straight to initialize when it reconnects; if
 // that initialize fails, the server may have changed, and the next connection probes it again.
 func TestFailedInitializeForgetsTheOlderServer(t *testing.T) {
-	var (
-		mu     sync.Mutex
-		dials  int
-		probes []int // the dials that carried server/discover
-	)
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait)
-	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
-		mu.Lock()
-		dials++
-		n := dials
-		mu.Unlock()
-		client, server := transport.Pipe()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			send := func(s string) { server.Send(context.Background(), &transport.Message{Frame: []byte(s)}) }
-			for {
-				frame, err := server.Receive(context.Background())
-				if err != nil {
-					return
-				}
-				var m wireMsg
-				json.Unmarshal(frame, &m)
-				switch {
-				case m.Method == "server/discover":
-					mu.Lock()
-					probes = append(probes, n)
-					mu.Unlock()
-					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"method not found"}}`)
-				case m.Method == "initialize" && n == 2:
-					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"not today"}}`)
-				case m.Method == "initialize":
-					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake","version":"0"}}}`)
-				case m.Method == "ping" && n == 1:
-					server.Close() // the connection is lost: the client dials again
-					return
-				case m.Method == "ping":
-					send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`)
-				}
-			}
-		}()
-		return client, nil
+	var mu sync.Mutex
+	var probes []int // the dials, numbered from 1, that carried server/discover
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+		dial := p.N + 1
+		switch {
+		case m.Method == "server/discover":
+			mu.Lock()
+			probes = append(probes, dial)
+			mu.Unlock()
+		case m.Method == "initialize" && dial == 2:
+			p.Send(testpeer.Error(m.ID, -32603, "not today"))
+			return true
+		case m.Method == "ping" && dial == 1:
+			p.Close() // the connection is lost: the client dials again
+			return true
+		}
+		return false
 	})
-	c, err := mcpclient.Connect(context.Background(), tr, noWait)
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,8 +466,8 @@ func TestFailedInitializeForgetsTheOlderServer(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if dials < 3 || len(probes) != 2 || probes[0] != 1 || probes[1] != 3 {
-		t.Fatalf("%d dials, server/discover on dials %v; want it on the first and, after the failed initialize of the second, the third", dials, probes)
+	if dials := srv.Opened(); dials < 3 || len(probes) != 2 || probes[0] != 1 || probes[1] != 3 {
+		t.Fatalf("%d dials, server/discover on dials %v; want it on the first and, after the failed initialize of the second, the third", srv.Opened(), probes)
 	}
 }
 
@@ -590,13 +517,15 @@ func (w *answerThenFailSend) Receive(ctx context.Context) ([]byte, error) {
 // An answer that reached the call before its send failed is the call's outcome: the send error
 // comes later and says less.
 func TestAnswerRoutedBeforeSendFailedWins(t *testing.T) {
-	inner := newFake(t, func(f *fakeServer, m wireMsg) {
+	inner := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 		if m.Method == "tools/call" {
-			f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[{"type":"text","text":"booked R-17"}]}}`)
+			p.Send(testpeer.Result(m.ID, `{"content":[{"type":"text","text":"booked R-17"}]}`))
+			return true
 		}
+		return false
 	})
 	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
-		conn, err := inner.Connect(ctx)
+		conn, err := inner.Transport().Connect(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -627,21 +556,21 @@ func TestCancellationNoticeDoesNotHoldTheCaller(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	noticeTaken := make(chan struct{})
-	first := hOnce()
-	srv := newHostileHTTP(t, func(w http.ResponseWriter, r *http.Request, m hMsg) bool {
+	first := testpeer.Once()
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		switch {
-		case m.Method == "notifications/cancelled":
+		case r.Method == "notifications/cancelled":
 			time.Sleep(time.Second) // a slow server
 			mu.Lock()
 			order = append(order, "cancelled")
 			mu.Unlock()
 			close(noticeTaken)
-			w.WriteHeader(http.StatusAccepted)
+			r.W.WriteHeader(http.StatusAccepted)
 			return true
-		case m.Method == "tools/call" && first():
-			<-r.Context().Done() // never answers the first send
+		case r.Method == "tools/call" && first():
+			<-r.HTTP.Context().Done() // never answers the first send
 			return true
-		case m.Method == "tools/call":
+		case r.Method == "tools/call":
 			mu.Lock()
 			order = append(order, "resend")
 			mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
 
@@ -75,10 +76,14 @@ func TestToolsIteratorStopsFetchingWhenTheLoopBreaks(t *testing.T) {
 }
 
 func TestToolsIteratorStopsOnRepeatedCursor(t *testing.T) {
-	tr := newFake(t, func(f *fakeServer, m wireMsg) {
-		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"same"}}`)
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+		if m.Method != "tools/list" {
+			return false
+		}
+		p.Send(testpeer.Result(m.ID, `{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"same"}`))
+		return true
 	})
-	c, err := mcpclient.Connect(context.Background(), tr)
+	c, err := mcpclient.Connect(context.Background(), srv.Transport())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,9 +239,9 @@ func TestListingOverlappingListChangedIsNotCached(t *testing.T) {
 	handled := make(chan struct{})
 	var mu sync.Mutex
 	lists := 0
-	tr := newFake(t, func(f *fakeServer, m wireMsg) {
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
 		if m.Method != "tools/list" {
-			return
+			return false
 		}
 		mu.Lock()
 		lists++
@@ -244,12 +249,13 @@ func TestListingOverlappingListChangedIsNotCached(t *testing.T) {
 		mu.Unlock()
 		if first {
 			// The tools change while the answer is on its way: the answer may be stale.
-			f.send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+			p.Send(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 			<-handled
 		}
-		f.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}}`)
+		p.Send(testpeer.Result(m.ID, `{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`))
+		return true
 	})
-	c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithNotificationHandler("notifications/tools/list_changed",
 		func(context.Context, string, json.RawMessage) { handled <- struct{}{} }))
 	if err != nil {
 		t.Fatal(err)

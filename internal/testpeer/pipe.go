@@ -93,6 +93,7 @@ func (p *Pipe) add(c *Conn) error {
 }
 
 func (p *Pipe) dial(context.Context) (transport.Conn, error) {
+	t := p.t
 	client, server := transport.Pipe()
 	c := &Conn{p: p, mem: server}
 	if err := p.add(c); err != nil {
@@ -103,6 +104,9 @@ func (p *Pipe) dial(context.Context) (transport.Conn, error) {
 		for {
 			frame, err := server.Receive(context.Background())
 			if err != nil {
+				if !errors.Is(err, transport.ErrClosed) {
+					t.Errorf("testpeer: Receive: %v", err)
+				}
 				return
 			}
 			p.handle(c, frame)

@@ -18,7 +18,6 @@ package mcpclient_test
 //     a failed Connect).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/x509"
@@ -460,29 +459,19 @@ func runStdioServer(mode, pidFile string) {
 	if mode == "bad-version" {
 		version = "1999-01-01"
 	}
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		var m testpeer.Msg
-		if json.Unmarshal(in.Bytes(), &m) != nil || m.ID == nil {
-			continue
+	testpeer.Serve(os.Stdin, os.Stdout, func(p *testpeer.Conn, m testpeer.Msg) bool {
+		if m.Method != "tools/call" {
+			return false
 		}
-		switch m.Method {
-		case "initialize":
-			fmt.Println(testpeer.Result(m.ID, `{"protocolVersion":"`+version+`","capabilities":{},"serverInfo":{"name":"stdio","version":"0"}}`))
-		case "tools/call":
-			cmd := exec.Command("sleep", "300")
-			if err := cmd.Start(); err != nil {
-				fmt.Println(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32603,"message":"spawn failed"}}`)
-				continue
-			}
-			note("grandchild", cmd.Process.Pid)
-			fmt.Println(testpeer.Result(m.ID, testpeer.ToolResult))
-		case "ping":
-			fmt.Println(testpeer.Result(m.ID, `{}`))
-		default:
-			fmt.Println(testpeer.NoMethod(m.ID))
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
+			p.Send(testpeer.Error(m.ID, -32603, "spawn failed"))
+			return true
 		}
-	}
+		note("grandchild", cmd.Process.Pid)
+		p.Send(testpeer.Result(m.ID, testpeer.ToolResult))
+		return true
+	}, testpeer.WithInit(`{"protocolVersion":"`+version+`","capabilities":{},"serverInfo":{"name":"stdio","version":"0"}}`))
 }
 
 // pidsIn reads the pids runStdioServer noted.

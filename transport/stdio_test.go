@@ -3,7 +3,6 @@
 package transport_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -51,83 +51,60 @@ func init() {
 //
 // Answers to tools/call carry "server=<pid>".
 func runFakeServer() {
-	out := bufio.NewWriter(os.Stdout)
-	write := func(v any) {
-		b, _ := json.Marshal(v)
-		out.Write(b)
-		out.WriteByte('\n')
-		out.Flush()
-	}
-	reply := func(id json.RawMessage, result any) {
-		write(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-	}
-	stay, stall := false, false
-	sc := bufio.NewScanner(os.Stdin)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
+	stay := false
+	testpeer.Serve(os.Stdin, os.Stdout, func(p *testpeer.Conn, m testpeer.Msg) bool {
+		if m.Method != "tools/call" || m.ID == nil {
+			return false
 		}
-		if json.Unmarshal(sc.Bytes(), &m) != nil || len(m.ID) == 0 {
-			continue // notifications and garbage
+		var params struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
 		}
-		switch m.Method {
-		case "initialize":
-			reply(m.ID, json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake-stdio","version":"0"}}`))
-		case "ping":
-			reply(m.ID, struct{}{})
-		case "tools/call":
-			var p struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
+		json.Unmarshal(m.Params, &params)
+		text := string(params.Arguments)
+		stall := false
+		switch params.Name {
+		case "die":
+			os.Exit(3)
+		case "stderr":
+			fmt.Fprintln(os.Stderr, "fake-stdio: a line on stderr")
+		case "spawn":
+			cmd := exec.Command("sleep", "300")
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			if err := cmd.Start(); err != nil {
+				text = "spawn failed: " + err.Error()
+			} else {
+				text = fmt.Sprintf("grandchild=%d", cmd.Process.Pid)
 			}
-			json.Unmarshal(m.Params, &p)
-			text := string(p.Arguments)
-			switch p.Name {
-			case "die":
-				os.Exit(3)
-			case "stderr":
-				fmt.Fprintln(os.Stderr, "fake-stdio: a line on stderr")
-			case "spawn":
-				cmd := exec.Command("sleep", "300")
-				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-				if err := cmd.Start(); err != nil {
-					text = "spawn failed: " + err.Error()
-				} else {
-					text = fmt.Sprintf("grandchild=%d", cmd.Process.Pid)
-				}
-			case "spawn-detached":
-				cmd := exec.Command("sleep", "300")
-				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-				if err := cmd.Start(); err != nil {
-					text = "spawn failed: " + err.Error()
-				} else {
-					text = fmt.Sprintf("grandchild=%d", cmd.Process.Pid)
-				}
-			case "stall":
-				stall = true
-			case "linger":
-				stay = true
-			case "ignore-stdin-close":
-				stay = true
-				signal.Ignore(syscall.SIGTERM)
-			case "big":
-				var a struct{ Size int }
-				json.Unmarshal(p.Arguments, &a)
-				text = strings.Repeat("x", a.Size)
+		case "spawn-detached":
+			cmd := exec.Command("sleep", "300")
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := cmd.Start(); err != nil {
+				text = "spawn failed: " + err.Error()
+			} else {
+				text = fmt.Sprintf("grandchild=%d", cmd.Process.Pid)
 			}
-			text += fmt.Sprintf(" server=%d", os.Getpid())
-			reply(m.ID, map[string]any{"content": []map[string]any{{"type": "text", "text": text}}})
-			if stall {
-				time.Sleep(time.Hour) // stop reading stdin
-			}
-		default:
-			write(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+		case "stall":
+			stall = true
+		case "linger":
+			stay = true
+		case "ignore-stdin-close":
+			stay = true
+			signal.Ignore(syscall.SIGTERM)
+		case "big":
+			var a struct{ Size int }
+			json.Unmarshal(params.Arguments, &a)
+			text = strings.Repeat("x", a.Size)
 		}
-	}
+		text += fmt.Sprintf(" server=%d", os.Getpid())
+		result, _ := json.Marshal(map[string]any{"content": []map[string]any{{"type": "text", "text": text}}})
+		p.Send(testpeer.Result(m.ID, string(result)))
+		if stall {
+			time.Sleep(time.Hour) // stop reading stdin
+		}
+		return true
+	}, testpeer.WithInit(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"fake-stdio","version":"0"}}`))
 	if stay {
 		time.Sleep(time.Hour)
 	}

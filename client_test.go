@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -470,5 +473,25 @@ func TestReissueOutOfAttemptsNamesTheLastRequestSent(t *testing.T) {
 	last, _ := c.Ledger().Lookup(e.ID)
 	if orig.SupersededBy != e.ID || last.State != mcpclient.StateUncertain || !last.SupersededBy.IsZero() {
 		t.Errorf("ledger: original %+v, last %+v", orig, last)
+	}
+}
+
+func TestConnectRefusedAfterInitializeIsDefinite(t *testing.T) {
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		if r.Method == "initialize" {
+			r.Answer(testpeer.InitResult)
+			return true
+		}
+		r.W.Header().Set("Content-Type", "application/json")
+		r.W.WriteHeader(http.StatusBadRequest)
+		io.WriteString(r.W, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Bad Request: Unsupported protocol version"},"id":null}`)
+		return true
+	})
+	_, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL}, noWait)
+	if mcpclient.CodeOf(err) != mcpclient.CodeServerError {
+		t.Fatalf("error %v, want the server's refusal, not a delivery failure", err)
+	}
+	if posts := len(srv.Requests()); posts != 3 { // server/discover, initialize, notifications/initialized: no second try
+		t.Errorf("%d POSTs", posts)
 	}
 }

@@ -387,62 +387,6 @@ func TestHTTPNotificationsOnGetStream(t *testing.T) {
 	}
 }
 
-// A redirect to another origin is refused before anything reaches it: the request, not
-// delivered, and its credentials stay with the endpoint's origin.
-func TestHTTPCredentialsStayWithTheirOrigin(t *testing.T) {
-	var reached atomic.Int32
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached.Add(1)
-		http.Error(w, "nope", http.StatusNotFound)
-	}))
-	defer target.Close()
-	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.URL, http.StatusTemporaryRedirect)
-	}))
-	defer redirector.Close()
-
-	tr := &transport.HTTP{URL: redirector.URL, Header: http.Header{"Authorization": {"Bearer secret"}, "Cookie": {"s=1"}}}
-	_, err := mcpclient.Connect(context.Background(), tr)
-	var redirect *transport.CrossOriginRedirectError
-	if !errors.Is(err, mcpclient.ErrNotDelivered) || !errors.As(err, &redirect) {
-		t.Fatalf("error %v, want ErrNotDelivered with the refused redirect", err)
-	}
-	if redirect.From != redirector.URL || redirect.To != target.URL {
-		t.Errorf("refused %+v, want from %s to %s", *redirect, redirector.URL, target.URL)
-	}
-	// The server will redirect again: Connect does not try again.
-	if e := asError(t, err); e.Attempts != 1 {
-		t.Errorf("%d attempts, want 1", e.Attempts)
-	}
-	if n := reached.Load(); n != 0 {
-		t.Errorf("%d requests reached the other origin", n)
-	}
-}
-
-func TestHTTPOversizedAnswerIsTypedAndNotRefetched(t *testing.T) {
-	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
-		big := strings.Repeat("x", 2048)
-		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool,
-			func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-				return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(big)}}, nil
-			}))...)
-		tr := &transport.HTTP{URL: srv.URL, MaxMessageSize: 1024}
-		c, err := mcpclient.Connect(context.Background(), tr, noWait)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		req := callReq(t, c, "reserve", nil)
-		_, err = c.Do(context.Background(), req)
-		if !errors.Is(err, transport.ErrMessageTooLarge) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
-			t.Fatalf("error %v, want an unknown outcome for the oversized answer", err)
-		}
-		if n := len(srv.Received(req.ID())); n != 1 {
-			t.Errorf("the request was sent %d times", n)
-		}
-	})
-}
-
 // largeImage is a tool result of 10 MiB: an image in base64, as tools return files.
 func largeImage() mcpclient.Content {
 	const block = "iVBORw0KGgoAAAANSUhEUgAA" // whole base64 quanta
@@ -505,47 +449,6 @@ func TestHTTPDetachLeavesTheSession(t *testing.T) {
 	}
 	if err := c.Ping(context.Background()); !errors.Is(err, mcpclient.ErrClosed) {
 		t.Errorf("a detached client still works: %v", err)
-	}
-}
-
-func TestHTTPHeaderFuncAndSameOriginRedirect(t *testing.T) {
-	srv := mcptest.NewTestHTTPServer(t)
-	var mu sync.Mutex
-	var auth []string
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/old" {
-			http.Redirect(w, r, "/mcp", http.StatusPermanentRedirect) // same origin
-			return
-		}
-		mu.Lock()
-		auth = append(auth, r.Header.Get("Authorization"))
-		mu.Unlock()
-		srv.ServeHTTP(w, r)
-	}))
-	defer front.Close()
-	n := 0
-	tr := &transport.HTTP{URL: front.URL + "/old", HeaderFunc: func(_ context.Context, h http.Header) error {
-		n++
-		h.Set("Authorization", "Bearer fresh")
-		return nil
-	}}
-	c, err := mcpclient.Connect(context.Background(), tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Ping(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if n < 3 || len(auth) < 3 {
-		t.Fatalf("HeaderFunc ran %d times, server saw %d requests", n, len(auth))
-	}
-	for i, a := range auth {
-		if a != "Bearer fresh" {
-			t.Errorf("request %d after a same-origin redirect: Authorization %q", i, a)
-		}
 	}
 }
 
@@ -1074,4 +977,143 @@ func TestHTTPHeaderFuncSeesTheCallersContext(t *testing.T) {
 			t.Errorf("HeaderFunc saw tenants %v for one call, want the caller's %q once", seen, "acme")
 		}
 	})
+}
+
+// TestSecuritySessionIDMustBeVisibleASCII: an Mcp-Session-Id outside 0x21-0x7E is refused at
+// initialize, as a protocol violation (CodeProtocol), and never sent.
+func TestSecuritySessionIDMustBeVisibleASCII(t *testing.T) {
+	for name, bad := range map[string]string{
+		"space":     "abc def",
+		"tab":       "abc\tdef",
+		"utf-8":     "séance",
+		"high byte": "abc\x80def",
+	} {
+		t.Run(name, func(t *testing.T) {
+			var badInit, expire atomic.Bool
+			var seenMu sync.Mutex
+			var seen []string // every Mcp-Session-Id the server received
+			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+				if sid, ok := r.Header["Mcp-Session-Id"]; ok {
+					seenMu.Lock()
+					seen = append(seen, sid...)
+					seenMu.Unlock()
+				}
+				switch {
+				case r.Method == "initialize" && badInit.Load():
+					r.W.Header().Set("Mcp-Session-Id", bad)
+					r.JSON(testpeer.Result(r.ID, testpeer.InitResult))
+					return true
+				case r.Method == "ping" && expire.CompareAndSwap(true, false):
+					http.Error(r.W, "no such session", http.StatusNotFound)
+					return true
+				}
+				return false
+			})
+			tr := &transport.HTTP{URL: srv.URL}
+			check := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, transport.ErrInvalidSessionID) {
+					t.Fatalf("%s: error %v, want ErrInvalidSessionID", what, err)
+				}
+				if mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+					t.Errorf("%s: error %v has code %v, want %v: the server's answer is not valid MCP",
+						what, err, mcpclient.CodeOf(err), mcpclient.CodeProtocol)
+				}
+				if strings.Contains(err.Error(), bad) {
+					t.Errorf("%s: the error shows the session id: %v", what, err)
+				}
+			}
+
+			// At Connect: refused at once (asking again gets the same id).
+			badInit.Store(true)
+			_, err := mcpclient.Connect(testCtx(t), tr, noWait)
+			check("connect", err)
+			if e := asError(t, err); e.Attempts > 1 {
+				t.Errorf("initialize sent %d times, want 1", e.Attempts)
+			}
+
+			// On a reconnect after the session expired: the call fails, the next one works.
+			badInit.Store(false)
+			c := connect(t, tr)
+			badInit.Store(true)
+			expire.Store(true)
+			check("reconnect", c.Ping(testCtx(t)))
+			badInit.Store(false)
+			if err := c.Ping(testCtx(t)); err != nil {
+				t.Fatalf("ping once the server behaves: %v", err)
+			}
+			if c.SessionID() != testpeer.SessionID {
+				t.Errorf("session id %q, want %q", c.SessionID(), testpeer.SessionID)
+			}
+			c.Close()
+			seenMu.Lock()
+			defer seenMu.Unlock()
+			for _, sid := range seen {
+				if sid != testpeer.SessionID {
+					t.Errorf("the client sent session id %q", sid)
+				}
+			}
+		})
+	}
+}
+
+// A TypeScript SDK server refuses an unknown session with 400 and -32000, not 404.
+func TestHTTPSessionRefusedWith400IsALostSession(t *testing.T) {
+	var mu sync.Mutex
+	sessions, inits := map[string]bool{}, 0
+	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Method == "initialize":
+			inits++
+			sid := fmt.Sprint("s", inits)
+			sessions[sid] = true
+			r.W.Header().Set("Mcp-Session-Id", sid)
+			r.Answer(testpeer.InitResult)
+		case !sessions[r.Header.Get("Mcp-Session-Id")]:
+			r.W.Header().Set("Content-Type", "application/json")
+			r.W.WriteHeader(http.StatusBadRequest)
+			io.WriteString(r.W, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)
+		case r.ID == nil:
+			return false
+		default:
+			delete(sessions, "s1") // the first session expires after its first request
+			r.Answer(`{}`)
+		}
+		return true
+	})
+	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL}, noWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(context.Background()); err != nil {
+		t.Fatalf("after the session expired: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if inits != 2 {
+		t.Errorf("%d initialize requests, want 2", inits)
+	}
+}
+
+func TestHTTPTimeoutKeepsItsCause(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &mcpclient.CallToolResult{}, nil
+	}))
+	c := mcptest.NewClient(t, srv)
+	_, err := c.CallTool(context.Background(), "reserve", nil, mcpclient.WithTimeouts(0, 50*time.Millisecond))
+	if !errors.Is(err, mcpclient.ErrCallTimeout) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("error %v: want the timeout as the cause of an unknown outcome", err)
+	}
 }

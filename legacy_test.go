@@ -3,14 +3,11 @@ package mcpclient_test
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
-	"github.com/northstar-mcp/mcpclient/transport"
 )
 
 func legacyClient(t *testing.T, srv *mcptest.HTTPServer, opts ...mcpclient.Option) *mcpclient.Client {
@@ -79,23 +76,6 @@ func TestLegacySSESessionExpiryReconnects(t *testing.T) {
 	}
 	if resp.Attempts != 2 || k.runs != 1 {
 		t.Errorf("attempts %d runs %d", resp.Attempts, k.runs)
-	}
-}
-
-func TestLegacySSEEndpointMustBeSameOrigin(t *testing.T) {
-	elsewhere := httptest.NewServer(http.NotFoundHandler())
-	defer elsewhere.Close()
-	stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write([]byte("event: endpoint\ndata: " + elsewhere.URL + "/message\n\n"))
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer stream.Close()
-	_, err := mcpclient.Connect(context.Background(), &transport.SSE{URL: stream.URL},
-		mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: 1}))
-	if !errors.Is(err, transport.ErrCrossOriginEndpoint) || !errors.Is(err, mcpclient.ErrNotDelivered) {
-		t.Fatalf("error %v, want a not-delivered cross-origin refusal", err)
 	}
 }
 

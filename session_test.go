@@ -167,39 +167,6 @@ func TestAssertedReceiptsResendSameID(t *testing.T) {
 	}
 }
 
-func TestResponsesForUnknownIDsAndDuplicatesAreDropped(t *testing.T) {
-	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
-		if m.Method != "ping" {
-			return false
-		}
-		p.Send(`{"jsonrpc":"2.0","id":"not-a-request-of-ours","result":{}}`)
-		p.Send(`{not json`)
-		p.Send(testpeer.Result(m.ID, `{"first":true}`))
-		p.Send(testpeer.Result(m.ID, `{"second":true}`))
-		return true
-	})
-	c, err := mcpclient.Connect(context.Background(), srv.Transport())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	req, err := c.NewRequest("ping", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.Do(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(resp.Result) != `{"first":true}` {
-		t.Errorf("result %s, want the first answer", resp.Result)
-	}
-	// The second answer was dropped, not kept for a later request.
-	if err := c.Ping(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestServerRequestsAreAnswered(t *testing.T) {
 	answers := make(chan testpeer.Msg, 2)
 	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
@@ -279,52 +246,6 @@ func TestServerRequestUnderAnIDInUseIsRefused(t *testing.T) {
 	}
 }
 
-func TestMalformedErrorObjectLeavesOutcomeUnknown(t *testing.T) {
-	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
-		if m.Method != "tools/call" {
-			return false
-		}
-		p.Send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":"boom"}`)
-		return true
-	})
-	c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	req, _ := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "x"})
-	_, err = c.Do(context.Background(), req)
-	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrMalformedResponse) || asError(t, err).Attempts != 1 {
-		t.Fatalf("error %v, want an unknown outcome, caused by the malformed answer, after one attempt", err)
-	}
-	if e, _ := c.Ledger().Lookup(req.ID()); e.State != mcpclient.StateUncertain {
-		t.Errorf("ledger state %v, want uncertain: the tool may have run", e.State)
-	}
-}
-
-func TestServerLyingAboutIDsLeavesOutcomeUnknown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
-			if m.Method != "tools/call" {
-				return false
-			}
-			p.Send(`{"jsonrpc":"2.0","id":"someone-else","result":{"content":[]}}`)
-			return true
-		})
-		c, err := mcpclient.Connect(context.Background(), srv.Transport())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err = c.CallTool(ctx, "reserve", nil)
-		if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("error %v, want ErrOutcomeUnknown with the deadline", err)
-		}
-	})
-}
-
 func TestNotificationHandlers(t *testing.T) {
 	srv := mcptest.NewTestServer(t)
 	got := make(chan string, 4)
@@ -349,64 +270,6 @@ func TestNotificationHandlers(t *testing.T) {
 	}
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatalf("client broken after a handler panic: %v", err)
-	}
-}
-
-func TestResponseShapes(t *testing.T) {
-	tests := []struct {
-		name  string
-		reply string // with ID standing for the request's id
-		want  mcpclient.Code
-	}{
-		{"result beside a null error is the result", `{"jsonrpc":"2.0","id":ID,"result":{"ok":true},"error":null}`, 0},
-		{"a null error alone is malformed", `{"jsonrpc":"2.0","id":ID,"error":null}`, mcpclient.CodeOutcomeUnknown},
-		{"neither result nor error is malformed", `{"jsonrpc":"2.0","id":ID}`, mcpclient.CodeOutcomeUnknown},
-		{"result and error is malformed", `{"jsonrpc":"2.0","id":ID,"result":{},"error":{"code":1,"message":"x"}}`, mcpclient.CodeOutcomeUnknown},
-		{"an error object is a server error", `{"jsonrpc":"2.0","id":ID,"error":{"code":-32000,"message":"busy"}}`, mcpclient.CodeServerError},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
-				if m.Method != "ping" {
-					return false
-				}
-				p.Send(strings.ReplaceAll(tt.reply, "ID", string(m.ID)))
-				return true
-			})
-			c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			err = c.Ping(context.Background())
-			if got := mcpclient.CodeOf(err); got != tt.want {
-				t.Fatalf("error %v (code %v), want code %v", err, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown(t *testing.T) {
-	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-		if r.Method == "tools/call" {
-			r.JSON(`{"jsonrpc":"2.0","id":"not-yours","result":{"content":[]}}`)
-			return true
-		}
-		return false
-	})
-	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL}, noWait)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err = c.CallTool(ctx, "reserve", nil)
-	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("error %v: want ErrOutcomeUnknown at once, not at the deadline", err)
-	}
-	if calls := srv.Count("tools/call"); calls != 1 {
-		t.Errorf("%d calls", calls)
 	}
 }
 

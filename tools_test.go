@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -394,5 +395,18 @@ func TestCallToolParamsAreWhatEncodingJSONWrites(t *testing.T) {
 		if got := mcpclient.EncodeToolCallForTest(tc.name, tc.args); !bytes.Equal(got, want) {
 			t.Errorf("CallTool(%q) params %s, encoding/json writes %s", tc.name, got, want)
 		}
+	}
+}
+
+func TestCallToolWithoutArgumentsOmitsThem(t *testing.T) {
+	var k counter
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(unsafeTool, k.tool))
+	c := mcptest.NewClient(t, srv)
+	req := callReq(t, c, "reserve", nil)
+	if strings.Contains(string(req.Bytes()), "arguments") {
+		t.Fatalf("frame %s", req.Bytes())
+	}
+	if _, err := c.CallTool(context.Background(), "reserve", nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -340,3 +340,20 @@ func TestFeaturesProgressOfAReissueHasItsOwnToken(t *testing.T) {
 		t.Errorf("last report %q, want the re-issue's", last)
 	}
 }
+
+func TestProgressReachesCallAndNotificationHandler(t *testing.T) {
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(unsafeTool, func(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		call.Progress(1, 2, "half")
+		return &mcpclient.CallToolResult{}, nil
+	}))
+	seen := make(chan string, 1)
+	c := mcptest.NewClient(t, srv, mcpclient.WithNotificationHandler("notifications/progress",
+		func(_ context.Context, method string, _ json.RawMessage) { seen <- method }))
+	var reports []mcpclient.Progress
+	if _, err := c.CallTool(context.Background(), "reserve", nil, mcpclient.WithProgress(func(p mcpclient.Progress) { reports = append(reports, p) })); err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || <-seen != "notifications/progress" {
+		t.Fatalf("call saw %v", reports)
+	}
+}

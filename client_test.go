@@ -477,6 +477,7 @@ func TestReissueOutOfAttemptsNamesTheLastRequestSent(t *testing.T) {
 }
 
 func TestConnectRefusedAfterInitializeIsDefinite(t *testing.T) {
+	t.Parallel()
 	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method == "initialize" {
 			r.Answer(testpeer.InitResult)

@@ -69,6 +69,7 @@ func bothResponseKinds(t *testing.T, f func(t *testing.T, opts ...mcptest.Option
 }
 
 func TestHTTPSessionAndHeaders(t *testing.T) {
+	t.Parallel()
 	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
 		var k counter
 		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool, k.tool))...)
@@ -109,6 +110,7 @@ func TestHTTPSessionAndHeaders(t *testing.T) {
 }
 
 func TestHTTPResetAfterExecutionResendsSameBytes(t *testing.T) {
+	t.Parallel()
 	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
 		var k counter
 		srv := mcptest.NewTestHTTPServer(t, append(opts,
@@ -128,6 +130,7 @@ func TestHTTPResetAfterExecutionResendsSameBytes(t *testing.T) {
 }
 
 func TestHTTPResetWithoutReceiptsGivesOutcomeUnknown(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t, mcptest.WithMode(mcptest.ModeNone),
 		mcptest.WithTool(unsafeTool, k.tool),
@@ -140,6 +143,7 @@ func TestHTTPResetWithoutReceiptsGivesOutcomeUnknown(t *testing.T) {
 }
 
 func TestHTTPServiceUnavailableHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
@@ -165,6 +169,7 @@ func TestHTTPServiceUnavailableHonoursRetryAfter(t *testing.T) {
 }
 
 func TestHTTPSessionExpiryReinitializes(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
@@ -193,6 +198,7 @@ func TestHTTPSessionExpiryReinitializes(t *testing.T) {
 }
 
 func TestHTTPSessionExpiryAfterUncertainAttemptIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
@@ -247,6 +253,7 @@ func (b *breakFirstCall) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func TestHTTPInFlightRefusalOfAResendIsHardSignal(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{http.StatusConflict, http.StatusBadRequest} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			release := make(chan struct{})
@@ -290,6 +297,7 @@ func TestHTTPInFlightRefusalOfAResendIsHardSignal(t *testing.T) {
 }
 
 func TestHTTPInFlightRefusalOfAFirstSend(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	started := make(chan struct{}, 1)
@@ -315,6 +323,7 @@ func TestHTTPInFlightRefusalOfAFirstSend(t *testing.T) {
 }
 
 func TestHTTPBrokenStreamIsResumed(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithSSEResponses(50*time.Millisecond),
@@ -348,6 +357,7 @@ func TestHTTPBrokenStreamIsResumed(t *testing.T) {
 }
 
 func TestHTTPCloseDeletesSession(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.NewTestHTTPServer(t)
 	c, rec := httpClient(t, srv)
 	sid := c.SessionID()
@@ -360,6 +370,7 @@ func TestHTTPCloseDeletesSession(t *testing.T) {
 }
 
 func TestHTTPNotificationsOnGetStream(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.NewTestHTTPServer(t)
 	got := make(chan string, 1)
 	c, rec := httpClient(t, srv, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
@@ -413,6 +424,7 @@ func wantLargeImage(t *testing.T, c *mcpclient.Client, want mcpclient.Content) {
 }
 
 func TestHTTPLargeToolResultArrivesWhole(t *testing.T) {
+	t.Parallel()
 	want := largeImage()
 	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
 		srv := mcptest.NewTestHTTPServer(t, append(opts, largeImageTool(want))...)
@@ -436,6 +448,7 @@ func TestHTTPConnectionRefusedIsNotDelivered(t *testing.T) {
 }
 
 func TestHTTPDetachLeavesTheSession(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.NewTestHTTPServer(t)
 	c, rec := httpClient(t, srv)
 	c.Detach()
@@ -453,6 +466,7 @@ func TestHTTPDetachLeavesTheSession(t *testing.T) {
 }
 
 func TestHTTPHeaderFuncErrorIsNotDelivered(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.NewTestHTTPServer(t)
 	tr := &transport.HTTP{URL: srv.URL, HeaderFunc: func(context.Context, http.Header) error {
 		return errors.New("no token")
@@ -464,6 +478,7 @@ func TestHTTPHeaderFuncErrorIsNotDelivered(t *testing.T) {
 }
 
 func TestHTTPRestart(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, k.tool))
 	c, _ := httpClient(t, srv, noWait)
@@ -479,6 +494,7 @@ func TestHTTPRestart(t *testing.T) {
 }
 
 func TestHTTPConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
 		var k counter
 		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool, k.tool))...)
@@ -550,6 +566,7 @@ func gets(srv *testpeer.HTTP) int {
 }
 
 func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
+	t.Parallel()
 	srv := pollingServer(t, 6, 0)
 	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 2}, noWait)
 	if err != nil {
@@ -565,6 +582,7 @@ func TestHTTPPolledStreamProgressesByEventIDs(t *testing.T) {
 }
 
 func TestHTTPResumptionIsBounded(t *testing.T) {
+	t.Parallel()
 	srv := pollingServer(t, 0, http.StatusInternalServerError)
 	c, err := mcpclient.Connect(context.Background(), &transport.HTTP{URL: srv.URL, MaxResumes: 3}, noWait)
 	if err != nil {
@@ -581,6 +599,7 @@ func TestHTTPResumptionIsBounded(t *testing.T) {
 }
 
 func TestHTTPServerStreamOpensOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	for _, asked := range []bool{false, true} {
 		t.Run(fmt.Sprint("asked=", asked), func(t *testing.T) {
 			pinged := make(chan error, 1)
@@ -619,6 +638,7 @@ func TestHTTPServerStreamOpensOnlyWhenAsked(t *testing.T) {
 // A 404 on one request ends the session for new requests only: a concurrent call the server is
 // still executing gets its answer, rather than an unknown outcome it did nothing to earn.
 func TestHTTPSessionExpiryLetsConcurrentCallsFinish(t *testing.T) {
+	t.Parallel()
 	for _, sse := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "sse"}[sse], func(t *testing.T) {
 			started := make(chan struct{})
@@ -677,6 +697,7 @@ func TestHTTPSessionExpiryLetsConcurrentCallsFinish(t *testing.T) {
 // A reconnection to a server that answered server/discover as an older one goes straight to
 // initialize: the probe is paid once per client, not once per session.
 func TestHTTPReconnectionToAnOlderServerSkipsTheProbe(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
@@ -710,6 +731,7 @@ func TestHTTPReconnectionToAnOlderServerSkipsTheProbe(t *testing.T) {
 // headers, a gateway timeout): only 429 and 503 that carry the server's Retry-After prove the
 // request was turned away before it was read.
 func TestHTTPStatusWithoutRetryAfterIsUncertain(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		status     int
 		retryAfter string
@@ -777,6 +799,7 @@ func errorBodyServer(t *testing.T, status int, body string, once bool) *testpeer
 // A JSON-RPC error object whose id is null or another request's is not this request's answer: a
 // gateway's 502 carrying one says nothing about whether the request ran.
 func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{`null`, `"someone-else"`} {
 		t.Run(id, func(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"upstream failed"}}`
@@ -822,6 +845,7 @@ func TestHTTPErrorBodyForAnotherIDIsNotTheAnswer(t *testing.T) {
 // no GET stream, an older server refuses the GET), nothing will ever answer: the call ends at
 // once as uncertain instead of waiting for its deadline.
 func TestHTTPAcceptedRequestWithoutAStreamEndsAtOnce(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, c *mcpclient.Client, sent func() int) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -890,6 +914,7 @@ func TestHTTPAcceptedRequestWithoutAStreamEndsAtOnce(t *testing.T) {
 // A response stream that ends with nothing but a retry: field still tells the client how long to
 // wait before asking again.
 func TestHTTPStreamRetryFieldBoundsTheResend(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		retryMS  int
@@ -945,6 +970,7 @@ type tenantKey struct{}
 // HeaderFunc chooses headers per caller (a user's token, a tenant) from the values of the
 // context the call was made with.
 func TestHTTPHeaderFuncSeesTheCallersContext(t *testing.T) {
+	t.Parallel()
 	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
 		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool, (&counter{}).tool))...)
 		var mu sync.Mutex
@@ -982,6 +1008,7 @@ func TestHTTPHeaderFuncSeesTheCallersContext(t *testing.T) {
 // TestSecuritySessionIDMustBeVisibleASCII: an Mcp-Session-Id outside 0x21-0x7E is refused at
 // initialize, as a protocol violation (CodeProtocol), and never sent.
 func TestSecuritySessionIDMustBeVisibleASCII(t *testing.T) {
+	t.Parallel()
 	for name, bad := range map[string]string{
 		"space":     "abc def",
 		"tab":       "abc\tdef",
@@ -1059,6 +1086,7 @@ func TestSecuritySessionIDMustBeVisibleASCII(t *testing.T) {
 
 // A TypeScript SDK server refuses an unknown session with 400 and -32000, not 404.
 func TestHTTPSessionRefusedWith400IsALostSession(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	sessions, inits := map[string]bool{}, 0
 	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
@@ -1102,6 +1130,7 @@ func TestHTTPSessionRefusedWith400IsALostSession(t *testing.T) {
 }
 
 func TestHTTPTimeoutKeepsItsCause(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {

@@ -22,6 +22,7 @@ func legacyClient(t *testing.T, srv *mcptest.HTTPServer, opts ...mcpclient.Optio
 }
 
 func TestLegacySSECallsAndNotDeliveredResends(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
@@ -39,6 +40,7 @@ func TestLegacySSECallsAndNotDeliveredResends(t *testing.T) {
 }
 
 func TestLegacySSEDroppedStreamLosesTheSession(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
@@ -65,6 +67,7 @@ func TestLegacySSEDroppedStreamLosesTheSession(t *testing.T) {
 }
 
 func TestLegacySSESessionExpiryReconnects(t *testing.T) {
+	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
@@ -80,6 +83,7 @@ func TestLegacySSESessionExpiryReconnects(t *testing.T) {
 }
 
 func TestLegacySSELargeToolResultArrivesWhole(t *testing.T) {
+	t.Parallel()
 	want := largeImage()
 	srv := mcptest.NewTestHTTPServer(t, largeImageTool(want))
 	wantLargeImage(t, legacyClient(t, srv, noWait), want)

@@ -26,6 +26,7 @@ import (
 )
 
 func TestHostileOversizedMessage(t *testing.T) {
+	t.Parallel()
 	big := `{"content":[{"type":"text","text":"` + strings.Repeat("x", 4096) + `"}]}`
 
 	t.Run("http-json", func(t *testing.T) {
@@ -115,6 +116,7 @@ func TestHostileOversizedMessage(t *testing.T) {
 }
 
 func TestHostileOversizedSSEEvent(t *testing.T) {
+	t.Parallel()
 	first := testpeer.Once()
 	var resumes atomic.Int32
 	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
@@ -141,6 +143,7 @@ func TestHostileOversizedSSEEvent(t *testing.T) {
 }
 
 func TestHostileHugeHeaders(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		client *http.Client // nil: the transport's default client
@@ -251,6 +254,7 @@ func bytesAllocated(f func()) uint64 {
 }
 
 func TestHTTPOversizedAnswerIsTypedAndNotRefetched(t *testing.T) {
+	t.Parallel()
 	bothResponseKinds(t, func(t *testing.T, opts ...mcptest.Option) {
 		big := strings.Repeat("x", 2048)
 		srv := mcptest.NewTestHTTPServer(t, append(opts, mcptest.WithTool(unsafeTool,

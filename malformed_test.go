@@ -23,6 +23,7 @@ import (
 )
 
 func TestHostileResponseForUnknownID(t *testing.T) {
+	t.Parallel()
 	// A JSON body is a POST's only answer: one for another id leaves the outcome unknown at once.
 	t.Run("http-json", func(t *testing.T) {
 		first := testpeer.Once()
@@ -63,6 +64,7 @@ func TestHostileResponseForUnknownID(t *testing.T) {
 }
 
 func TestHostileTwoResponsesForOneID(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"http-sse", "http-json-batch"} {
 		t.Run(kind, func(t *testing.T) {
 			first := testpeer.Once()
@@ -129,6 +131,7 @@ func TestHostileWrongJSONRPCVersion(t *testing.T) {
 }
 
 func TestHostileResultAndErrorTogether(t *testing.T) {
+	t.Parallel()
 	const both = `{"jsonrpc":"2.0","id":ID,"result":{"content":[]},"error":{"code":-32000,"message":"both"}}`
 	// The server answered the id with something that is no answer: the tool may have run, and
 	// resending would fetch the same thing, receipts or not.
@@ -175,6 +178,7 @@ func TestHostileResultAndErrorTogether(t *testing.T) {
 }
 
 func TestHostileHTMLBody(t *testing.T) {
+	t.Parallel()
 	const page = "<!doctype html><html><body><h1>Welcome to the hotel wifi</h1></body></html>"
 	html := func(w http.ResponseWriter) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -338,6 +342,7 @@ func TestServerLyingAboutIDsLeavesOutcomeUnknown(t *testing.T) {
 }
 
 func TestHTTPAnswerForAnotherIDLeavesOutcomeUnknown(t *testing.T) {
+	t.Parallel()
 	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method == "tools/call" {
 			r.JSON(`{"jsonrpc":"2.0","id":"not-yours","result":{"content":[]}}`)

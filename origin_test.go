@@ -44,6 +44,7 @@ func sameAddr(srv *httptest.Server) *http.Client {
 // neither its body nor its credentials leave the endpoint's origin, and the request, not
 // delivered, is sent again.
 func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
+	t.Parallel()
 	const (
 		home  = "mcp.example.test"
 		token = "Bearer secret-token"
@@ -130,6 +131,7 @@ func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
 // error naming both origins and no more of their URLs. An origin the caller allows is trusted as
 // the endpoint's own: the requests go there with their credentials, and its answers count.
 func TestSecurityRedirectsStayWithinTheOrigin(t *testing.T) {
+	t.Parallel()
 	const (
 		home  = "mcp.example.test"
 		other = "other.example.test"
@@ -214,6 +216,7 @@ func TestSecurityRedirectsStayWithinTheOrigin(t *testing.T) {
 }
 
 func TestSecurityLegacyEndpointMustBeSameOrigin(t *testing.T) {
+	t.Parallel()
 	mcp := mcptest.NewTestHTTPServer(t)
 	var endpoint atomic.Value // string: the endpoint event to send instead of mcptest's, if any
 	endpoint.Store("")
@@ -261,6 +264,7 @@ func TestSecurityLegacyEndpointMustBeSameOrigin(t *testing.T) {
 // allowed is refused before the GET reaches it: an open redirect on the SSE URL does not let
 // another origin choose the endpoint and session the caller's credentials go to.
 func TestSecurityLegacyEndpointIsReadAgainstTheStreamsOrigin(t *testing.T) {
+	t.Parallel()
 	const (
 		home  = "mcp.example.test"
 		moved = "moved.example.test"
@@ -345,6 +349,7 @@ func quietTLSServer(t *testing.T, h http.Handler) *httptest.Server {
 }
 
 func TestSecurityTLSConfigPassesThrough(t *testing.T) {
+	t.Parallel()
 	srv := quietTLSServer(t, testpeer.NewHTTP(t, nil))
 
 	// The default client does not trust the test CA: nothing is sent.
@@ -386,6 +391,7 @@ func TestSecurityTLSConfigPassesThrough(t *testing.T) {
 // A redirect to another origin is refused before anything reaches it: the request, not
 // delivered, and its credentials stay with the endpoint's origin.
 func TestHTTPCredentialsStayWithTheirOrigin(t *testing.T) {
+	t.Parallel()
 	var reached atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached.Add(1)
@@ -416,6 +422,7 @@ func TestHTTPCredentialsStayWithTheirOrigin(t *testing.T) {
 }
 
 func TestHTTPHeaderFuncAndSameOriginRedirect(t *testing.T) {
+	t.Parallel()
 	srv := mcptest.NewTestHTTPServer(t)
 	var mu sync.Mutex
 	var auth []string
@@ -457,6 +464,7 @@ func TestHTTPHeaderFuncAndSameOriginRedirect(t *testing.T) {
 }
 
 func TestLegacySSEEndpointMustBeSameOrigin(t *testing.T) {
+	t.Parallel()
 	elsewhere := httptest.NewServer(http.NotFoundHandler())
 	defer elsewhere.Close()
 	stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -474,6 +482,7 @@ func TestLegacySSEEndpointMustBeSameOrigin(t *testing.T) {
 }
 
 func TestHostileRedirectLoop(t *testing.T) {
+	t.Parallel()
 	var hops atomic.Int32
 	first := testpeer.Once()
 	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {

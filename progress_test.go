@@ -37,6 +37,7 @@ func featWantSteps(n int) []mcpclient.Progress {
 // before the answer however the server sends it (over HTTP with JSON answers, on the GET
 // stream, which nothing orders with the POST's answer).
 func TestFeaturesProgress(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		seen := make(chan mcpclient.Progress, 8)
 		_, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "steps"}, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
@@ -83,6 +84,7 @@ func TestFeaturesProgress(t *testing.T) {
 // answer all reach the handler, in order, by the time the call returns. Over HTTP with JSON
 // answers they travel on the GET stream instead, with no order to the answer: not checked.
 func TestFeaturesProgressBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		if b.name == "http-json" {
 			t.Skip("progress on the GET stream has no order to a JSON answer")
@@ -110,6 +112,7 @@ func TestFeaturesProgressBeforeTheAnswer(t *testing.T) {
 }
 
 func TestFeaturesProgressNotAskedNotSent(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		_, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "steps"}, featProgressTool(3)))
 		var mu sync.Mutex
@@ -226,9 +229,12 @@ func TestFeaturesProgressTimeoutsInMemory(t *testing.T) {
 }
 
 func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
+	t.Parallel()
 	for _, b := range featBackends[1:] {
 		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
 			t.Run("progress keeps alive", func(t *testing.T) {
+				t.Parallel()
 				k := &featTicker{tick: 20 * time.Millisecond, n: 25, cancelled: make(chan struct{})}
 				_, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "slow"}, k.tool))
 				c := mcptest.NewClient(t, d)
@@ -238,6 +244,7 @@ func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
 				}
 			})
 			t.Run("max ends it", func(t *testing.T) {
+				t.Parallel()
 				k := &featTicker{tick: 20 * time.Millisecond, n: -1, cancelled: make(chan struct{})}
 				srv, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "slow"}, k.tool))
 				c := mcptest.NewClient(t, d)
@@ -256,6 +263,7 @@ func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
 // HTTP the POST may still be waiting for its answer or its stream. The server must hear
 // notifications/cancelled, and the tool's context must end.
 func TestFeaturesCancellation(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		started := make(chan struct{})
 		stopped := make(chan error, 1)

@@ -25,6 +25,7 @@ func featGreet(_ context.Context, args map[string]string) (*mcpclient.GetPromptR
 }
 
 func TestFeaturesPrompts(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		_, d := b.start(t, mcptest.WithPageSize(1),
 			mcptest.WithPrompt(mcpclient.Prompt{Name: "greet", Description: "says hello", Arguments: []mcpclient.PromptArgument{
@@ -89,6 +90,7 @@ func TestFeaturesPrompts(t *testing.T) {
 }
 
 func TestFeaturesCompletion(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		type asked struct {
 			ref         mcpclient.CompletionReference
@@ -170,6 +172,7 @@ func TestFeaturesCompletionUndeclared(t *testing.T) {
 }
 
 func TestFeaturesLogging(t *testing.T) {
+	t.Parallel()
 	levels := []mcpclient.LoggingLevel{
 		mcpclient.LevelDebug, mcpclient.LevelInfo, mcpclient.LevelNotice, mcpclient.LevelWarning,
 		mcpclient.LevelError, mcpclient.LevelCritical, mcpclient.LevelAlert, mcpclient.LevelEmergency,

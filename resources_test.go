@@ -51,6 +51,7 @@ func featResourceBackend(t *testing.T, b featBackend) (*mcptest.Server, mcptest.
 }
 
 func TestFeaturesResources(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		_, d := featResourceBackend(t, b)
 		c := mcptest.NewClient(t, d)
@@ -147,6 +148,7 @@ func TestFeaturesResources(t *testing.T) {
 }
 
 func TestFeaturesResourceSubscriptions(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		srv, d := featResourceBackend(t, b)
 		updated := make(chan string, 16)

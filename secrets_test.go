@@ -24,6 +24,7 @@ import (
 )
 
 func TestSecuritySecretsNeverLogged(t *testing.T) {
+	t.Parallel()
 	const (
 		token    = "tok-5ecret-authorization"
 		cookie   = "c00kie-5ecret"

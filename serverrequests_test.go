@@ -18,6 +18,7 @@ import (
 )
 
 func TestFeaturesSampling(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		var mu sync.Mutex
@@ -108,6 +109,7 @@ const featElicitSchema = `{"type":"object","properties":{
 },"required":["email"]}`
 
 func TestFeaturesElicitation(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		seen := make(chan *mcpclient.ElicitParams, 8)
@@ -194,6 +196,7 @@ func TestFeaturesElicitation(t *testing.T) {
 // with a host and without userinfo. Any other URL is refused as invalid params and never
 // reaches the handler.
 func TestFeaturesURLElicitation(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		seen := make(chan *mcpclient.URLElicitParams, 16)
@@ -286,6 +289,7 @@ func TestFeaturesElicitationHandlerErrors(t *testing.T) {
 }
 
 func TestFeaturesRoots(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		srv, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		c := mcptest.NewClient(t, d, mcpclient.WithRoots(mcpclient.Root{URI: "file:///work", Name: "work"}))
@@ -346,6 +350,7 @@ func TestFeaturesSetRootsWithoutCapability(t *testing.T) {
 }
 
 func TestFeaturesCustomServerRequests(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		c := mcptest.NewClient(t, d,
@@ -385,6 +390,7 @@ func TestFeaturesCustomServerRequests(t *testing.T) {
 // TestFeaturesServerCancelsItsRequest has the server give up on a sampling request: the client's
 // handler sees its context end.
 func TestFeaturesServerCancelsItsRequest(t *testing.T) {
+	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		handling := make(chan struct{})
 		handlerDone := make(chan error, 1)
@@ -422,6 +428,7 @@ func TestFeaturesServerCancelsItsRequest(t *testing.T) {
 }
 
 func TestFeaturesClientCapabilities(t *testing.T) {
+	t.Parallel()
 	noop := func(context.Context, json.RawMessage) (any, error) { return struct{}{}, nil }
 	tests := []struct {
 		name string

@@ -416,6 +416,7 @@ func TestAnswerRoutedBeforeSendFailedWins(t *testing.T) {
 // take the notification, is not the caller's wait. A resend of the same id still reaches the
 // server after the notice, so that the notice cannot cancel the resend.
 func TestCancellationNoticeDoesNotHoldTheCaller(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var order []string
 	noticeTaken := make(chan struct{})

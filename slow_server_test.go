@@ -18,6 +18,7 @@ import (
 )
 
 func TestHostileSSEStreamNeverAnswers(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"sse", "no headers"} {
 		t.Run(kind, func(t *testing.T) {
 			first := testpeer.Once()
@@ -60,6 +61,7 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 // keepalives, ends the call as an unknown outcome once the transport's bound passes. A slow call
 // that reports progress is not cut.
 func TestHostileSilentServerEndsTheCall(t *testing.T) {
+	t.Parallel()
 	const bound = 300 * time.Millisecond
 	keepalives := func(r *testpeer.Request, what string) {
 		for {
@@ -98,6 +100,7 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			first := testpeer.Once()
 			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 				if r.Method != "tools/call" || !first() {
@@ -133,6 +136,7 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 	}
 	// A legacy server answers each POST at once, the answer coming over its stream.
 	t.Run("legacy no answer", func(t *testing.T) {
+		t.Parallel()
 		first := testpeer.Once()
 		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 			if r.Method != "tools/call" || !first() {
@@ -236,6 +240,7 @@ func within(t *testing.T, what string, done <-chan error, hangUp func(), want ti
 }
 
 func TestHostileByteAtATimeResponse(t *testing.T) {
+	t.Parallel()
 	answer := `{"content":[{"type":"text","text":"sl\u00f6w \"bytes\""}]}`
 	const want = `slöw "bytes"`
 	trickle := func(w io.Writer, s string) {

@@ -22,6 +22,7 @@ import (
 func result(r string) string { return `"result":` + r }
 
 func TestStatelessSessionCarriesMetaAndHeaders(t *testing.T) {
+	t.Parallel()
 	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		switch r.Method {
 		case "tools/list":
@@ -74,6 +75,7 @@ func TestStatelessSessionCarriesMetaAndHeaders(t *testing.T) {
 }
 
 func TestStatelessVersionRefusalIsRetriedInTheNamedRevision(t *testing.T) {
+	t.Parallel()
 	var refused sync.Once
 	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method == "tools/call" {
@@ -106,6 +108,7 @@ func TestStatelessVersionRefusalIsRetriedInTheNamedRevision(t *testing.T) {
 }
 
 func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
+	t.Parallel()
 	s := testpeer.NewHTTP(t, nil, testpeer.Stateless())
 	c := connect(t, &transport.HTTP{URL: s.URL})
 	before := len(s.Requests())
@@ -126,6 +129,7 @@ func TestStatelessRemovedMethodsAreRefusedLocally(t *testing.T) {
 }
 
 func TestStatelessPingSendsDiscover(t *testing.T) {
+	t.Parallel()
 	s := testpeer.NewHTTP(t, nil, testpeer.Stateless())
 	c := connect(t, &transport.HTTP{URL: s.URL})
 	before := len(s.Requests())
@@ -139,6 +143,7 @@ func TestStatelessPingSendsDiscover(t *testing.T) {
 }
 
 func TestStatelessMultiRoundTrip(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var rounds []testpeer.Received
 	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
@@ -205,6 +210,7 @@ func TestStatelessMultiRoundTrip(t *testing.T) {
 // sees it and before another round is sent; a good one reaches the handler with its host, and
 // the answer carries no content. Each request declares URL mode in its _meta.
 func TestStatelessURLElicitationInput(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ url, host string }{
 		{"https://auth.example.com/start?s=1", "auth.example.com"},
 		{"javascript:alert(1)", ""},
@@ -267,6 +273,7 @@ func TestStatelessURLElicitationInput(t *testing.T) {
 }
 
 func TestStatelessMultiRoundTripRefusals(t *testing.T) {
+	t.Parallel()
 	for name, reply := range map[string]string{
 		"undeclared capability": `{"resultType":"input_required","inputRequests":{"r":{"method":"roots/list","params":{}}}}`,
 		"unknown resultType":    `{"resultType":"task","content":[]}`,
@@ -315,6 +322,7 @@ func roundsServer(t *testing.T, answer func(round int) (status int, body string)
 const inputRequired = `{"resultType":"input_required","requestState":"more"}`
 
 func TestStatelessCallOfMaxRoundsReturnsTheLastRoundsResult(t *testing.T) {
+	t.Parallel()
 	s, sent := roundsServer(t, func(round int) (int, string) {
 		if round < mcpclient.MaxRounds {
 			return 200, result(inputRequired)
@@ -332,6 +340,7 @@ func TestStatelessCallOfMaxRoundsReturnsTheLastRoundsResult(t *testing.T) {
 }
 
 func TestStatelessCallNeedingMoreRoundsStopsWithoutSendingAnother(t *testing.T) {
+	t.Parallel()
 	for name, last := range map[string]func() (int, string){
 		"input required": func() (int, string) { return 200, result(inputRequired) },
 		// A refusal that a re-issue in the named revision would mend, after rounds of input.
@@ -364,6 +373,7 @@ func TestStatelessCallNeedingMoreRoundsStopsWithoutSendingAnother(t *testing.T) 
 }
 
 func TestStatelessHeaderMismatchRelistsTools(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	lists := 0
 	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
@@ -401,6 +411,7 @@ func TestStatelessHeaderMismatchRelistsTools(t *testing.T) {
 }
 
 func TestStatelessHeaderMismatchWhoseRelistingFailsNamesTheCall(t *testing.T) {
+	t.Parallel()
 	for name, listing := range map[string]func() (int, string){
 		"refused": func() (int, string) { return 200, `"error":{"code":-32603,"message":"listing broke"}` },
 		// tools/list is re-issued after each uncertain attempt until the attempts run out.
@@ -444,6 +455,7 @@ func TestStatelessHeaderMismatchWhoseRelistingFailsNamesTheCall(t *testing.T) {
 }
 
 func TestStatelessCancellationClosesTheStream(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method == "tools/call" {
@@ -484,6 +496,7 @@ func TestDiscoverWithoutAnswerFallsBackToInitialize(t *testing.T) {
 }
 
 func TestPinnedLegacyVersionSkipsDiscovery(t *testing.T) {
+	t.Parallel()
 	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 		if r.Method == "initialize" {
 			r.Reply(200, result(`{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}`))
@@ -503,6 +516,7 @@ func TestPinnedLegacyVersionSkipsDiscovery(t *testing.T) {
 }
 
 func TestStatelessLogLevelTravelsWithEachRequest(t *testing.T) {
+	t.Parallel()
 	s := testpeer.NewHTTP(t, nil, testpeer.Stateless())
 	c := connect(t, &transport.HTTP{URL: s.URL})
 	before := len(s.Requests())
@@ -522,6 +536,7 @@ func TestStatelessLogLevelTravelsWithEachRequest(t *testing.T) {
 }
 
 func TestStatelessListenDeliversSubscribedNotifications(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var listens []testpeer.Received
 	srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {

@@ -21,6 +21,7 @@ import (
 )
 
 func TestSecurityStdioChildrenDoNotOutliveTheClient(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("checks processes through /proc")
 	}

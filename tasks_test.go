@@ -277,6 +277,7 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 }
 
 func TestTasks(t *testing.T) {
+	t.Parallel()
 	t.Run("memory", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			k := newTaskTools()
@@ -393,6 +394,7 @@ func TestCallToolTaskRefusedWithoutCapability(t *testing.T) {
 // lost after the task was created; the client resends the same bytes under the same id, and the
 // server's receipt answers with the same task.
 func TestTaskCreationResentUnderSameIDCreatesOneTask(t *testing.T) {
+	t.Parallel()
 	for _, b := range featBackends[:2] {
 		t.Run(b.name, func(t *testing.T) {
 			k := newTaskTools()

@@ -352,6 +352,7 @@ func TestStructuredContentIsCheckedAgainstOutputSchema(t *testing.T) {
 }
 
 func TestOutputSchemaReferencesAreNotFetched(t *testing.T) {
+	t.Parallel()
 	fetched := make(chan string, 1)
 	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fetched <- r.URL.Path

@@ -487,6 +487,7 @@ func TestCommandServerDeathKillsItsGroup(t *testing.T) {
 // survives the group kill, can keep neither Receive nor Close from ending, though it holds the
 // server's stdout and stderr.
 func TestCommandDetachedDescendant(t *testing.T) {
+	t.Parallel() // most of it is a wait for a process
 	if _, err := exec.LookPath("sleep"); err != nil {
 		t.Skip("no sleep command:", err)
 	}
@@ -745,6 +746,7 @@ func TestCommandSendWaitsForTheExitOfAServerThatClosedStdin(t *testing.T) {
 // TestCommandSendWaitForTheExitIsBounded: a server that closed its stdin and lives on gets the
 // broken pipe after a bounded wait, or at once when the caller's context ends.
 func TestCommandSendWaitForTheExitIsBounded(t *testing.T) {
+	t.Parallel() // most of it is a wait for a process
 	var stderr syncBuffer
 	cmd := shCommand(t, "exec 0<&-; echo ready >&2; exec sleep 30", "")
 	cmd.Stderr = &stderr

@@ -10,24 +10,13 @@ import (
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
 
-func legacyClient(t *testing.T, srv *mcptest.HTTPServer, opts ...mcpclient.Option) *mcpclient.Client {
-	t.Helper()
-	c, err := mcpclient.Connect(context.Background(), srv.SSETransport(),
-		append([]mcpclient.Option{mcpclient.WithLogger(mcptest.TestLogger(t))}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func TestLegacySSECallsAndNotDeliveredResends(t *testing.T) {
 	t.Parallel()
 	var k counter
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.Fail, Tool: "reserve", RetryAfter: time.Millisecond}))
-	c := legacyClient(t, srv, noWait)
+	c := connect(t, srv.SSETransport())
 	req := callReq(t, c, "reserve", map[string]int{"n": 1})
 	resp, err := c.Do(context.Background(), req)
 	if err != nil {
@@ -46,7 +35,7 @@ func TestLegacySSEDroppedStreamLosesTheSession(t *testing.T) {
 		mcptest.WithTool(unsafeTool, k.tool),
 		mcptest.WithTool(readOnlyTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Method: "tools/call", Times: 2}))
-	c := legacyClient(t, srv, noWait)
+	c := connect(t, srv.SSETransport())
 	if _, err := c.ListTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +61,7 @@ func TestLegacySSESessionExpiryReconnects(t *testing.T) {
 	srv := mcptest.NewTestHTTPServer(t,
 		mcptest.WithTool(unsafeTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "reserve"}))
-	c := legacyClient(t, srv, noWait)
+	c := connect(t, srv.SSETransport())
 	resp, err := c.Do(context.Background(), callReq(t, c, "reserve", nil))
 	if err != nil {
 		t.Fatal(err)
@@ -86,5 +75,5 @@ func TestLegacySSELargeToolResultArrivesWhole(t *testing.T) {
 	t.Parallel()
 	want := largeImage()
 	srv := mcptest.NewTestHTTPServer(t, largeImageTool(want))
-	wantLargeImage(t, legacyClient(t, srv, noWait), want)
+	wantLargeImage(t, connect(t, srv.SSETransport()), want)
 }

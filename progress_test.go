@@ -36,8 +36,11 @@ func featWantSteps(n int) []mcpclient.Progress {
 // TestFeaturesProgress paces the tool by the client's handler, so that every report arrives
 // before the answer however the server sends it (over HTTP with JSON answers, on the GET
 // stream, which nothing orders with the POST's answer).
+//
+// The test stays out of the parallel phase: a call with progress over HTTP leaves a timer that
+// fires after the call returns, and one firing as the next round of tests (-count) begins would
+// be seen by a test that counts the process's goroutines.
 func TestFeaturesProgress(t *testing.T) {
-	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		seen := make(chan mcpclient.Progress, 8)
 		_, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "steps"}, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
@@ -83,8 +86,11 @@ func TestFeaturesProgress(t *testing.T) {
 // TestFeaturesProgressBeforeTheAnswer: reports sent on the answer's own channel before the
 // answer all reach the handler, in order, by the time the call returns. Over HTTP with JSON
 // answers they travel on the GET stream instead, with no order to the answer: not checked.
+//
+// The test stays out of the parallel phase: a call with progress over HTTP leaves a timer that
+// fires after the call returns, and one firing as the next round of tests (-count) begins would
+// be seen by a test that counts the process's goroutines.
 func TestFeaturesProgressBeforeTheAnswer(t *testing.T) {
-	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		if b.name == "http-json" {
 			t.Skip("progress on the GET stream has no order to a JSON answer")
@@ -228,8 +234,9 @@ func TestFeaturesProgressTimeoutsInMemory(t *testing.T) {
 	}
 }
 
+// The test runs alone, its cases beside each other only: keeping a call alive takes progress
+// reports well within the idle bound, which a machine busy with other tests cannot promise.
 func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
-	t.Parallel()
 	for _, b := range featBackends[1:] {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()

@@ -234,14 +234,12 @@ func TestFeaturesProgressTimeoutsInMemory(t *testing.T) {
 	}
 }
 
-// The test runs alone, its cases beside each other only: keeping a call alive takes progress
-// reports well within the idle bound, which a machine busy with other tests cannot promise.
+// The test and its cases run alone: keeping a call alive takes progress reports well within the
+// idle bound, which a machine busy with other tests cannot promise.
 func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
 	for _, b := range featBackends[1:] {
 		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
 			t.Run("progress keeps alive", func(t *testing.T) {
-				t.Parallel()
 				k := &featTicker{tick: 20 * time.Millisecond, n: 25, cancelled: make(chan struct{})}
 				_, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "slow"}, k.tool))
 				c := mcptest.NewClient(t, d)
@@ -251,7 +249,6 @@ func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
 				}
 			})
 			t.Run("max ends it", func(t *testing.T) {
-				t.Parallel()
 				k := &featTicker{tick: 20 * time.Millisecond, n: -1, cancelled: make(chan struct{})}
 				srv, d := b.start(t, mcptest.WithTool(mcpclient.Tool{Name: "slow"}, k.tool))
 				c := mcptest.NewClient(t, d)

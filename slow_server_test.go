@@ -61,8 +61,8 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 // keepalives, ends the call as an unknown outcome once the transport's bound passes. A slow call
 // that reports progress is not cut.
 //
-// The test runs alone, its cases beside each other only: the answered case needs its progress
-// reports to come well within the bound, which a machine busy with other tests cannot promise.
+// The test and its cases run alone: the answered case needs its progress reports to come well
+// within the bound, which a machine busy with other tests cannot promise.
 func TestHostileSilentServerEndsTheCall(t *testing.T) {
 	const bound = 300 * time.Millisecond
 	keepalives := func(r *testpeer.Request, what string) {
@@ -102,7 +102,6 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			first := testpeer.Once()
 			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 				if r.Method != "tools/call" || !first() {
@@ -138,7 +137,6 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 	}
 	// A legacy server answers each POST at once, the answer coming over its stream.
 	t.Run("legacy no answer", func(t *testing.T) {
-		t.Parallel()
 		first := testpeer.Once()
 		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
 			if r.Method != "tools/call" || !first() {

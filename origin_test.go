@@ -4,6 +4,10 @@ package mcpclient_test
 // origin is refused before it is followed unless the caller allows that origin, a legacy
 // endpoint must be of the stream's origin, and the caller's TLS configuration decides which
 // servers are trusted. Where a refusal comes at Connect, the transport is usable afterwards.
+//
+// Most servers here are fronts of their own before an mcptest server, not scripted servers of
+// internal/testpeer: what they do to the requests (redirect them, rewrite the legacy endpoint,
+// stand for several origins at one address, serve TLS) is what the tests are about.
 
 import (
 	"bytes"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -45,7 +46,7 @@ func TestInvalidOptionValuesFailConnect(t *testing.T) {
 }
 
 func TestInvalidCallOptionValuesRefuseTheRequest(t *testing.T) {
-	c := hConnect(t, hPipe(t, hPipeDefault))
+	c := connect(t, testpeer.NewPipe(t, nil).Transport())
 	if _, err := c.NewRequest("ping", nil, mcpclient.WithTimeouts(-time.Second, 0)); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
 		t.Errorf("NewRequest with a negative timeout: %v, want CodeInvalidArgument", err)
 	}

@@ -575,7 +575,7 @@ var errBoDialRefused = errors.New("dial refused (test)")
 func boFlakyDial(srv *mcptest.Server, fail func(n int) bool) (transport.Transport, func() int) {
 	var mu sync.Mutex
 	dials := 0
-	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
+	tr := transport.DialFunc(func(ctx context.Context, r transport.Receiver) (transport.Conn, error) {
 		mu.Lock()
 		dials++
 		n := dials
@@ -583,7 +583,7 @@ func boFlakyDial(srv *mcptest.Server, fail func(n int) bool) (transport.Transpor
 		if fail(n) {
 			return nil, &transport.Error{Outcome: transport.NotDelivered, Err: errBoDialRefused}
 		}
-		return srv.Transport().Connect(ctx)
+		return srv.Transport().Connect(ctx, r)
 	})
 	return tr, func() int {
 		mu.Lock()

@@ -295,38 +295,33 @@ func (c *Client) adoptModern(s *session, lc lifecycle) {
 	if r, ok := lc.result.Capabilities.RequestReceipts(); ok {
 		s.receipts = r.Scope
 	}
-	if v, ok := s.conn.(transport.ProtocolVersionSetter); ok {
-		v.SetProtocolVersion(lc.version)
+	if sc, ok := s.conn.(transport.SessionConn); ok {
+		sc.SetProtocolVersion(lc.version)
 	}
 	c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
 }
 
-// open connects and starts the goroutines of a new session.
+// open connects a new session. The connection delivers to the session from the start.
 func (c *Client) open(ctx context.Context) (*session, error) {
-	conn, err := c.transport.Connect(ctx)
+	s := newSession(c)
+	conn, err := c.transport.Connect(ctx, s)
 	if err != nil {
+		s.end(err, false)
+		s.startClosing()
 		return nil, err
 	}
-	s := newSession(c, conn)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		s.end(ErrClosed, false)
+		s.startClosing()
 		conn.Close()
 		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
 	}
 	c.live[s] = struct{}{}
 	c.wg.Add(1) // the session's own, until it has ended (sessionEnded)
-	pusher, push := conn.(transport.Pusher)
-	if !push {
-		c.wg.Add(1)
-	}
 	c.mu.Unlock()
-	if push {
-		s.pushed = true
-		pusher.Push(s.push)
-	} else {
-		go s.readLoop()
-	}
+	s.attach(conn)
 	return s, nil
 }
 
@@ -372,8 +367,8 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	} else {
 		s.receipts = c.cfg.receipts
 	}
-	if v, ok := s.conn.(transport.ProtocolVersionSetter); ok {
-		v.SetProtocolVersion(res.ProtocolVersion)
+	if sc, ok := s.conn.(transport.SessionConn); ok {
+		sc.SetProtocolVersion(res.ProtocolVersion)
 	}
 	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
 	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
@@ -382,8 +377,8 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 		}
 		return err
 	}
-	if l, ok := s.conn.(transport.Listener); ok && c.cfg.listens() { // legacy sessions only: stateless revisions have no such stream
-		l.Listen()
+	if sc, ok := s.conn.(transport.SessionConn); ok && c.cfg.listens() { // legacy sessions only: stateless revisions have no such stream
+		sc.Listen()
 	}
 	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
 	return nil
@@ -486,8 +481,8 @@ func (c *Client) Receipts() (scope ReceiptScope, ok bool) {
 // (Mcp-Session-Id over Streamable HTTP), or "".
 func (c *Client) SessionID() string {
 	if s := c.current(); s != nil {
-		if sid, ok := s.conn.(transport.SessionIDer); ok {
-			return sid.SessionID()
+		if sc, ok := s.conn.(transport.SessionConn); ok {
+			return sc.SessionID()
 		}
 	}
 	return ""

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -138,14 +139,14 @@ func BenchmarkIdleSession(b *testing.B) {
 
 // idleServerAnswer answers one line of an idle session's handshake, or returns nil.
 func idleServerAnswer(line []byte) []byte {
-	var m hMsg
+	var m testpeer.Msg
 	if json.Unmarshal(line, &m) != nil || m.ID == nil {
 		return nil
 	}
 	if m.Method == "initialize" {
-		return []byte(hResult(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"idle","version":"0"}}`) + "\n")
+		return []byte(testpeer.Result(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"idle","version":"0"}}`) + "\n")
 	}
-	return []byte(hNoMethod(m.ID) + "\n")
+	return []byte(testpeer.NoMethod(m.ID) + "\n")
 }
 
 func idleStreamServer(conn net.Conn) {

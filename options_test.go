@@ -30,7 +30,7 @@ func TestInvalidOptionValuesFailConnect(t *testing.T) {
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) {
 			dials := 0
-			tr := transport.DialFunc(func(context.Context) (transport.Conn, error) {
+			tr := transport.DialFunc(func(context.Context, transport.Receiver) (transport.Conn, error) {
 				dials++
 				return nil, errors.New("dialled")
 			})

@@ -86,7 +86,7 @@ func (c *Client) progressMayTrail() bool {
 	if s == nil || s.modern {
 		return false
 	}
-	_, ok := s.conn.(transport.Listener)
+	_, ok := s.conn.(transport.SessionConn)
 	return ok
 }
 
@@ -94,8 +94,8 @@ func (c *Client) progressMayTrail() bool {
 // of the older revisions), where a server answering with plain JSON sends its progress reports.
 func (c *Client) listenForProgress() {
 	if s := c.current(); s != nil && !s.modern {
-		if l, ok := s.conn.(transport.Listener); ok {
-			l.Listen()
+		if sc, ok := s.conn.(transport.SessionConn); ok {
+			sc.Listen()
 		}
 	}
 }

@@ -73,7 +73,7 @@ func FuzzClientRoute(f *testing.F) {
 			dialMu sync.Mutex
 			dials  int
 		)
-		dial := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
+		dial := transport.DialFunc(func(ctx context.Context, r transport.Receiver) (transport.Conn, error) {
 			dialMu.Lock()
 			defer dialMu.Unlock()
 			dials++
@@ -81,7 +81,7 @@ func FuzzClientRoute(f *testing.F) {
 				// The session must survive the garbage: a reconnect means it did not.
 				return nil, &transport.Error{Outcome: transport.NotDelivered, Err: errors.New("fake server accepts one connection")}
 			}
-			return srv.Transport().Connect(ctx)
+			return srv.Transport().Connect(ctx, r)
 		})
 
 		c, err := mcpclient.Connect(ctx, dial)

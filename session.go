@@ -15,10 +15,15 @@ import (
 // A session is one connection and the server session it carries. A new connection is always a
 // new session: the client cannot tell whether a server process survived, so it assumes that
 // whatever the old session remembered, its request receipts included, is gone.
+//
+// The session is its connection's transport.Receiver: Deliver and Fail run on the connection's
+// goroutines, from the moment Connect is called, which may be before the connection is attached.
 type session struct {
-	c    *Client
+	c *Client
+	// conn is set by attach, under mu, once Connect returned it. Code that runs after open
+	// returned the session, or on a dispatcher, reads it without mu.
 	conn transport.Conn
-	// ctx ends when the session dies; the reader, the dispatcher and handlers run under it.
+	// ctx ends when the session dies; deliveries, the dispatcher and handlers run under it.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -30,18 +35,24 @@ type session struct {
 	dead  bool  // guarded by mu
 	ended bool  // guarded by mu
 	cause error // why it died; guarded by mu
+	// attached: attach gave the session its connection, and the client counts it as live.
+	// Until then an ended session leaves closing to attach, and the dispatcher waits
+	// (dispatchLater): its handlers may answer the server on the connection. guarded by mu.
+	attached, dispatchLater bool
+	// detach: the ended session leaves its server session open; written once with ended.
+	detach bool
+	// closing: the connection of the ended session is being closed; closed, made when a
+	// delivery waits for that, is closed then. guarded by mu.
+	closing bool
+	closed  chan struct{}
 
 	// Written once by dial before the session is published, read only after.
 	init     InitializeResult
 	receipts ReceiptScope
 	modern   bool // a stateless revision: requests carry their version and capabilities
 
-	// inbound carries notifications and server requests from the reader to the dispatcher.
+	// inbound carries notifications and server requests from the connection to the dispatcher.
 	inbound *inbox
-
-	// pushed: the connection hands frames to receive itself (transport.Pusher), so no reader
-	// goroutine waits in Receive.
-	pushed bool
 
 	// requests are the server's requests being handled.
 	requests serverRequests
@@ -62,11 +73,10 @@ type reply struct {
 	err    error // *RPCError, a transport error, or errMalformedAnswer
 }
 
-func newSession(c *Client, conn transport.Conn) *session {
+func newSession(c *Client) *session {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &session{
 		c:       c,
-		conn:    conn,
 		ctx:     ctx,
 		cancel:  cancel,
 		pending: make(map[string]*pendingCall),
@@ -127,7 +137,8 @@ func (s *session) end(cause error, detach bool) {
 	if !s.dead {
 		s.dead, s.cause = true, cause
 	}
-	s.ended = true
+	s.ended, s.detach = true, detach
+	attached := s.attached
 	pending := s.pending
 	s.pending = nil
 	s.mu.Unlock()
@@ -140,23 +151,45 @@ func (s *session) end(cause error, detach bool) {
 		p.ch <- reply{err: lost}
 	}
 	s.inbound.close()
-	closeConn := s.conn.Close
-	if d, ok := s.conn.(transport.Detacher); ok && detach {
-		closeConn = d.Detach
-	}
-	finish := func() {
-		if err := closeConn(); err != nil {
-			s.c.log.Warn("mcpclient: closing the connection", "err", err)
-		}
-		s.c.sessionEnded(s)
-	}
-	if s.pushed {
+	if attached {
 		// end may run on a goroutine of the connection's (an answer that drains a retired
-		// session arrives on a response stream), and closing waits for those goroutines.
-		go finish()
-		return
+		// session arrives on a response stream, a reader meets the end of its stream), and
+		// closing waits for those goroutines.
+		go s.finish()
 	}
-	finish()
+}
+
+// finish closes the connection of an ended session and lets the client forget the session.
+func (s *session) finish() {
+	s.startClosing()
+	closeConn := s.conn.Close
+	if sc, ok := s.conn.(transport.SessionConn); ok && s.detach {
+		closeConn = sc.Detach
+	}
+	if err := closeConn(); err != nil {
+		s.c.log.Warn("mcpclient: closing the connection", "err", err)
+	}
+	s.c.sessionEnded(s)
+}
+
+// attach gives the session the connection Connect returned, once the client counts the session
+// as live. A session whose connection ended while it was connecting is finished here, and a
+// dispatcher that messages wait for is started.
+func (s *session) attach(conn transport.Conn) {
+	s.mu.Lock()
+	s.conn, s.attached = conn, true
+	ended := s.ended
+	dispatch := !ended && s.dispatchLater
+	if dispatch {
+		s.c.wg.Add(1) // before end can let the session's own count go
+	}
+	s.mu.Unlock()
+	if ended {
+		s.finish()
+	}
+	if dispatch {
+		go s.dispatch()
+	}
 }
 
 // exchange sends req once on the session and waits for its answer.
@@ -231,7 +264,7 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 // to take it. A later send under the same id waits for it instead (see awaitCancelNotice), so
 // that the notice cannot reach the server after a resend and cancel that.
 func (s *session) abandon(req *Request, cause error) {
-	if sc, ok := s.conn.(transport.StreamCanceler); req.method == "initialize" || (ok && sc.CancelsByClosing()) {
+	if sc, ok := s.conn.(transport.SessionConn); req.method == "initialize" || (ok && sc.CancelsByClosing()) {
 		return
 	}
 	sent := make(chan struct{})
@@ -360,41 +393,31 @@ func (s *session) take(key string) *pendingCall {
 	return p
 }
 
-// readLoop routes everything the server sends until the connection ends, for connections that
-// do not push.
-func (s *session) readLoop() {
-	defer s.c.wg.Done()
-	for {
-		frame, err := s.conn.Receive(s.ctx)
-		if err := s.receive(frame, err); err != nil {
-			s.kill(err)
-			return
-		}
+// Deliver routes a frame the connection read (see transport.Receiver), and reports whether it
+// held the response to awaited.
+func (s *session) Deliver(frame []byte, awaited string) (answered bool) {
+	if s.hasEnded() {
+		s.awaitClosing() // nobody awaits anything on an ended session
+		return false
 	}
-}
-
-// push is the transport.Pusher's deliver: receive, on the connection's goroutine.
-func (s *session) push(frame []byte, err error) {
-	s.mu.Lock()
-	ended := s.ended
-	s.mu.Unlock()
-	if ended {
-		return // nobody awaits anything on an ended session
-	}
-	if err := s.receive(frame, err); err != nil {
+	answered, err := s.route(frame, awaited)
+	if err != nil {
 		s.kill(err)
 	}
+	return answered
 }
 
-// receive routes one frame, or one error of the connection's, and returns the error that ends
-// the session, if it does.
-func (s *session) receive(frame []byte, err error) error {
-	if err == nil {
-		return s.route(frame)
+// Fail takes a failure the connection reports (see transport.Receiver): of one exchange, or of
+// the connection, which ends the session.
+func (s *session) Fail(err error) {
+	if s.hasEnded() {
+		s.awaitClosing()
+		return
 	}
 	var te *transport.Error
 	if !errors.As(err, &te) || te.ID == "" {
-		return err
+		s.kill(err)
+		return
 	}
 	if errors.Is(err, transport.ErrSessionNotFound) {
 		// Dead before the caller hears of it, so that its retry finds a new session; the
@@ -403,19 +426,59 @@ func (s *session) receive(frame []byte, err error) error {
 		if p := s.take(te.ID); p != nil {
 			p.ch <- reply{err: err}
 		}
-		return nil
+		return
 	}
 	if !s.resolve(te.ID, reply{err: err}) {
 		s.c.log.Debug("mcpclient: exchange failure for a request nobody awaits", "id", te.ID, "err", err)
 	}
-	return nil
 }
 
-// startDispatcher starts the goroutine that empties the inbox. The inbox calls it while the
-// session is open, so the session's own count in the client's WaitGroup is held.
+func (s *session) hasEnded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
+// startClosing lets the deliveries that wait in awaitClosing go: the connection is being closed.
+func (s *session) startClosing() {
+	s.mu.Lock()
+	s.closing = true
+	closed := s.closed
+	s.mu.Unlock()
+	if closed != nil {
+		close(closed)
+	}
+}
+
+// awaitClosing holds a delivery to an ended session until its connection is being closed, so
+// that a server goes on sending no faster than it would to a client that stopped reading: the
+// connection does not read its next frame until the delivery returns.
+func (s *session) awaitClosing() {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	if s.closed == nil {
+		s.closed = make(chan struct{})
+	}
+	closed := s.closed
+	s.mu.Unlock()
+	<-closed
+}
+
+// startDispatcher starts the goroutine that empties the inbox, or leaves it to attach. The inbox
+// calls it while the session is open, so an attached session's own count in the client's
+// WaitGroup is held.
 func (s *session) startDispatcher() {
-	s.c.wg.Add(1)
-	go s.dispatch()
+	s.mu.Lock()
+	attached := s.attached
+	s.dispatchLater = !attached
+	s.mu.Unlock()
+	if attached {
+		s.c.wg.Add(1)
+		go s.dispatch()
+	}
 }
 
 // awaitingAnswers reports whether a call awaits an answer on the session.
@@ -425,26 +488,34 @@ func (s *session) awaitingAnswers() bool {
 	return len(s.pending) > 0
 }
 
-// route hands what the server sent to the calls awaiting answers and to the dispatcher. An error
-// ends the session.
-func (s *session) route(frame []byte) error {
+// route hands what the server sent to the calls awaiting answers and to the dispatcher, and
+// reports whether it held a response for the id awaited, usable or not. An error ends the
+// session.
+func (s *session) route(frame []byte, awaited string) (answered bool, err error) {
 	msgs, err := jsonrpc.Decode(frame)
 	if err != nil {
-		answered := false
+		resolved := false
 		for _, raw := range jsonrpc.ResponseIDs(frame) {
-			if key, err2 := idKey(raw); err2 == nil && s.resolve(key, reply{err: &errMalformedAnswer{err}}) {
-				answered = true
+			key, err2 := idKey(raw)
+			if err2 != nil {
+				continue
+			}
+			answered = answered || key == awaited
+			if s.resolve(key, reply{err: &errMalformedAnswer{err}}) {
+				resolved = true
 			}
 		}
-		if !answered {
+		if !resolved {
 			s.c.log.Warn("mcpclient: dropped a malformed frame", "err", err, "frame", truncate(frame, 200))
 		}
-		return nil
+		return answered, nil
 	}
 	for _, m := range msgs {
 		switch m.Kind() {
 		case jsonrpc.KindResponse:
-			s.routeResponse(m)
+			if key := s.routeResponse(m); key != "" && key == awaited {
+				answered = true
+			}
 		case jsonrpc.KindNotification, jsonrpc.KindRequest:
 			if m.Method == "notifications/progress" {
 				// Inline, so that a call sees every report sent before its answer; the
@@ -455,20 +526,23 @@ func (s *session) route(frame []byte) error {
 				}
 			}
 			if err := s.inbound.put(s.ctx, m, s.awaitingAnswers, s.startDispatcher); err != nil {
-				return err
+				return answered, err
 			}
 		default:
 			// A reply-shaped message for an id we await is its answer, if an unusable one:
 			// failing the call now beats leaving it to time out.
 			if m.Method == "" && m.ID != nil {
-				if key, err := idKey(m.ID); err == nil && s.resolve(key, reply{err: &errMalformedAnswer{invalidResponse(m)}}) {
-					continue
+				if key, err := idKey(m.ID); err == nil {
+					answered = answered || key == awaited
+					if s.resolve(key, reply{err: &errMalformedAnswer{invalidResponse(m)}}) {
+						continue
+					}
 				}
 			}
 			s.c.log.Warn("mcpclient: dropped a message that is no JSON-RPC request, notification or response", "frame", truncate(frame, 200))
 		}
 	}
-	return nil
+	return answered, nil
 }
 
 // invalidResponse says what is wrong with a response-shaped message of KindInvalid.
@@ -492,11 +566,13 @@ func (e *errMalformedAnswer) Unwrap() error { return e.err }
 // Is makes a malformed answer match ErrMalformedResponse.
 func (e *errMalformedAnswer) Is(target error) bool { return target == ErrMalformedResponse }
 
-func (s *session) routeResponse(m jsonrpc.Message) {
+// routeResponse hands a response to the call awaiting it, and returns its id's key ("" for an
+// unusable id).
+func (s *session) routeResponse(m jsonrpc.Message) (key string) {
 	key, err := idKey(m.ID)
 	if err != nil {
 		s.c.log.Warn("mcpclient: dropped a response with an unusable id", "id", truncate(m.ID, 80), "err", err)
-		return
+		return ""
 	}
 	var r reply
 	if m.Error != nil {
@@ -512,6 +588,7 @@ func (s *session) routeResponse(m jsonrpc.Message) {
 	if !s.resolve(key, r) {
 		s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", key)
 	}
+	return key
 }
 
 // dispatch runs notification handlers and starts server request handlers, one message at a

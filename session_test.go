@@ -335,13 +335,14 @@ func TestFailedInitializeForgetsTheOlderServer(t *testing.T) {
 }
 
 // answerThenFailSend is a connection whose Send of a tools/call fails (as a legacy POST answered
-// 502 does) after the call's answer came in on the stream and was routed to it.
+// 502 does) after the call's answer came in on the stream and was routed to it. It stands
+// between the connection and the client's Receiver to see the answer go by.
 type answerThenFailSend struct {
 	transport.Conn
+	recv    transport.Receiver
 	mu      sync.Mutex
 	callID  string
-	handed  bool          // Receive returned the answer
-	routed  chan struct{} // closed when the reader asks for the next frame after the answer
+	routed  chan struct{} // closed when the answer has been delivered
 	closeMu sync.Once
 }
 
@@ -361,21 +362,17 @@ func (w *answerThenFailSend) Send(ctx context.Context, msg *transport.Message) e
 	return &transport.Error{Outcome: transport.Uncertain, ID: msg.ID, Err: errors.New("HTTP 502 Bad Gateway")}
 }
 
-func (w *answerThenFailSend) Receive(ctx context.Context) ([]byte, error) {
+func (w *answerThenFailSend) Deliver(frame []byte, awaited string) bool {
+	answered := w.recv.Deliver(frame, awaited)
 	w.mu.Lock()
-	if w.handed {
-		// The reader routes a frame before it asks for the next one.
+	if w.callID != "" && strings.Contains(string(frame), w.callID) {
 		w.closeMu.Do(func() { close(w.routed) })
 	}
 	w.mu.Unlock()
-	frame, err := w.Conn.Receive(ctx)
-	w.mu.Lock()
-	if w.callID != "" && strings.Contains(string(frame), w.callID) {
-		w.handed = true
-	}
-	w.mu.Unlock()
-	return frame, err
+	return answered
 }
+
+func (w *answerThenFailSend) Fail(err error) { w.recv.Fail(err) }
 
 // An answer that reached the call before its send failed is the call's outcome: the send error
 // comes later and says less.
@@ -387,12 +384,14 @@ func TestAnswerRoutedBeforeSendFailedWins(t *testing.T) {
 		}
 		return false
 	})
-	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
-		conn, err := inner.Transport().Connect(ctx)
+	tr := transport.DialFunc(func(ctx context.Context, r transport.Receiver) (transport.Conn, error) {
+		w := &answerThenFailSend{recv: r, routed: make(chan struct{})}
+		conn, err := inner.Transport().Connect(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		return &answerThenFailSend{Conn: conn, routed: make(chan struct{})}, nil
+		w.Conn = conn
+		return w, nil
 	})
 	c, err := mcpclient.Connect(context.Background(), tr, noWait)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/transporttest"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -26,16 +27,24 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type raw struct {
 	t    *testing.T
 	conn transport.Conn
+	in   *transporttest.Queue // what the server sent
 }
 
-func dialRaw(t *testing.T, srv *mcptest.Server) *raw {
+// connectRaw opens a connection to srv without initializing it.
+func connectRaw(t *testing.T, srv *mcptest.Server) *raw {
 	t.Helper()
-	conn, err := srv.Transport().Connect(context.Background())
+	in := new(transporttest.Queue)
+	conn, err := srv.Transport().Connect(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	r := &raw{t: t, conn: conn}
+	return &raw{t: t, conn: conn, in: in}
+}
+
+func dialRaw(t *testing.T, srv *mcptest.Server) *raw {
+	t.Helper()
+	r := connectRaw(t, srv)
 	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
 	if got := r.recv(); !strings.Contains(got, `"protocolVersion":"2025-11-25"`) {
 		t.Fatalf("initialize answered %s", got)
@@ -54,7 +63,7 @@ func (r *raw) send(frame string) {
 // recv returns the next frame, or the text of an exchange failure prefixed with "fail:".
 func (r *raw) recv() string {
 	r.t.Helper()
-	frame, err := r.conn.Receive(context.Background())
+	frame, err := r.in.Receive(context.Background())
 	if err != nil {
 		var te *transport.Error
 		if errors.As(err, &te) {
@@ -184,12 +193,7 @@ func TestRestartForgetsReceiptsAndSessions(t *testing.T) {
 
 func TestRequestsBeforeInitializeHaveNoSession(t *testing.T) {
 	srv := mcptest.NewTestServer(t)
-	conn, err := srv.Transport().Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	r := &raw{t: t, conn: conn}
+	r := connectRaw(t, srv)
 	r.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
 	if got := r.recv(); !strings.HasPrefix(got, `fail:not delivered:"p":`) {
 		t.Errorf("ping without a session: %s", got)
@@ -235,7 +239,7 @@ func TestFailFaultCarriesRetryAfter(t *testing.T) {
 	srv := mcptest.NewTestServer(t, mcptest.WithFault(mcptest.Fault{Kind: mcptest.Fail, Method: "ping", RetryAfter: 3 * time.Second}))
 	r := dialRaw(t, srv)
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
-	_, err := r.conn.Receive(context.Background())
+	_, err := r.in.Receive(context.Background())
 	var te *transport.Error
 	if !errors.As(err, &te) || te.RetryAfter != 3*time.Second || !errors.Is(err, mcptest.ErrUnavailable) {
 		t.Fatalf("got %v, want an unavailable refusal with a 3s hint", err)
@@ -321,7 +325,7 @@ func TestCloseIsIdempotentAndNamesWhatItWaitsFor(t *testing.T) {
 		}
 		close(release)
 		<-closed
-		if _, err := srv.Transport().Connect(context.Background()); err == nil {
+		if _, err := srv.Transport().Connect(context.Background(), new(transporttest.Queue)); err == nil {
 			t.Error("a closed server accepted a connection")
 		}
 	})

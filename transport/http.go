@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,10 @@ type HTTP struct {
 
 	// Logger receives debug records about streams. Default: discard.
 	Logger *slog.Logger
+
+	// afterAnswer bounds how long the rest of a response stream is read after its answer;
+	// 0 means afterAnswerTimeout. Tests shorten it.
+	afterAnswer time.Duration
 }
 
 // DefaultMaxMessageSize is the largest message a transport reads unless told otherwise: one JSON
@@ -163,9 +168,14 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("HTTP %d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), body)
 }
 
-// Connect checks the URL and returns a connection. It sends nothing: the client's initialize is
-// the first request, and the session id the server returns with it is kept by the connection.
-func (t *HTTP) Connect(ctx context.Context) (Conn, error) {
+// Connect checks the URL and returns a connection, a [SessionConn], whose answers and streams go
+// to r. It sends nothing: the client's initialize is the first request, and the session id the
+// server returns with it is kept by the connection.
+//
+// Frames go to r on the goroutine that read them: the caller's own, within Send, for a JSON
+// answer and for a response stream until it has brought the answer; a goroutine of the
+// connection's for the rest of a response stream and for the GET stream.
+func (t *HTTP) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	u, err := url.Parse(t.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid MCP endpoint %q", ErrMisconfigured, redact.URL(t.URL))}
@@ -185,8 +195,9 @@ func (t *HTTP) Connect(ctx context.Context) (Conn, error) {
 		resumes:       t.MaxResumes,
 		headerTimeout: timeoutOr(t.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
 		idleTimeout:   timeoutOr(t.ResponseIdleTimeout, DefaultResponseIdleTimeout),
+		afterAnswer:   cmp.Or(t.afterAnswer, afterAnswerTimeout),
 		log:           t.Logger,
-		inbound:       make(chan delivery, pipeBuffer),
+		recv:          r,
 	}
 	if c.maxSize <= 0 {
 		c.maxSize = DefaultMaxMessageSize
@@ -201,6 +212,8 @@ func (t *HTTP) Connect(ctx context.Context) (Conn, error) {
 	return c, nil
 }
 
+var _ SessionConn = (*httpConn)(nil)
+
 // httpConn is one session with a Streamable HTTP endpoint.
 type httpConn struct {
 	t       *HTTP
@@ -210,15 +223,15 @@ type httpConn struct {
 	resumes int
 	// headerTimeout and idleTimeout bound a silent server; 0: no bound.
 	headerTimeout, idleTimeout time.Duration
-	log                        *slog.Logger
+	// afterAnswer bounds the reading of a response stream after its answer.
+	afterAnswer time.Duration
+	log         *slog.Logger
+	recv        Receiver
 
 	// ctx ends at Close; every stream reader runs under it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	// inbound carries frames and per-exchange failures to Receive, unless push takes them.
-	inbound chan delivery
-	push    func(frame []byte, err error) // set by Push before the first Send
-	streams sync.WaitGroup                // stream readers
+	ctx     context.Context
+	cancel  context.CancelFunc
+	streams sync.WaitGroup // stream readers
 
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id, once the server gave one; guarded by mu
@@ -336,8 +349,9 @@ func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, m
 	return req, nil
 }
 
-// Send POSTs one message. For a request, the answer reaches Receive: read from a JSON body
-// before Send returns, or from an SSE stream read in the background.
+// Send POSTs one message. For a request, the answer goes to the Receiver before Send returns:
+// read from a JSON body, or from an SSE stream, whose remainder is read in the background. Only
+// a request accepted with 202 has its answer come later, on the GET stream.
 func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	c.mu.Lock()
 	closed, sessionKnown := c.closed, c.session != ""
@@ -466,9 +480,13 @@ func (c *httpConn) serverStreamEnded(cause error) {
 	c.serverStreamUp = false
 	orphans := c.awaitingServerStream
 	c.awaitingServerStream = nil
+	closed := c.closed
 	c.mu.Unlock()
+	if closed {
+		return // the client closed the connection, and knows
+	}
 	for id := range orphans {
-		c.failExchange(c.ctx, id, Uncertain, 0, fmt.Errorf("%w: the GET stream ended: %w", ErrNoAnswerStream, cause))
+		c.failExchange(id, Uncertain, 0, fmt.Errorf("%w: the GET stream ended: %w", ErrNoAnswerStream, cause))
 	}
 }
 
@@ -712,13 +730,10 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 		if len(bytes.TrimSpace(body)) == 0 {
 			return &Error{Outcome: Uncertain, ID: id, Err: errors.New("transport: empty answer body")}
 		}
-		if err := c.deliver(ctx, delivery{frame: body}); err != nil {
-			return err
-		}
-		if !answers(body, id) {
+		if !c.recv.Deliver(body, id) {
 			// A JSON body is the only answer a POST gets: one for another id leaves this
 			// request's outcome unknown rather than pending forever.
-			c.failExchange(ctx, id, Uncertain, 0, errors.New("transport: the answer body is not a response to the request"))
+			c.failExchange(id, Uncertain, 0, errors.New("transport: the answer body is not a response to the request"))
 		}
 		return nil
 	case "text/event-stream":
@@ -727,21 +742,12 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 			resp.Body.Close()
 			return &Error{Outcome: Uncertain, ID: id, Err: ErrClosed}
 		}
-		if c.push == nil {
-			go func() {
-				defer c.streams.Done()
-				defer release()
-				c.responseStream(ctx, resp.Body, id, false)
-			}()
-			return nil
-		}
-		// Pushed frames go to the client on this goroutine, the caller's, until the answer has
-		// gone: a new goroutine would grow its stack from the minimum through the reading,
-		// decoding and routing of every answer (7% of a small call's CPU), and hand the answer
-		// over to the caller besides. What follows the answer, normally just the end of the
-		// stream, is left to a goroutine of its own, so that a server keeping the stream open
-		// does not hold the caller.
-		rest := c.responseStream(ctx, resp.Body, id, true)
+		// Frames go to the client on this goroutine, the caller's, until the answer has gone: a
+		// new goroutine would grow its stack from the minimum through the reading, decoding and
+		// routing of every answer, and hand the answer over to the caller besides. What follows
+		// the answer, normally just the end of the stream, is left to a goroutine of its own, so
+		// that a server keeping the stream open does not hold the caller.
+		rest := c.responseStream(ctx, resp.Body, id)
 		if rest == nil {
 			c.streams.Done()
 			release()
@@ -755,7 +761,7 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 			defer release()
 			// Nothing is meant to follow an answer: a stream that stays open after it is not
 			// kept for long.
-			t := time.AfterFunc(afterAnswerTimeout, release)
+			t := time.AfterFunc(c.afterAnswer, release)
 			defer t.Stop()
 			rest()
 		}()
@@ -768,7 +774,7 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 }
 
 // afterAnswerTimeout bounds how long the rest of a response stream is read after its answer.
-var afterAnswerTimeout = 10 * time.Second // a variable for the tests
+const afterAnswerTimeout = 10 * time.Second
 
 // startStream counts a stream goroutine about to start, unless the connection is closed: shutdown
 // sets closed before it waits for the count, so no stream starts after that wait began.
@@ -784,10 +790,10 @@ func (c *httpConn) startStream() bool {
 
 // responseStream reads the SSE stream answering request id, resuming it by GET with
 // Last-Event-ID when it breaks before the answer came. It reports the exchange broken when the
-// stream cannot be resumed. With pause, it returns as soon as the answer was delivered, and rest
-// reads the remainder of the stream (nil when there is none to read).
-func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id string, pause bool) (rest func()) {
-	st := &stream{c: c, id: id, pause: pause}
+// stream cannot be resumed. It returns as soon as the answer was delivered, and rest reads the
+// remainder of the stream (nil when there is none to read).
+func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id string) (rest func()) {
+	st := &stream{c: c, id: id, pause: true}
 	err := st.read(ctx, body)
 	c.mu.Lock()
 	resumable := !c.modern // stateless revisions lose a broken stream's request
@@ -800,12 +806,12 @@ func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id st
 			// Without an event id there is nothing to resume from; an oversized event would
 			// only be replayed, and a server that went quiet would be quiet again. The
 			// server's retry: delay still says when to ask again.
-			c.failExchange(ctx, id, Uncertain, st.retry, streamEnded(err))
+			c.failExchange(id, Uncertain, st.retry, streamEnded(err))
 			return nil
 		}
 		body, err = st.resume(ctx, true)
 		if body == nil {
-			c.failExchange(ctx, id, Uncertain, st.retry, err)
+			c.failExchange(id, Uncertain, st.retry, err)
 			return nil
 		}
 		err = st.read(ctx, body)
@@ -924,18 +930,19 @@ func (st *stream) events(ctx context.Context, r *sse.Reader) error {
 			continue
 		}
 		st.silence.feed()
-		answer := st.id != "" && !st.answered && answers(ev.Data, st.id)
-		if answer {
-			st.answered = true
-		}
 		if st.id == "" {
 			st.c.answeredOnServerStream(ev.Data)
 		}
-		if err := st.c.deliver(ctx, delivery{frame: ev.Data}); err != nil {
-			return err
+		awaited := st.id
+		if st.answered {
+			awaited = ""
 		}
-		if answer && st.pause {
-			return errAnswered
+		answer := st.c.recv.Deliver(ev.Data, awaited)
+		if answer {
+			st.answered = true
+			if st.pause {
+				return errAnswered
+			}
 		}
 	}
 }
@@ -1053,58 +1060,9 @@ func (st *stream) wait() time.Duration {
 	return d
 }
 
-// answers reports whether data holds the response to request id.
-func answers(data []byte, id string) bool {
-	if !bytes.Contains(data, []byte(id)) {
-		return false // most events of a stream are notifications: spare them the decode
-	}
-	msgs, err := jsonrpc.Decode(data)
-	if err != nil {
-		return false
-	}
-	for _, m := range msgs {
-		if m.Kind() == jsonrpc.KindResponse && string(bytes.TrimSpace(m.ID)) == id {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *httpConn) deliver(ctx context.Context, d delivery) error {
-	if c.push != nil {
-		frame, err := d.unpack() // a nil *Error must reach push as a nil error
-		c.push(frame, err)
-		return nil
-	}
-	select {
-	case c.inbound <- d:
-		return nil
-	case <-c.ctx.Done():
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (c *httpConn) failExchange(ctx context.Context, id string, outcome Outcome, retryAfter time.Duration, err error) {
+func (c *httpConn) failExchange(id string, outcome Outcome, retryAfter time.Duration, err error) {
 	c.log.Debug("transport: exchange broken", "id", id, "err", err)
-	c.deliver(ctx, delivery{err: &Error{Outcome: outcome, ID: id, RetryAfter: retryAfter, Err: err}})
-}
-
-// Push hands every later frame and exchange failure to deliver, on the goroutine that read it:
-// the caller's, for a JSON answer, or the reader of a response or GET stream.
-func (c *httpConn) Push(deliver func(frame []byte, err error)) { c.push = deliver }
-
-// Receive returns the next frame from any response or server stream.
-func (c *httpConn) Receive(ctx context.Context) ([]byte, error) {
-	select {
-	case d := <-c.inbound:
-		return d.unpack()
-	case <-c.ctx.Done():
-		return nil, ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	c.recv.Fail(&Error{Outcome: outcome, ID: id, RetryAfter: retryAfter, Err: err})
 }
 
 // Close ends the streams and, when the server gave a session id, ends the session with DELETE

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/northstar-mcp/mcpclient/internal/transporttest"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -126,16 +128,35 @@ func (r *requestTimes) between(from, to time.Time) int {
 	return n
 }
 
+// funcReceiver is a Receiver that passes frames and failures to funcs, when set, and reports a
+// frame's answer as a client does.
+type funcReceiver struct {
+	frame func(frame []byte)
+	fail  func(err error)
+}
+
+func (r funcReceiver) Deliver(frame []byte, awaited string) bool {
+	if r.frame != nil {
+		r.frame(frame)
+	}
+	return transporttest.Answers(frame, awaited)
+}
+
+func (r funcReceiver) Fail(err error) {
+	if r.fail != nil {
+		r.fail(err)
+	}
+}
+
 // listening connects to the server behind client and opens the GET stream, dropping what it
 // delivers.
 func listening(t *testing.T, client *http.Client) *httpConn {
 	t.Helper()
-	conn, err := (&HTTP{URL: "http://mcp.test/mcp", Client: client}).Connect(context.Background())
+	conn, err := (&HTTP{URL: "http://mcp.test/mcp", Client: client}).Connect(context.Background(), funcReceiver{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := conn.(*httpConn)
-	c.Push(func([]byte, error) {})
 	t.Cleanup(func() { c.Close() })
 	c.Listen()
 	return c
@@ -239,21 +260,20 @@ func TestResponseStreamResumptionHasAFloor(t *testing.T) {
 			}
 			fmt.Fprintf(w, "retry: 1\nid: e%d\ndata: \n\n", seq)
 		}))
-		conn, err := (&HTTP{URL: "http://mcp.test/mcp", Client: client}).Connect(context.Background())
+		answered := make(chan struct{})
+		conn, err := (&HTTP{URL: "http://mcp.test/mcp", Client: client}).Connect(context.Background(), funcReceiver{
+			frame: func(frame []byte) {
+				if transporttest.Answers(frame, "1") {
+					close(answered)
+				}
+			},
+			fail: func(err error) { t.Errorf("exchange failed: %v", err) },
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
 		c := conn.(*httpConn)
-		answered := make(chan struct{})
-		c.Push(func(frame []byte, err error) {
-			if err != nil {
-				t.Errorf("exchange failed: %v", err)
-			}
-			if answers(frame, "1") {
-				close(answered)
-			}
-		})
 		start := time.Now()
 		if err := c.Send(context.Background(), &Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`), ID: "1", Method: "tools/call"}); err != nil {
 			t.Fatal(err)
@@ -284,18 +304,20 @@ type exchangeEnd struct {
 // reports how its exchange ends: with Send's error, a failure pushed for it, or its answer.
 func sendInBubble(t *testing.T, tr *HTTP) <-chan exchangeEnd {
 	t.Helper()
-	conn, err := tr.Connect(context.Background())
+	ended := make(chan exchangeEnd, 2)
+	conn, err := tr.Connect(context.Background(), funcReceiver{
+		frame: func(frame []byte) {
+			if transporttest.Answers(frame, "1") {
+				ended <- exchangeEnd{nil, time.Now()}
+			}
+		},
+		fail: func(err error) { ended <- exchangeEnd{err, time.Now()} },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	c := conn.(*httpConn)
-	ended := make(chan exchangeEnd, 2)
-	c.Push(func(frame []byte, err error) {
-		if err != nil || answers(frame, "1") {
-			ended <- exchangeEnd{err, time.Now()}
-		}
-	})
 	go func() {
 		if err := c.Send(context.Background(), &Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`), ID: "1", Method: "tools/call"}); err != nil {
 			ended <- exchangeEnd{err, time.Now()}

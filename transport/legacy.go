@@ -60,8 +60,9 @@ type SSE struct {
 	Logger *slog.Logger
 }
 
-// Connect opens the stream and waits, within ctx, for the endpoint event.
-func (t *SSE) Connect(ctx context.Context) (Conn, error) {
+// Connect opens the stream and waits, within ctx, for the endpoint event. The messages of the
+// stream go to r, on a goroutine of the connection's.
+func (t *SSE) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	streamURL, err := url.Parse(t.URL)
 	if err != nil || (streamURL.Scheme != "http" && streamURL.Scheme != "https") || streamURL.Host == "" {
 		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid SSE endpoint %q", ErrMisconfigured, redact.URL(t.URL))}
@@ -70,7 +71,7 @@ func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 	if err != nil {
 		return nil, &Error{Outcome: NotDelivered, Err: err}
 	}
-	c := &sseConn{t: t, client: sameOriginRedirects(t.Client, allowed), inbound: make(chan delivery, pipeBuffer),
+	c := &sseConn{t: t, client: sameOriginRedirects(t.Client, allowed), recv: r,
 		ended: make(chan struct{}), log: t.Logger, maxSize: t.MaxMessageSize}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -106,9 +107,9 @@ func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 		// its origin.
 		streamURL = resp.Request.URL
 	}
-	r := sse.NewReader(resp.Body, c.maxSize)
+	events := sse.NewReader(resp.Body, c.maxSize)
 	for {
-		ev, err := r.Next()
+		ev, err := events.Next()
 		if err != nil {
 			resp.Body.Close()
 			return fail(fmt.Errorf("transport: the stream ended before its endpoint event: %w", err))
@@ -134,7 +135,7 @@ func (t *SSE) Connect(ctx context.Context) (Conn, error) {
 		return fail(ctx.Err())
 	}
 	c.wg.Add(1)
-	go c.read(r, resp.Body)
+	go c.read(events, resp.Body)
 	return c, nil
 }
 
@@ -145,12 +146,12 @@ type sseConn struct {
 	maxSize  int
 	log      *slog.Logger
 
-	ctx     context.Context // ends at Close; the stream runs under it
-	cancel  context.CancelFunc
-	inbound chan delivery
-	ended   chan struct{} // closed when the stream ends; endErr is set before
-	endErr  error
-	wg      sync.WaitGroup
+	ctx    context.Context // ends at Close; the stream runs under it
+	cancel context.CancelFunc
+	recv   Receiver
+	ended  chan struct{} // closed when the stream ends; endErr is set before
+	endErr error
+	wg     sync.WaitGroup
 }
 
 func (c *sseConn) headers(ctx context.Context, h http.Header) error {
@@ -167,21 +168,21 @@ func (c *sseConn) read(r *sse.Reader, body io.ReadCloser) {
 	defer body.Close()
 	for {
 		ev, err := r.Next()
+		if c.ctx.Err() != nil {
+			c.endErr = ErrClosed // by Close, which the client knows of
+			close(c.ended)
+			return
+		}
 		if err != nil {
 			c.endErr = fmt.Errorf("transport: the SSE stream ended: %w", err)
 			close(c.ended)
+			c.recv.Fail(c.endErr)
 			return
 		}
 		if ev.Type != "" && ev.Type != "message" {
 			continue
 		}
-		select {
-		case c.inbound <- delivery{frame: ev.Data}:
-		case <-c.ctx.Done():
-			c.endErr = ErrClosed
-			close(c.ended)
-			return
-		}
+		c.recv.Deliver(ev.Data, "")
 	}
 }
 
@@ -214,24 +215,6 @@ func (c *sseConn) Send(ctx context.Context, msg *Message) error {
 	}
 	// The endpoint URL names the session: a 404 there is a lost session.
 	return postFailure(resp, msg.ID, true)
-}
-
-// Receive returns the next message from the stream. When the stream has ended it returns the
-// reason, which ends the connection.
-func (c *sseConn) Receive(ctx context.Context) ([]byte, error) {
-	select {
-	case d := <-c.inbound:
-		return d.unpack()
-	case <-c.ended:
-		select {
-		case d := <-c.inbound:
-			return d.unpack()
-		default:
-			return nil, c.endErr
-		}
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // Close ends the stream, and with it the session.

@@ -24,12 +24,12 @@ type Memory struct {
 	BeforeSend SendHook
 }
 
-// Connect opens a new pipe and hands its server end to m.Accept.
-func (m *Memory) Connect(ctx context.Context) (Conn, error) {
+// Connect opens a new pipe delivering to r and hands its server end to m.Accept.
+func (m *Memory) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Outcome: NotDelivered, Err: err}
 	}
-	client, server := Pipe()
+	client, server := newPipe(r)
 	client.hook = m.BeforeSend
 	if err := m.Accept(server); err != nil {
 		client.Close()
@@ -38,41 +38,62 @@ func (m *Memory) Connect(ctx context.Context) (Conn, error) {
 	return client, nil
 }
 
-// Pipe returns the two ends of a new in-memory connection. Frames sent on one end arrive, in
-// order and as private copies, at the other. Closing either end closes both.
-func Pipe() (client, server *MemoryConn) {
-	p := &pipe{done: make(chan struct{})}
-	toServer := make(chan delivery, pipeBuffer)
-	toClient := make(chan delivery, pipeBuffer)
-	client = &MemoryConn{pipe: p, in: toClient, out: toServer}
-	server = &MemoryConn{pipe: p, in: toServer, out: toClient}
-	return client, server
+// Pipe returns the two ends of a new in-memory connection, for a server scripted by hand.
+//
+// What the client end sends, the server end's Receive returns, in order and as private copies;
+// up to 16 frames wait there, and a client sending more waits for the server, the backpressure
+// a socket would give. What the server end sends, and the exchange failures it reports, go to r
+// within the server's call, on the server's goroutine: the frames of one goroutine arrive in
+// order, each as a private copy, and a server goroutine waits while r holds a frame up.
+//
+// Closing either end closes both; when the server end closes first, r learns that the connection
+// ended, with ErrClosed.
+func Pipe(r Receiver) (client Conn, server *MemoryConn) {
+	return newPipe(r)
 }
 
-// pipeBuffer bounds the frames in flight in each direction; a full pipe blocks the sender,
-// which is the backpressure a socket would give.
+func newPipe(r Receiver) (*memoryClientConn, *MemoryConn) {
+	p := &pipe{done: make(chan struct{}), toServer: make(chan []byte, pipeBuffer), recv: r}
+	return &memoryClientConn{pipe: p}, &MemoryConn{pipe: p}
+}
+
+// pipeBuffer bounds the frames waiting for the server; a full pipe blocks the client's Send.
 const pipeBuffer = 16
 
 type pipe struct {
-	done chan struct{}
-	once sync.Once
+	done     chan struct{}
+	once     sync.Once
+	toServer chan []byte
+	recv     Receiver // the client's
 }
 
-type delivery struct {
-	frame []byte
-	err   *Error
+// close closes the pipe and reports whether this call did.
+func (p *pipe) close() bool {
+	closed := false
+	p.once.Do(func() {
+		close(p.done)
+		closed = true
+	})
+	return closed
 }
 
-// MemoryConn is one end of an in-memory connection. It implements [Conn].
-type MemoryConn struct {
+func (p *pipe) isClosed() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// memoryClientConn is the client end of a pipe.
+type memoryClientConn struct {
 	pipe *pipe
-	in   <-chan delivery
-	out  chan<- delivery
-	hook SendHook // client end only; set before the conn is shared
+	hook SendHook // set before the conn is shared
 }
 
-// Send delivers a copy of msg.Frame to the other end, after the SendHook if one is installed.
-func (c *MemoryConn) Send(ctx context.Context, msg *Message) error {
+// Send queues a copy of msg.Frame for the server, after the SendHook if one is installed.
+func (c *memoryClientConn) Send(ctx context.Context, msg *Message) error {
 	var hookErr error
 	if c.hook != nil {
 		var deliver bool
@@ -81,31 +102,12 @@ func (c *MemoryConn) Send(ctx context.Context, msg *Message) error {
 			return hookErr
 		}
 	}
-	if err := c.push(ctx, delivery{frame: bytes.Clone(msg.Frame)}); err != nil {
-		return err
-	}
-	return hookErr
-}
-
-// FailExchange makes the other end's Receive return e, as a network transport does when the
-// exchange of one request broke. e.ID must name the request. It is how an in-memory server
-// drops a reply, refuses a frame, or reports a lost session.
-func (c *MemoryConn) FailExchange(ctx context.Context, e *Error) error {
-	if e == nil || e.ID == "" {
-		return errors.New("transport: FailExchange needs an *Error with an ID")
-	}
-	return c.push(ctx, delivery{err: e})
-}
-
-func (c *MemoryConn) push(ctx context.Context, d delivery) error {
-	select {
-	case <-c.pipe.done:
+	if c.pipe.isClosed() {
 		return &Error{Outcome: NotDelivered, Err: ErrClosed}
-	default:
 	}
 	select {
-	case c.out <- d:
-		return nil
+	case c.pipe.toServer <- bytes.Clone(msg.Frame):
+		return hookErr
 	case <-c.pipe.done:
 		return &Error{Outcome: NotDelivered, Err: ErrClosed}
 	case <-ctx.Done():
@@ -113,16 +115,60 @@ func (c *MemoryConn) push(ctx context.Context, d delivery) error {
 	}
 }
 
-// Receive returns the next frame sent by the other end, or the next exchange failure it
-// reported. Frames already queued when the pipe closes are still returned before ErrClosed.
+// Close closes both ends of the pipe. It is idempotent.
+func (c *memoryClientConn) Close() error {
+	c.pipe.close()
+	return nil
+}
+
+// MemoryConn is the server end of an in-memory connection (see [Pipe]).
+type MemoryConn struct {
+	pipe *pipe
+}
+
+// Send hands a copy of msg.Frame to the client end's Receiver, and returns once it has taken it.
+func (c *MemoryConn) Send(ctx context.Context, msg *Message) error {
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	c.pipe.recv.Deliver(bytes.Clone(msg.Frame), "")
+	return nil
+}
+
+// FailExchange reports e to the client end's Receiver, as a network transport does when the
+// exchange of one request broke. e.ID must name the request. It is how an in-memory server
+// drops a reply, refuses a frame, or reports a lost session.
+func (c *MemoryConn) FailExchange(ctx context.Context, e *Error) error {
+	if e == nil || e.ID == "" {
+		return errors.New("transport: FailExchange needs an *Error with an ID")
+	}
+	if err := c.check(ctx); err != nil {
+		return err
+	}
+	c.pipe.recv.Fail(e)
+	return nil
+}
+
+func (c *MemoryConn) check(ctx context.Context) error {
+	if c.pipe.isClosed() {
+		return &Error{Outcome: NotDelivered, Err: ErrClosed}
+	}
+	if err := ctx.Err(); err != nil {
+		return &Error{Outcome: NotDelivered, Err: err}
+	}
+	return nil
+}
+
+// Receive returns the next frame the client sent. Frames already queued when the pipe closes are
+// still returned before ErrClosed.
 func (c *MemoryConn) Receive(ctx context.Context) ([]byte, error) {
 	select {
-	case d := <-c.in:
-		return d.unpack()
+	case frame := <-c.pipe.toServer:
+		return frame, nil
 	case <-c.pipe.done:
 		select {
-		case d := <-c.in:
-			return d.unpack()
+		case frame := <-c.pipe.toServer:
+			return frame, nil
 		default:
 			return nil, ErrClosed
 		}
@@ -131,16 +177,12 @@ func (c *MemoryConn) Receive(ctx context.Context) ([]byte, error) {
 	}
 }
 
-func (d delivery) unpack() ([]byte, error) {
-	if d.err != nil {
-		return nil, d.err
-	}
-	return d.frame, nil
-}
-
-// Close closes both ends of the pipe. It is idempotent.
+// Close closes both ends of the pipe, and tells the client end's Receiver that the connection
+// ended unless the client end had closed it first. It is idempotent.
 func (c *MemoryConn) Close() error {
-	c.pipe.once.Do(func() { close(c.pipe.done) })
+	if c.pipe.close() {
+		c.pipe.recv.Fail(ErrClosed)
+	}
 	return nil
 }
 

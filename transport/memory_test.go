@@ -9,28 +9,21 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/northstar-mcp/mcpclient/internal/transporttest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
-// pipeBuffer mirrors the capacity of one direction of a Pipe; fillPipe relies on it.
+// pipeBuffer mirrors the frames a Pipe holds for its server; fillPipe relies on it.
 const pipeBuffer = 16
 
-type end struct {
-	name string
-	pick func(client, server *transport.MemoryConn) (self, peer *transport.MemoryConn)
-}
-
-// ends runs a test once in each direction.
-var ends = []end{
-	{"client", func(c, s *transport.MemoryConn) (*transport.MemoryConn, *transport.MemoryConn) { return c, s }},
-	{"server", func(c, s *transport.MemoryConn) (*transport.MemoryConn, *transport.MemoryConn) { return s, c }},
-}
-
-func newPipe(t *testing.T) (client, server *transport.MemoryConn) {
+// newPipe returns a pipe whose client end delivers to the queue returned; the client end is
+// closed at the end of the test.
+func newPipe(t *testing.T) (client transport.Conn, server *transport.MemoryConn, q *transporttest.Queue) {
 	t.Helper()
-	client, server = transport.Pipe()
+	q = new(transporttest.Queue)
+	client, server = transport.Pipe(q)
 	t.Cleanup(func() { client.Close() })
-	return client, server
+	return client, server, q
 }
 
 func send(t *testing.T, c transport.Conn, frame string) {
@@ -40,9 +33,10 @@ func send(t *testing.T, c transport.Conn, frame string) {
 	}
 }
 
-func receive(t *testing.T, c transport.Conn) string {
+// receive returns the next frame the server end received.
+func receive(t *testing.T, server *transport.MemoryConn) string {
 	t.Helper()
-	b, err := c.Receive(context.Background())
+	b, err := server.Receive(context.Background())
 	if err != nil {
 		t.Fatalf("Receive: %v", err)
 	}
@@ -79,39 +73,88 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 func TestPipeDeliversInOrderAsPrivateCopies(t *testing.T) {
-	for _, e := range ends {
-		t.Run("from "+e.name, func(t *testing.T) {
-			self, peer := e.pick(newPipe(t))
-			frames := []string{`{"a":1}`, `{"b":2}`, ``, `[1,2,3]`, `{"c":3}`}
-			bufs := make([][]byte, len(frames))
-			for i, f := range frames {
-				bufs[i] = []byte(f)
-				if err := self.Send(context.Background(), &transport.Message{Frame: bufs[i]}); err != nil {
-					t.Fatalf("Send %d: %v", i, err)
-				}
-				// The sender may reuse its buffer as soon as Send returns.
-				for j := range bufs[i] {
-					bufs[i][j] = 'X'
-				}
+	frames := []string{`{"a":1}`, `{"b":2}`, ``, `[1,2,3]`, `{"c":3}`}
+	sendAll := func(t *testing.T, c transport.Conn) [][]byte {
+		bufs := make([][]byte, len(frames))
+		for i, f := range frames {
+			bufs[i] = []byte(f)
+			if err := c.Send(context.Background(), &transport.Message{Frame: bufs[i]}); err != nil {
+				t.Fatalf("Send %d: %v", i, err)
 			}
-			for i, want := range frames {
-				got, err := peer.Receive(context.Background())
-				if err != nil {
-					t.Fatalf("Receive %d: %v", i, err)
-				}
-				if string(got) != want {
-					t.Errorf("frame %d = %q, want %q", i, got, want)
-				}
-				if len(got) > 0 && len(bufs[i]) > 0 && &got[0] == &bufs[i][0] {
-					t.Errorf("frame %d aliases the sender's buffer", i)
-				}
+			// The sender may reuse its buffer as soon as Send returns.
+			for j := range bufs[i] {
+				bufs[i][j] = 'X'
 			}
-		})
+		}
+		return bufs
 	}
+	check := func(t *testing.T, bufs [][]byte, next func() ([]byte, error)) {
+		for i, want := range frames {
+			got, err := next()
+			if err != nil {
+				t.Fatalf("frame %d: %v", i, err)
+			}
+			if string(got) != want {
+				t.Errorf("frame %d = %q, want %q", i, got, want)
+			}
+			if len(got) > 0 && len(bufs[i]) > 0 && &got[0] == &bufs[i][0] {
+				t.Errorf("frame %d aliases the sender's buffer", i)
+			}
+		}
+	}
+	t.Run("from client", func(t *testing.T) {
+		client, server, _ := newPipe(t)
+		bufs := sendAll(t, client)
+		check(t, bufs, func() ([]byte, error) { return server.Receive(context.Background()) })
+	})
+	t.Run("from server", func(t *testing.T) {
+		_, server, q := newPipe(t)
+		bufs := sendAll(t, server)
+		check(t, bufs, func() ([]byte, error) { return q.Receive(context.Background()) })
+	})
 }
 
+// The server end hands a frame to the client's Receiver within its Send, on its own goroutine.
+func TestPipeServerSendReturnsOnceTheReceiverHasTheFrame(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		r := &holdingReceiver{got: make(chan []byte, 1), release: release}
+		client, server := transport.Pipe(r)
+		defer client.Close()
+		sent := make(chan error, 1)
+		go func() { sent <- server.Send(context.Background(), &transport.Message{Frame: []byte(`{"n":1}`)}) }()
+		if got := <-r.got; string(got) != `{"n":1}` {
+			t.Fatalf("delivered %q", got)
+		}
+		synctest.Wait()
+		select {
+		case err := <-sent:
+			t.Fatalf("Send returned %v while the Receiver held the frame", err)
+		default:
+		}
+		close(release)
+		if err := <-sent; err != nil {
+			t.Fatalf("Send: %v", err)
+		}
+	})
+}
+
+// holdingReceiver passes on each frame it is given and holds the delivery until release closes.
+type holdingReceiver struct {
+	got     chan []byte
+	release chan struct{}
+}
+
+func (r *holdingReceiver) Deliver(frame []byte, _ string) bool {
+	r.got <- frame
+	<-r.release
+	return false
+}
+
+func (r *holdingReceiver) Fail(error) {}
+
 func TestPipeConcurrentSenders(t *testing.T) {
-	client, server := newPipe(t)
+	client, server, _ := newPipe(t)
 	const senders, each = 8, 50
 	var wg sync.WaitGroup
 	for s := range senders {
@@ -142,37 +185,48 @@ func TestPipeConcurrentSenders(t *testing.T) {
 }
 
 func TestPipeClose(t *testing.T) {
-	for _, e := range ends {
-		t.Run("closed by "+e.name, func(t *testing.T) {
-			self, peer := e.pick(newPipe(t))
-			if isClosed(self.Done()) || isClosed(peer.Done()) {
+	for _, closer := range []string{"client", "server"} {
+		t.Run("closed by "+closer, func(t *testing.T) {
+			client, server, q := newPipe(t)
+			if isClosed(server.Done()) {
 				t.Fatal("Done closed before Close")
 			}
-			if err := self.Close(); err != nil {
-				t.Fatalf("Close: %v", err)
+			self, peer := client, transport.Conn(server)
+			if closer == "server" {
+				self, peer = server, client
 			}
-			if err := self.Close(); err != nil {
-				t.Fatalf("second Close: %v", err)
-			}
-			if err := peer.Close(); err != nil {
-				t.Fatalf("Close of the other end: %v", err)
-			}
-			for _, c := range []*transport.MemoryConn{self, peer} {
-				if !isClosed(c.Done()) {
-					t.Error("Done not closed")
+			for _, c := range []transport.Conn{self, self, peer} {
+				if err := c.Close(); err != nil {
+					t.Fatalf("Close: %v", err)
 				}
+			}
+			if !isClosed(server.Done()) {
+				t.Error("Done not closed")
+			}
+			for _, c := range []transport.Conn{client, server} {
 				wantSendClosed(t, c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`), ID: `1`}))
-				if _, err := c.Receive(context.Background()); !errors.Is(err, transport.ErrClosed) {
-					t.Errorf("Receive after Close = %v, want ErrClosed", err)
+			}
+			if _, err := server.Receive(context.Background()); !errors.Is(err, transport.ErrClosed) {
+				t.Errorf("Receive after Close = %v, want ErrClosed", err)
+			}
+			wantSendClosed(t, server.FailExchange(context.Background(), &transport.Error{Outcome: transport.Uncertain, ID: `1`}))
+			// The client's Receiver hears of the end once, and only when the server closed.
+			wantEnds := 0
+			if closer == "server" {
+				wantEnds = 1
+				if _, err := q.Receive(context.Background()); !errors.Is(err, transport.ErrClosed) {
+					t.Errorf("the client's Receiver was told %v, want ErrClosed", err)
 				}
-				wantSendClosed(t, c.FailExchange(context.Background(), &transport.Error{Outcome: transport.Uncertain, ID: `1`}))
+			}
+			if n := q.Len(); n != 0 {
+				t.Errorf("the client's Receiver was told %d more things, want %d in all", n, wantEnds)
 			}
 		})
 	}
 }
 
 func TestPipeConcurrentClose(t *testing.T) {
-	client, server := transport.Pipe()
+	client, server := transport.Pipe(new(transporttest.Queue))
 	var wg sync.WaitGroup
 	for i := range 10 {
 		c := client
@@ -186,19 +240,19 @@ func TestPipeConcurrentClose(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if !isClosed(client.Done()) || !isClosed(server.Done()) {
+	if !isClosed(server.Done()) {
 		t.Error("pipe not closed")
 	}
 }
 
 func TestCloseUnblocksReceive(t *testing.T) {
-	for _, closer := range ends {
-		t.Run("closed by "+closer.name, func(t *testing.T) {
+	for _, closer := range []string{"client", "server"} {
+		t.Run("closed by "+closer, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				client, server := transport.Pipe()
+				client, server := transport.Pipe(new(transporttest.Queue))
 				got := make(chan error, 1)
 				go func() {
-					_, err := client.Receive(context.Background())
+					_, err := server.Receive(context.Background())
 					got <- err
 				}()
 				synctest.Wait() // the receiver is durably blocked
@@ -207,8 +261,11 @@ func TestCloseUnblocksReceive(t *testing.T) {
 					t.Fatalf("Receive returned %v before Close", err)
 				default:
 				}
-				self, _ := closer.pick(client, server)
-				self.Close()
+				if closer == "client" {
+					client.Close()
+				} else {
+					server.Close()
+				}
 				if err := <-got; !errors.Is(err, transport.ErrClosed) {
 					t.Errorf("blocked Receive = %v, want ErrClosed", err)
 				}
@@ -217,8 +274,8 @@ func TestCloseUnblocksReceive(t *testing.T) {
 	}
 }
 
-// fillPipe sends frames from c until the direction is full.
-func fillPipe(t *testing.T, c *transport.MemoryConn) {
+// fillPipe sends frames from c until the pipe is full.
+func fillPipe(t *testing.T, c transport.Conn) {
 	t.Helper()
 	for i := range pipeBuffer {
 		send(t, c, fmt.Sprint(i))
@@ -227,7 +284,7 @@ func fillPipe(t *testing.T, c *transport.MemoryConn) {
 
 func TestCloseUnblocksSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		client, server := transport.Pipe()
+		client, server := transport.Pipe(new(transporttest.Queue))
 		fillPipe(t, client)
 		got := make(chan error, 1)
 		go func() {
@@ -246,7 +303,7 @@ func TestCloseUnblocksSend(t *testing.T) {
 
 func TestSendHonorsContextOnFullPipe(t *testing.T) {
 	t.Run("canceled", func(t *testing.T) {
-		client, _ := newPipe(t)
+		client, _, _ := newPipe(t)
 		fillPipe(t, client)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -255,7 +312,7 @@ func TestSendHonorsContextOnFullPipe(t *testing.T) {
 	})
 	t.Run("deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			client, _ := transport.Pipe()
+			client, _ := transport.Pipe(new(transporttest.Queue))
 			defer client.Close()
 			fillPipe(t, client)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -267,29 +324,25 @@ func TestSendHonorsContextOnFullPipe(t *testing.T) {
 }
 
 func TestQueuedFramesSurviveClose(t *testing.T) {
-	for _, closer := range ends {
-		t.Run("closed by "+closer.name, func(t *testing.T) {
-			client, server := transport.Pipe()
+	for _, closer := range []string{"client", "server"} {
+		t.Run("closed by "+closer, func(t *testing.T) {
+			client, server := transport.Pipe(new(transporttest.Queue))
 			want := []string{`one`, `two`, `three`}
 			for _, f := range want {
-				send(t, server, f)
+				send(t, client, f)
 			}
-			ex := &transport.Error{Outcome: transport.Uncertain, ID: `"x"`}
-			if err := server.FailExchange(context.Background(), ex); err != nil {
-				t.Fatalf("FailExchange: %v", err)
+			if closer == "client" {
+				client.Close()
+			} else {
+				server.Close()
 			}
-			self, _ := closer.pick(client, server)
-			self.Close()
 			for _, f := range want {
-				if got := receive(t, client); got != f {
+				if got := receive(t, server); got != f {
 					t.Errorf("got %q, want %q", got, f)
 				}
 			}
-			if _, err := client.Receive(context.Background()); err != ex {
-				t.Errorf("queued exchange failure: got %v, want %v", err, ex)
-			}
 			for range 2 {
-				if _, err := client.Receive(context.Background()); !errors.Is(err, transport.ErrClosed) {
+				if _, err := server.Receive(context.Background()); !errors.Is(err, transport.ErrClosed) {
 					t.Errorf("Receive after the queue drained = %v, want ErrClosed", err)
 				}
 			}
@@ -299,21 +352,21 @@ func TestQueuedFramesSurviveClose(t *testing.T) {
 
 func TestReceiveHonorsContext(t *testing.T) {
 	t.Run("already canceled", func(t *testing.T) {
-		client, _ := newPipe(t)
+		_, server, _ := newPipe(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if _, err := client.Receive(ctx); !errors.Is(err, context.Canceled) {
+		if _, err := server.Receive(ctx); !errors.Is(err, context.Canceled) {
 			t.Errorf("Receive = %v, want context.Canceled", err)
 		}
 	})
 	t.Run("canceled while blocked", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			client, server := transport.Pipe()
+			client, server := transport.Pipe(new(transporttest.Queue))
 			defer client.Close()
 			ctx, cancel := context.WithCancel(context.Background())
 			got := make(chan error, 1)
 			go func() {
-				_, err := client.Receive(ctx)
+				_, err := server.Receive(ctx)
 				got <- err
 			}()
 			synctest.Wait()
@@ -327,20 +380,20 @@ func TestReceiveHonorsContext(t *testing.T) {
 				t.Errorf("Receive = %v, want context.Canceled", err)
 			}
 			// The connection still works.
-			send(t, server, `after`)
-			if got := receive(t, client); got != `after` {
+			send(t, client, `after`)
+			if got := receive(t, server); got != `after` {
 				t.Errorf("got %q after a canceled Receive, want %q", got, `after`)
 			}
 		})
 	})
 	t.Run("deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			client, _ := transport.Pipe()
+			client, server := transport.Pipe(new(transporttest.Queue))
 			defer client.Close()
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if _, err := client.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			if _, err := server.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Receive = %v, want context.DeadlineExceeded", err)
 			}
 			if d := time.Since(start); d != 5*time.Second {
@@ -351,43 +404,40 @@ func TestReceiveHonorsContext(t *testing.T) {
 }
 
 func TestFailExchange(t *testing.T) {
-	for _, e := range ends {
-		t.Run("from "+e.name, func(t *testing.T) {
-			self, peer := e.pick(newPipe(t))
-			cause := errors.New("stream reset")
-			ex := &transport.Error{Outcome: transport.Uncertain, ID: `"req-1"`, RetryAfter: time.Second, Err: cause}
-			send(t, self, `before`)
-			if err := self.FailExchange(context.Background(), ex); err != nil {
-				t.Fatalf("FailExchange: %v", err)
-			}
-			send(t, self, `after`)
+	client, server, q := newPipe(t)
+	cause := errors.New("stream reset")
+	ex := &transport.Error{Outcome: transport.Uncertain, ID: `"req-1"`, RetryAfter: time.Second, Err: cause}
+	send(t, server, `before`)
+	if err := server.FailExchange(context.Background(), ex); err != nil {
+		t.Fatalf("FailExchange: %v", err)
+	}
+	send(t, server, `after`)
 
-			if got := receive(t, peer); got != `before` {
-				t.Errorf("first frame %q, want %q", got, `before`)
-			}
-			frame, err := peer.Receive(context.Background())
-			if frame != nil {
-				t.Errorf("frame %q returned with the exchange failure", frame)
-			}
-			var te *transport.Error
-			if !errors.As(err, &te) || te != ex {
-				t.Fatalf("Receive = %v, want the *Error passed to FailExchange", err)
-			}
-			if !errors.Is(err, cause) || te.ID != `"req-1"` || te.Outcome != transport.Uncertain {
-				t.Errorf("exchange failure altered: %+v", te)
-			}
-			// The connection lives on, in both directions.
-			if got := receive(t, peer); got != `after` {
-				t.Errorf("frame after the failure %q, want %q", got, `after`)
-			}
-			send(t, peer, `reply`)
-			if got := receive(t, self); got != `reply` {
-				t.Errorf("reverse frame %q, want %q", got, `reply`)
-			}
-			if isClosed(self.Done()) {
-				t.Error("FailExchange closed the pipe")
-			}
-		})
+	next := func() ([]byte, error) { return q.Receive(context.Background()) }
+	if got, _ := next(); string(got) != `before` {
+		t.Errorf("first frame %q, want %q", got, `before`)
+	}
+	frame, err := next()
+	if frame != nil {
+		t.Errorf("frame %q delivered with the exchange failure", frame)
+	}
+	var te *transport.Error
+	if !errors.As(err, &te) || te != ex {
+		t.Fatalf("the Receiver was told %v, want the *Error passed to FailExchange", err)
+	}
+	if !errors.Is(err, cause) || te.ID != `"req-1"` || te.Outcome != transport.Uncertain {
+		t.Errorf("exchange failure altered: %+v", te)
+	}
+	// The connection lives on, in both directions.
+	if got, _ := next(); string(got) != `after` {
+		t.Errorf("frame after the failure %q, want %q", got, `after`)
+	}
+	send(t, client, `reply`)
+	if got := receive(t, server); got != `reply` {
+		t.Errorf("reverse frame %q, want %q", got, `reply`)
+	}
+	if isClosed(server.Done()) {
+		t.Error("FailExchange closed the pipe")
 	}
 }
 
@@ -400,14 +450,12 @@ func TestFailExchangeNeedsID(t *testing.T) {
 		{"no id", &transport.Error{Outcome: transport.Uncertain, Err: errors.New("x")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client, server := newPipe(t)
+			_, server, q := newPipe(t)
 			if err := server.FailExchange(context.Background(), tc.err); err == nil {
 				t.Fatal("FailExchange accepted an error without an id")
 			}
-			// Nothing was queued: the next frame is the first thing the peer sees.
-			send(t, server, `probe`)
-			if got := receive(t, client); got != `probe` {
-				t.Errorf("peer received %q, want %q", got, `probe`)
+			if n := q.Len(); n != 0 {
+				t.Errorf("the client's Receiver was told %d things", n)
 			}
 		})
 	}
@@ -423,7 +471,8 @@ func TestMemoryConnect(t *testing.T) {
 		return nil
 	}}
 	var tr transport.Transport = m
-	conn, err := tr.Connect(context.Background())
+	q := new(transporttest.Queue)
+	conn, err := tr.Connect(context.Background(), q)
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -436,7 +485,7 @@ func TestMemoryConnect(t *testing.T) {
 		t.Errorf("server received %q, want %q", got, `ping`)
 	}
 	send(t, accepted, `pong`)
-	if got := receive(t, conn); got != `pong` {
+	if got, _ := q.Receive(context.Background()); string(got) != `pong` {
 		t.Errorf("client received %q, want %q", got, `pong`)
 	}
 	conn.Close()
@@ -465,7 +514,7 @@ func TestMemoryConnectFails(t *testing.T) {
 				server = s
 				return tc.acceptErr
 			}}
-			conn, err := m.Connect(tc.ctx)
+			conn, err := m.Connect(tc.ctx, new(transporttest.Queue))
 			if conn != nil {
 				conn.Close()
 				t.Errorf("Connect returned a connection with error %v", err)
@@ -509,7 +558,8 @@ func TestMemorySendHook(t *testing.T) {
 					return tc.deliver, tc.err
 				},
 			}
-			conn, err := m.Connect(context.Background())
+			q := new(transporttest.Queue)
+			conn, err := m.Connect(context.Background(), q)
 			if err != nil {
 				t.Fatalf("Connect: %v", err)
 			}
@@ -536,7 +586,7 @@ func TestMemorySendHook(t *testing.T) {
 			}
 			// The hook sits on the client end only.
 			send(t, server, `down`)
-			if got := receive(t, conn); got != `down` {
+			if got, _ := q.Receive(context.Background()); string(got) != `down` {
 				t.Errorf("client received %q, want %q", got, `down`)
 			}
 			if len(seen) != 2 {

@@ -74,9 +74,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// OutcomeOf reports the delivery outcome an error from Send or Receive stands for. An error that
-// is not an *Error is Uncertain: a transport that cannot say how far the bytes got must not let
-// a client assume they did not arrive. A nil error is Answered.
+// OutcomeOf reports the delivery outcome an error from Send, or one reported to a Receiver,
+// stands for. An error that is not an *Error is Uncertain: a transport that cannot say how far
+// the bytes got must not let a client assume they did not arrive. A nil error is Answered.
 func OutcomeOf(err error) Outcome {
 	if err == nil {
 		return Answered

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -17,9 +16,9 @@ import (
 	"unicode/utf8"
 )
 
-// ErrProcessExited reports that the server process of a [Command] connection exited. Receive
-// returns it, in a [*ProcessExitError], when the connection ends because the process did; Sends
-// that follow are NotDelivered.
+// ErrProcessExited reports that the server process of a [Command] connection exited. The
+// Receiver is told it, in a [*ProcessExitError], when the connection ends because the process
+// did; Sends that follow are NotDelivered.
 var ErrProcessExited = errors.New("transport: server process exited")
 
 // ProcessExitError describes the exit of a [Command]'s server process: its status, and the last
@@ -65,7 +64,7 @@ const (
 )
 
 // Command is a Transport that spawns an MCP server and speaks newline-delimited JSON-RPC over
-// its stdin and stdout, as described at [NewStreamConn]. Each Connect spawns a new process: a new
+// its stdin and stdout, as described at [Stream]. Each Connect spawns a new process: a new
 // session, whose receipts (if any) die with it.
 //
 // On Unix the process runs in a process group of its own, so that shutdown signals reach what
@@ -73,23 +72,24 @@ const (
 // whatever reason, anything still running in its group is killed (SIGKILL; on Linux before the
 // server is reaped, so that its group id cannot have been reused). A descendant that leaves the
 // group (setsid, setpgid) is out of reach; if it holds the server's stdout or stderr open, it
-// delays neither the end of Receive (after the exit, stdout is read only while data keeps
-// coming) nor Close.
+// delays neither the report of the connection's end (after the exit, stdout is read only while
+// data keeps coming) nor Close.
 //
-// The server's exit ends the connection: Receive returns a [*ProcessExitError] naming the exit
-// status and the last lines of the server's stderr, every request awaiting an answer becomes
-// uncertain (the client does that when Receive ends), and a Send afterwards is NotDelivered with
-// the same error. A process that exits closes its stdin a moment before its exit can be known:
-// a Send whose write fails waits for the exit up to a second (and within its context), so that
-// it reports the exit rather than a broken pipe. The Conn must still be closed, which the client
-// does when Receive ends.
+// The server's exit ends the connection: the Receiver is told a [*ProcessExitError] naming the
+// exit status and the last lines of the server's stderr, every request awaiting an answer
+// becomes uncertain (the client does that when it is told), and a Send afterwards is
+// NotDelivered with the same error. A process that exits closes its stdin a moment before its
+// exit can be known: a Send whose write fails waits for the exit up to a second (and within its
+// context), so that it reports the exit rather than a broken pipe. The Conn must still be
+// closed, which the client does when it is told the connection ended.
 //
 // Close shuts the server down as the MCP stdio transport recommends: it closes the server's
 // stdin, waits up to CloseTimeout for the process to exit, then sends SIGTERM to the process
 // group, waits up to TermTimeout, then sends SIGKILL to the group. It always waits for the
 // process (no zombie) and for the goroutine copying stderr. Close returns nil when the process
 // exited by itself (after stdin closed, or earlier), whatever its exit status: the status of an
-// earlier exit was reported by Receive, and a server may well exit non-zero on a closed stdin.
+// earlier exit was reported to the Receiver, and a server may well exit non-zero on a closed
+// stdin.
 // It returns an error when the process had to be signaled; the process is gone all the same.
 //
 // On systems without process groups (Windows), SIGTERM and SIGKILL are both replaced by
@@ -116,7 +116,7 @@ type Command struct {
 	Logger *slog.Logger
 
 	// MaxFrameSize bounds an incoming line in bytes, without its line terminator; <= 0 means
-	// DefaultMaxMessageSize (64 MiB). NewStreamConn says what becomes of a longer line.
+	// DefaultMaxMessageSize (64 MiB). Stream says what becomes of a longer line.
 	MaxFrameSize int
 
 	// CloseTimeout is how long Close waits, after closing stdin, for the process to exit
@@ -127,10 +127,11 @@ type Command struct {
 	TermTimeout time.Duration
 }
 
-// Connect starts the server process and returns a Conn over its stdin and stdout. ctx bounds
-// only the start: it does not stop the process later. If ctx is already done, nothing is
-// started. A failure to start (no such file, permission denied) is a NotDelivered *Error.
-func (c *Command) Connect(ctx context.Context) (Conn, error) {
+// Connect starts the server process and returns a Conn over its stdin and stdout, whose reader
+// delivers to r. ctx bounds only the start: it does not stop the process later. If ctx is
+// already done, nothing is started. A failure to start (no such file, permission denied) is a
+// NotDelivered *Error.
+func (c *Command) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Outcome: NotDelivered, Err: err}
 	}
@@ -218,7 +219,8 @@ func (c *Command) Connect(ctx context.Context) (Conn, error) {
 			logger.Warn(msg, "err", ErrMessageTooLarge, "pid", p.pid, "bytes", n, "limit", p.stream.max, "ids", ids)
 		}
 	}
-	p.stream = newStreamConn(&stdoutReader{f: stdoutR}, stdinW, stdinW.Close, c.MaxFrameSize, hooks)
+	p.stream = newStreamConn(&stdoutReader{f: stdoutR}, stdinW, stdinW.Close, c.MaxFrameSize, r, hooks)
+	p.stderrReader.src = stderrR
 	go p.stream.readLoop()
 	go p.wait()
 	if stderr == nil && logger != nil {
@@ -260,8 +262,9 @@ type stdioConn struct {
 	exited  chan struct{} // closed once the process was waited for
 	waitErr error         // written before exited is closed
 
-	stderrDone chan struct{} // closed when the stderr goroutine ends
-	tail       stderrTail
+	stderrDone   chan struct{} // closed when the stderr goroutine ends
+	stderrReader lineReader    // owned by the stderr goroutine
+	tail         stderrTail
 
 	exitOnce sync.Once
 	exitErr  *ProcessExitError // the report of the exit, made once
@@ -372,16 +375,8 @@ func (p *stdioConn) afterExit() error {
 	return p.exitError()
 }
 
-// Receive returns the next frame from the server's stdout.
-func (p *stdioConn) Receive(ctx context.Context) ([]byte, error) {
-	return p.stream.Receive(ctx)
-}
-
 // OversizedFrames reports how many lines from the server were skipped for their size.
 func (p *stdioConn) OversizedFrames() int64 { return p.stream.OversizedFrames() }
-
-// Push hands the server's lines, and the end of its output, to deliver on the reader goroutine.
-func (p *stdioConn) Push(deliver func(frame []byte, err error)) { p.stream.Push(deliver) }
 
 // Close shuts the server down; see Command. It is idempotent and safe to call concurrently;
 // every call returns once the process was waited for, with the same result.
@@ -395,7 +390,7 @@ func (p *stdioConn) shutdown() error {
 	close(p.closing)
 	// Closing stdin asks the server to exit; the reader keeps draining stdout meanwhile, so
 	// that a server flushing its output does not block.
-	p.stream.shutdown(ErrClosed)
+	p.stream.Close()
 	var err error
 	if !p.waitExit(p.closeTimeout) {
 		signalGroup(p.cmd.Process, sigTerm)
@@ -440,13 +435,13 @@ func (p *stdioConn) waitExit(d time.Duration) bool {
 // failed, until stderr ends.
 func (p *stdioConn) copyStderr(w io.Writer) {
 	defer close(p.stderrDone)
-	buf := make([]byte, 32<<10)
+	defer p.stderrReader.release()
 	for {
-		n, err := p.stderr.Read(buf)
-		if n > 0 {
-			p.tail.Write(buf[:n])
+		b, err := p.stderrReader.read(false)
+		if len(b) > 0 {
+			p.tail.Write(b)
 			if w != nil {
-				if _, werr := w.Write(buf[:n]); werr != nil {
+				if _, werr := w.Write(b); werr != nil {
 					w = nil // keep reading: a server blocked on a full stderr pipe would hang
 				}
 			}
@@ -462,21 +457,28 @@ const maxStderrLine = 16 << 10
 
 func (p *stdioConn) logStderr(l *slog.Logger) {
 	defer close(p.stderrDone)
-	br := bufio.NewReaderSize(p.stderr, maxStderrLine)
+	defer p.stderrReader.release()
+	log := func(b []byte) { l.Info("mcp server stderr", "pid", p.pid, "stderr", string(b)) }
+	var line []byte // what came of a line that is not over yet
 	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			p.tail.Write(line)
-			s := string(line)
-			if err == nil {
-				s = s[:len(s)-1]
-				if len(s) > 0 && s[len(s)-1] == '\r' {
-					s = s[:len(s)-1]
-				}
-			}
-			l.Info("mcp server stderr", "pid", p.pid, "stderr", s)
+		chunk, err := p.stderrReader.next(len(line) > 0)
+		p.tail.Write(chunk)
+		line = append(line, chunk...)
+		for len(line) > maxStderrLine || (len(line) == maxStderrLine && !endsLine(line)) {
+			log(line[:maxStderrLine])
+			line = line[maxStderrLine:]
 		}
-		if err != nil && err != bufio.ErrBufferFull {
+		if endsLine(line) {
+			line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
+			log(line)
+			line = line[:0]
+		} else if err != nil && len(line) > 0 {
+			log(line)
+		}
+		if len(line) == 0 && cap(line) > idleReadSize {
+			line = nil // a long line's buffer is not kept for the next
+		}
+		if err != nil {
 			return
 		}
 	}

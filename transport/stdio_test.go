@@ -24,6 +24,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/testpeer"
+	"github.com/northstar-mcp/mcpclient/internal/transporttest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -122,21 +123,29 @@ func fakeServer(t *testing.T) *transport.Command {
 	return &transport.Command{Path: exe, Env: env}
 }
 
-func connectCommand(t *testing.T, cmd *transport.Command) transport.Conn {
+// received is a connection and what it delivers, taken with Receive as a client reading its
+// connection by hand would.
+type received struct {
+	transport.Conn
+	*transporttest.Queue
+}
+
+func connectCommand(t *testing.T, cmd *transport.Command) received {
 	t.Helper()
-	c, err := cmd.Connect(context.Background())
+	q := new(transporttest.Queue)
+	c, err := cmd.Connect(context.Background(), q)
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c
+	return received{c, q}
 }
 
 // callTool sends a tools/call and returns the text of the next frame's result.
-func callTool(t *testing.T, c transport.Conn, id int, name string, args string) string {
+func callTool(t *testing.T, c received, id int, name string, args string) string {
 	t.Helper()
 	sendToolCall(t, c, id, name, args)
-	frame := streamReceive(t, c)
+	frame := streamReceive(t, c.Queue)
 	var m struct {
 		ID     int `json:"id"`
 		Result struct {
@@ -285,11 +294,11 @@ func TestCommandDeathEndsConn(t *testing.T) {
 	_, err := c.Receive(context.Background())
 	wantConnEnded(t, err, transport.ErrProcessExited)
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
-		t.Errorf("Receive = %v, want the exit status", err)
+		t.Errorf("the end reported = %v, want the exit status", err)
 	}
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 {
-		t.Errorf("Receive = %v, want an *exec.ExitError with code 3 in the chain", err)
+		t.Errorf("the end reported = %v, want an *exec.ExitError with code 3 in the chain", err)
 	}
 	err = c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), ID: "3", Method: "ping"})
 	wantOutcome(t, err, transport.NotDelivered, transport.ErrProcessExited)
@@ -299,8 +308,7 @@ func TestCommandDeathEndsConn(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	_, err = c.Receive(context.Background())
-	wantConnEnded(t, err, transport.ErrClosed)
+	wantNothingMore(t, c.Conn, c.Queue) // the end was reported once
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -410,7 +418,7 @@ func TestCommandOversizedAnswerEndsItsExchange(t *testing.T) {
 	if got := callTool(t, c, 2, "echo", `{"n":2}`); !strings.HasPrefix(got, `{"n":2}`) {
 		t.Fatalf("echo = %q", got)
 	}
-	if n := oversized(t, c); n != 1 {
+	if n := oversized(t, c.Conn); n != 1 {
 		t.Errorf("OversizedFrames = %d, want 1", n)
 	}
 	if got, ok := h.find(slog.LevelWarn, "err"); !ok || got != transport.ErrMessageTooLarge.Error() {
@@ -477,14 +485,14 @@ func TestCommandServerDeathKillsItsGroup(t *testing.T) {
 	c := connectCommand(t, fakeServer(t))
 	grandchild := pidIn(t, callTool(t, c, 1, "spawn", `{}`), "grandchild")
 	sendToolCall(t, c, 2, "die", `{}`)
-	// The grandchild holds stdout too: Receive ends all the same, since it is killed.
+	// The grandchild holds stdout too: the end is reported all the same, since it is killed.
 	_, err := c.Receive(context.Background())
 	wantConnEnded(t, err, transport.ErrProcessExited)
 	eventually(t, 5*time.Second, fmt.Sprintf("grandchild %d survived its server", grandchild), func() bool { return dead(grandchild) })
 }
 
 // TestCommandDetachedDescendant checks that a descendant which left the process group, and so
-// survives the group kill, can keep neither Receive nor Close from ending, though it holds the
+// survives the group kill, can keep neither the report of the end nor Close from ending, though it holds the
 // server's stdout and stderr.
 func TestCommandDetachedDescendant(t *testing.T) {
 	t.Parallel() // most of it is a wait for a process
@@ -572,13 +580,9 @@ func TestCommandCloseEscalates(t *testing.T) {
 	}
 }
 
-func TestCommandCloseUnblocksReceive(t *testing.T) {
+// Close ends the reader, and the end it causes is not reported to the Receiver.
+func TestCommandCloseEndsTheReader(t *testing.T) {
 	c := connectCommand(t, fakeServer(t))
-	received := make(chan error, 1)
-	go func() {
-		_, err := c.Receive(context.Background())
-		received <- err
-	}()
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
@@ -588,7 +592,7 @@ func TestCommandCloseUnblocksReceive(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	wantConnEnded(t, <-received, transport.ErrClosed)
+	wantNothingMore(t, c.Conn, c.Queue)
 	wantOutcome(t, c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`)}), transport.NotDelivered, transport.ErrClosed)
 }
 
@@ -607,7 +611,7 @@ func TestCommandStartFailure(t *testing.T) {
 		{"empty", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := (&transport.Command{Path: tc.path}).Connect(context.Background())
+			c, err := (&transport.Command{Path: tc.path}).Connect(context.Background(), new(transporttest.Queue))
 			if c != nil {
 				c.Close()
 				t.Fatal("Connect returned a Conn")
@@ -618,7 +622,7 @@ func TestCommandStartFailure(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	c, err := fakeServer(t).Connect(ctx)
+	c, err := fakeServer(t).Connect(ctx, new(transporttest.Queue))
 	if c != nil {
 		c.Close()
 		t.Fatal("Connect with a done context returned a Conn")
@@ -658,7 +662,7 @@ func wantExitReport(t *testing.T, err error, stderr string) *transport.ProcessEx
 }
 
 // TestCommandEarlyExitReportsStatusAndStderr: a server that exits at once, whatever becomes of
-// its stderr, is reported by Receive and by a Send, whichever of the write and the exit comes
+// its stderr, is reported to the Receiver and by a Send, whichever of the write and the exit comes
 // first, with its exit status and the last line it wrote to stderr.
 func TestCommandEarlyExitReportsStatusAndStderr(t *testing.T) {
 	for _, tc := range []struct {
@@ -703,7 +707,8 @@ func TestCommandEarlyExitReportsStatusAndStderr(t *testing.T) {
 			for range 5 {
 				cmd := shCommand(t, "echo boom >&2; exit 3", "")
 				check := tc.setup(cmd)
-				c, err := cmd.Connect(context.Background())
+				q := new(transporttest.Queue)
+				c, err := cmd.Connect(context.Background(), q)
 				if err != nil {
 					t.Fatalf("Connect: %v", err)
 				}
@@ -712,7 +717,7 @@ func TestCommandEarlyExitReportsStatusAndStderr(t *testing.T) {
 					wantOutcome(t, err, transport.NotDelivered, transport.ErrProcessExited)
 					wantExitReport(t, err, "boom")
 				}
-				_, err = c.Receive(context.Background())
+				_, err = q.Receive(context.Background())
 				wantConnEnded(t, err, transport.ErrProcessExited)
 				wantExitReport(t, err, "boom")
 				err = c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), ID: "2", Method: "ping"})
@@ -792,7 +797,7 @@ func TestCommandStderrFloodStaysBounded(t *testing.T) {
 			wantConnEnded(t, err, transport.ErrProcessExited)
 			var pe *transport.ProcessExitError
 			if !errors.As(err, &pe) {
-				t.Fatalf("Receive = %v, want a *ProcessExitError", err)
+				t.Fatalf("the end reported = %v, want a *ProcessExitError", err)
 			}
 			if !strings.HasSuffix(pe.Stderr, tc.last) || !strings.HasPrefix(pe.Stderr, "…") {
 				t.Errorf("Stderr = %.100q…, want a cut tail ending with %q", pe.Stderr, tc.last)
@@ -916,8 +921,8 @@ func TestCommandConnectDeadlineWithAServerThatClosedStdin(t *testing.T) {
 	var mu sync.Mutex
 	dials := 0
 	// Each dial returns once the server has closed its stdin, so that every write fails.
-	tr := transport.DialFunc(func(ctx context.Context) (transport.Conn, error) {
-		conn, err := cmd.Connect(ctx)
+	tr := transport.DialFunc(func(ctx context.Context, r transport.Receiver) (transport.Conn, error) {
+		conn, err := cmd.Connect(ctx, r)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,10 +17,48 @@ import (
 )
 
 // Stream is a [Transport] over byte streams: each Connect opens one (a socket, a pipe) and speaks
-// newline-delimited JSON-RPC on it, as described at [NewStreamConn].
+// newline-delimited JSON-RPC on it.
 //
 // Whether a new stream continues an old server session is up to the server behind Open; the
 // client treats every connection as a new session.
+//
+// Send writes msg.Frame followed by "\n" in one Write call, one Send at a time, so frames of
+// concurrent Sends never interleave. A frame that is empty or contains '\n' or '\r' is refused
+// before anything is written, with a NotDelivered *Error: it would corrupt the stream. A write
+// that fails before its first byte is NotDelivered. A write that fails after some bytes is
+// Uncertain, and it ends the connection, since the peer now holds half a line that the next
+// frame would garble: the Conn closes itself, the Receiver learns that the connection ended, and
+// every request awaiting an answer becomes uncertain. Send honors ctx: when the stream has a
+// SetWriteDeadline method (net.Conn and *os.File pipes do), the end of ctx interrupts a blocked
+// write through a deadline; otherwise ctx is only checked before writing.
+//
+// A goroutine of the connection reads the stream and delivers every non-empty line to the
+// Receiver, without its "\n" and without a "\r" before it; a last line that the stream ends
+// without a newline is delivered too. While the stream is quiet the connection holds no read
+// buffer beyond a small one of its own; large ones are pooled.
+//
+// A line longer than MaxFrameSize bytes is read to its newline and dropped, no more than the
+// limit of it ever held; memory otherwise follows the lines read, never the limit. What the line
+// was is read from it on the way (the id of a JSON-RPC response may come anywhere in it):
+//   - an answer: once the line has ended, the Receiver's Fail gets, for each request it answers,
+//     an Uncertain *Error with the request's id wrapping ErrMessageTooLarge (the request may
+//     have run), and the connection goes on with the next line;
+//   - a request or a notification: it is dropped, and the connection goes on;
+//   - anything else, such as a response whose id cannot be read or a line that is no JSON-RPC:
+//     the line may answer a request it does not name, so the connection ends, lest that request
+//     wait for an answer that was thrown away: Fail gets an *Error without an id wrapping
+//     ErrMessageTooLarge, and every request awaiting an answer becomes uncertain.
+//
+// The Conn counts oversized lines; its method OversizedFrames() int64 reports the count (reach it
+// with a type assertion).
+//
+// When the stream ends (EOF) or a read fails, Fail gets an error that wraps io.EOF or the read
+// error and is not an *Error: the connection has ended.
+//
+// After Close, Send returns a NotDelivered *Error wrapping ErrClosed. Close closes the stream; it
+// is idempotent and safe to call concurrently. A read blocked in the stream's Read is unblocked
+// by closing the stream, as it is for pipes, sockets and net.Pipe: a custom ReadWriteCloser
+// must behave the same way, or its reader goroutine outlives the Conn.
 type Stream struct {
 	// Open opens one byte stream to the server. An error fails Connect with a NotDelivered
 	// *Error: no frame was written yet. The stream's Close must unblock a Read in progress, as
@@ -29,13 +66,14 @@ type Stream struct {
 	Open func(ctx context.Context) (io.ReadWriteCloser, error)
 
 	// MaxFrameSize bounds an incoming line in bytes, without its line terminator; <= 0 means
-	// DefaultMaxMessageSize (64 MiB). NewStreamConn says what becomes of a longer line.
+	// DefaultMaxMessageSize (64 MiB). A longer line is dropped, as described above.
 	MaxFrameSize int
 }
 
 // Connect opens a stream with s.Open and returns a Conn speaking newline-delimited JSON-RPC on
-// it. If ctx is already done, or Open fails, the error is a NotDelivered *Error.
-func (s *Stream) Connect(ctx context.Context) (Conn, error) {
+// it, whose reader delivers to r. If ctx is already done, or Open fails, the error is a
+// NotDelivered *Error.
+func (s *Stream) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	if s.Open == nil {
 		return nil, &Error{Outcome: NotDelivered, Err: errors.New("Stream.Open is nil")}
 	}
@@ -52,54 +90,9 @@ func (s *Stream) Connect(ctx context.Context) (Conn, error) {
 	if rwc == nil {
 		return nil, &Error{Outcome: NotDelivered, Err: errors.New("Stream.Open returned no stream")}
 	}
-	return NewStreamConn(rwc, s.MaxFrameSize), nil
-}
-
-// NewStreamConn returns a Conn speaking newline-delimited JSON-RPC over rwc. It owns rwc and
-// closes it on Close.
-//
-// Send writes msg.Frame followed by "\n" in one Write call, one Send at a time, so frames of
-// concurrent Sends never interleave. A frame that is empty or contains '\n' or '\r' is refused
-// before anything is written, with a NotDelivered *Error: it would corrupt the stream. A write
-// that fails before its first byte is NotDelivered. A write that fails after some bytes is
-// Uncertain, and it ends the connection, since the peer now holds half a line that the next
-// frame would garble: the Conn closes itself, Receive reports the end, and every request
-// awaiting an answer becomes uncertain. Send honors ctx: when rwc has a SetWriteDeadline method
-// (net.Conn and *os.File pipes do), the end of ctx interrupts a blocked write through a
-// deadline; otherwise ctx is only checked before writing.
-//
-// Receive returns the next non-empty line, without its "\n" and without a "\r" before it. A
-// last line that the stream ends without a newline is returned too.
-//
-// A line longer than maxFrameSize bytes (<= 0 means DefaultMaxMessageSize) is read to its
-// newline and dropped, no more than the limit of it ever held; memory otherwise follows the
-// lines read, never the limit. What the line was is read from it on the way (the id of a
-// JSON-RPC response may come anywhere in it):
-//   - an answer: once the line has ended, Receive returns, for each request it answers, an
-//     Uncertain *Error with the request's id wrapping ErrMessageTooLarge (the request may have
-//     run), and the connection goes on with the next line;
-//   - a request or a notification: it is dropped, and the connection goes on;
-//   - anything else, such as a response whose id cannot be read or a line that is no JSON-RPC:
-//     the line may answer a request it does not name, so the connection ends, lest that request
-//     wait for an answer that was thrown away: Receive returns an *Error without an id wrapping
-//     ErrMessageTooLarge, and every request awaiting an answer becomes uncertain.
-//
-// The returned Conn counts oversized lines; its method OversizedFrames() int64 reports the count
-// (reach it with a type assertion).
-//
-// Receive honors ctx and returns ctx.Err() when ctx ends first; the connection lives on. When
-// the stream ends (EOF) or a read fails, Receive returns an error that wraps io.EOF or the read
-// error and is not an *Error: the connection has ended.
-//
-// After Close, Send returns a NotDelivered *Error wrapping ErrClosed and Receive an error
-// wrapping ErrClosed. Close closes rwc; it is idempotent and safe to call concurrently. A
-// Receive blocked in rwc.Read is unblocked by closing rwc, as it is for pipes, sockets and
-// net.Pipe: a custom ReadWriteCloser must behave the same way, or its reader goroutine outlives
-// the Conn.
-func NewStreamConn(rwc io.ReadWriteCloser, maxFrameSize int) Conn {
-	c := newStreamConn(rwc, rwc, rwc.Close, maxFrameSize, streamHooks{})
+	c := newStreamConn(rwc, rwc, rwc.Close, s.MaxFrameSize, r, streamHooks{})
 	go c.readLoop()
-	return c
+	return c, nil
 }
 
 // streamHooks let the stdio transport reuse the stream conn.
@@ -108,64 +101,58 @@ type streamHooks struct {
 	// requests it answered, and whether it named every request it may answer (when it did not,
 	// the connection ends).
 	oversized func(n int, ids []string, named bool)
-	// ended, if set, turns the error that ended reading into the error Receive reports. It
+	// ended, if set, turns the error that ended reading into the error the Receiver is told. It
 	// runs on the reader goroutine and must return promptly once the conn is closed (done).
 	ended func(readErr error) error
 }
 
-// streamConn implements the Conn of NewStreamConn.
+// streamConn is the Conn of a Stream, and of a Command over the process's stdin and stdout.
 type streamConn struct {
-	r       io.Reader
 	w       io.Writer
 	closeFn func() error // closes the writing side and, for plain streams, the reading side
 	max     int
 	hooks   streamHooks
+	recv    Receiver
 
 	// wsem is the write lock: a one-slot semaphore, so that a Send waiting for it honors its
 	// context and Close.
 	wsem chan struct{}
-	wbuf []byte // frame plus newline; guarded by wsem
 
-	frames chan delivery // the reader hands lines and exchange failures over, unbuffered
-	// push, once set, takes lines and the end of reading instead of Receive; pushSet is closed
-	// when it is, so that a reader waiting to hand a line to Receive hands it to push instead.
-	push    atomic.Pointer[func(frame []byte, err error)]
-	pushSet chan struct{}
+	lines   lineReader    // owned by the reader goroutine
 	readEnd chan struct{} // closed when the reader goroutine returns
-	readErr error         // why reading ended; written before readEnd is closed
 
 	done      chan struct{} // closed by shutdown
 	closeOnce sync.Once
-	cause     error // why the conn was closed; written before done is closed
-	closeErr  error
+	cause     error     // why the conn was closed; written before done is closed
+	endOnce   sync.Once // the end of the connection is reported once, and not after Close
 
 	oversizedN atomic.Int64
 }
 
 // newStreamConn returns a stream conn; the caller starts its reader with go c.readLoop().
-func newStreamConn(r io.Reader, w io.Writer, closeFn func() error, maxFrameSize int, hooks streamHooks) *streamConn {
+func newStreamConn(r io.Reader, w io.Writer, closeFn func() error, maxFrameSize int, recv Receiver, hooks streamHooks) *streamConn {
 	if maxFrameSize <= 0 {
 		maxFrameSize = DefaultMaxMessageSize
 	}
 	return &streamConn{
-		r:       r,
 		w:       w,
 		closeFn: closeFn,
 		max:     maxFrameSize,
 		hooks:   hooks,
+		recv:    recv,
 		wsem:    make(chan struct{}, 1),
-		frames:  make(chan delivery),
-		pushSet: make(chan struct{}),
+		lines:   lineReader{burstReader: burstReader{src: r}},
 		readEnd: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 }
 
-// readBufferSize is the size of the buffered reader; lines longer than it are assembled.
-const readBufferSize = 64 << 10
+// maxPooledBuffer bounds the buffers kept in a pool for the next user.
+const maxPooledBuffer = 64 << 10
 
-// maxKeptWriteBuffer bounds the write buffer a conn keeps between Sends.
-const maxKeptWriteBuffer = 64 << 10
+// writeBuffers hold a frame and its newline while Send writes them: connections keep none
+// between Sends.
+var writeBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // aLongTimeAgo is a deadline in the past, which interrupts a blocked write at once.
 var aLongTimeAgo = time.Unix(1, 0)
@@ -180,7 +167,7 @@ var (
 	errFrameLineBreak = errors.New("frame contains a line break, which would split it on a newline-delimited stream")
 )
 
-// Send writes msg.Frame and a newline. See NewStreamConn for the outcomes.
+// Send writes msg.Frame and a newline. See Stream for the outcomes.
 func (c *streamConn) Send(ctx context.Context, msg *Message) error {
 	if len(msg.Frame) == 0 {
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: errEmptyFrame}
@@ -209,13 +196,13 @@ func (c *streamConn) Send(ctx context.Context, msg *Message) error {
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
 	}
 
-	buf := append(c.wbuf[:0], msg.Frame...)
+	pooled := writeBuffers.Get().(*[]byte)
+	buf := append((*pooled)[:0], msg.Frame...)
 	buf = append(buf, '\n')
 	n, werr := c.write(ctx, buf)
-	if cap(buf) <= maxKeptWriteBuffer {
-		c.wbuf = buf[:0]
-	} else {
-		c.wbuf = nil
+	if cap(buf) <= maxPooledBuffer {
+		*pooled = buf[:0]
+		writeBuffers.Put(pooled)
 	}
 	if werr == nil {
 		return nil
@@ -234,7 +221,8 @@ func (c *streamConn) Send(ctx context.Context, msg *Message) error {
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: cause}
 	}
 	// The peer holds part of a line: the stream is corrupt from here on.
-	c.shutdown(fmt.Errorf("%w: a partial write broke the stream: %w", ErrClosed, werr))
+	broken := fmt.Errorf("%w: a partial write broke the stream: %w", ErrClosed, werr)
+	c.fault(broken, broken)
 	return &Error{Outcome: Uncertain, ID: msg.ID,
 		Err: fmt.Errorf("partial write (%d of %d bytes) ended the connection: %w", n, len(buf), cause)}
 }
@@ -267,32 +255,9 @@ func (c *streamConn) checkedWrite(buf []byte) (int, error) {
 	return n, err
 }
 
-// Receive returns the next line. See NewStreamConn.
-func (c *streamConn) Receive(ctx context.Context) ([]byte, error) {
-	select {
-	case <-c.done:
-		return nil, c.cause
-	default:
-	}
-	select {
-	case d := <-c.frames:
-		return d.unpack()
-	case <-c.readEnd:
-		select {
-		case <-c.done:
-			return nil, c.cause
-		default:
-		}
-		return nil, c.readErr
-	case <-c.done:
-		return nil, c.cause
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // Close closes the stream. It is idempotent; calls after the first return nil.
 func (c *streamConn) Close() error {
+	c.endOnce.Do(func() {}) // the client knows
 	return c.shutdown(ErrClosed)
 }
 
@@ -307,48 +272,62 @@ func (c *streamConn) shutdown(cause error) error {
 	return err
 }
 
+// fault closes the conn for cause, a fault that leaves the stream unusable, and tells the
+// Receiver report.
+func (c *streamConn) fault(cause, report error) {
+	c.shutdown(cause)
+	c.reportEnd(report)
+}
+
+// reportEnd tells the Receiver that the connection ended, once, unless the client closed it.
+func (c *streamConn) reportEnd(err error) {
+	c.endOnce.Do(func() { c.recv.Fail(err) })
+}
+
 // OversizedFrames reports how many incoming lines were over the size limit.
 func (c *streamConn) OversizedFrames() int64 { return c.oversizedN.Load() }
 
-// readLoop reads lines and hands them to Receive until reading fails. Once the conn is closed it
-// drops what it reads, so that a peer can still flush its output and exit; reading then ends
-// with the stream (for plain streams at once, since Close closed it).
+// readLoop reads lines and delivers them until reading fails, then tells the Receiver the
+// connection ended, unless it was closed. Once the conn is closed it drops what it reads, so that
+// a peer can still flush its output and exit; reading then ends with the stream (for plain
+// streams at once, since Close closed it).
 func (c *streamConn) readLoop() {
+	defer close(c.readEnd)
 	err := c.readLines()
-	select {
-	case <-c.done:
-	default:
-		if errors.Is(err, io.EOF) {
-			err = fmt.Errorf("transport: the peer ended the stream: %w", err)
-		} else {
-			err = fmt.Errorf("transport: reading the stream: %w", err)
-		}
-		if c.hooks.ended != nil {
-			if e := c.hooks.ended(err); e != nil {
-				err = e
-			}
+	c.lines.release()
+	if c.isClosed() {
+		return // closed by the client, which knows, or by a fault already reported
+	}
+	if errors.Is(err, io.EOF) {
+		err = fmt.Errorf("transport: the peer ended the stream: %w", err)
+	} else {
+		err = fmt.Errorf("transport: reading the stream: %w", err)
+	}
+	if c.hooks.ended != nil {
+		if e := c.hooks.ended(err); e != nil {
+			err = e
 		}
 	}
-	c.readErr = err
-	close(c.readEnd)
-	if push := c.push.Load(); push != nil {
-		select {
-		case <-c.done: // closed by the client, which knows
-		default:
-			(*push)(nil, err)
-		}
+	c.reportEnd(err)
+}
+
+func (c *streamConn) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
 }
 
 func (c *streamConn) readLines() error {
-	br := bufio.NewReaderSize(c.r, readBufferSize)
 	for {
-		line, over, err := c.readLine(br)
+		line, over, err := c.readLine()
 		switch {
 		case over != nil:
 			c.oversized(over, err != nil)
-		case line != nil:
-			c.handOver(delivery{frame: line})
+		case line != nil && !c.isClosed():
+			c.recv.Deliver(line, "")
 		}
 		if err != nil {
 			return err
@@ -356,25 +335,86 @@ func (c *streamConn) readLines() error {
 	}
 }
 
-// handOver gives a line, or the failure of an exchange, to push, or to Receive until push is set.
-func (c *streamConn) handOver(d delivery) {
-	if push := c.push.Load(); push != nil {
-		(*push)(d.unpack())
-		return
+// Read buffers. A connection reads into a small buffer of its own while its peer is quiet, and
+// into a large pooled one while data flows, so that a connection waiting for its peer, as an idle
+// session's does all the time, holds no large buffer.
+const (
+	idleReadSize   = 512
+	readBufferSize = 64 << 10
+)
+
+var readBuffers = sync.Pool{New: func() any {
+	b := make([]byte, readBufferSize)
+	return &b
+}}
+
+// A burstReader reads from src into its small buffer while src is quiet, and into a pooled
+// large one while data flows: after a read that filled its buffer, or while the caller expects
+// more bytes at once.
+type burstReader struct {
+	src   io.Reader
+	small [idleReadSize]byte
+	large *[]byte
+	full  bool // the last read filled its buffer
+}
+
+// read reads once from src. flowing says more bytes are expected at once (the caller is inside
+// a line). The bytes returned are valid until the next call.
+func (b *burstReader) read(flowing bool) ([]byte, error) {
+	buf := b.small[:]
+	if flowing || b.full {
+		if b.large == nil {
+			b.large = readBuffers.Get().(*[]byte)
+		}
+		buf = *b.large
+	} else {
+		b.release()
 	}
-	select {
-	case c.frames <- d:
-	case <-c.pushSet:
-		(*c.push.Load())(d.unpack())
-	case <-c.done:
+	n, err := b.src.Read(buf)
+	b.full = n == len(buf)
+	return buf[:n], err
+}
+
+// release returns the large buffer, if the reader holds one, to the pool.
+func (b *burstReader) release() {
+	if b.large != nil {
+		readBuffers.Put(b.large)
+		b.large = nil
 	}
 }
 
-// Push hands every later line, and the end of reading, to deliver, on the reader goroutine.
-func (c *streamConn) Push(deliver func(frame []byte, err error)) {
-	if c.push.Swap(&deliver) == nil {
-		close(c.pushSet)
+// maxEmptyReads bounds the reads in a row that bring neither bytes nor an error.
+const maxEmptyReads = 100
+
+// A lineReader cuts what its burstReader reads into chunks that end at a newline, or at the end
+// of what one read brought.
+type lineReader struct {
+	burstReader
+	pending []byte // read and not yet returned; in a buffer of the burstReader
+	err     error  // what the last read returned, reported once pending is empty
+}
+
+// next returns the pending bytes up to and including the next newline, or all of them when they
+// hold none, reading first when none are pending; midLine says the caller is inside a line. The
+// chunk is valid until the next call. err is the error that ended reading, returned after every
+// byte read before it.
+func (l *lineReader) next(midLine bool) (chunk []byte, err error) {
+	for empty := 0; len(l.pending) == 0; empty++ {
+		if l.err != nil {
+			return nil, l.err
+		}
+		if empty == maxEmptyReads {
+			l.err = io.ErrNoProgress
+			return nil, l.err
+		}
+		l.pending, l.err = l.read(midLine)
 	}
+	chunk = l.pending
+	if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+		chunk = chunk[:i+1]
+	}
+	l.pending = l.pending[len(chunk):]
+	return chunk, nil
 }
 
 // An oversizedLine is what is kept of a line over the limit: its length, and what was read of
@@ -384,11 +424,11 @@ type oversizedLine struct {
 	skim jsonrpc.Skimmer
 }
 
-// readLine returns the next line worth returning, nil for an empty one, or what was read of a
+// readLine returns the next line worth delivering, nil for an empty one, or what was read of a
 // line over the limit; and the error that ended the stream, if it did.
-func (c *streamConn) readLine(br *bufio.Reader) (line []byte, over *oversizedLine, err error) {
+func (c *streamConn) readLine() (line []byte, over *oversizedLine, err error) {
 	for {
-		chunk, err := br.ReadSlice('\n')
+		chunk, err := c.lines.next(line != nil || over != nil)
 		switch {
 		case over != nil:
 			over.n += len(chunk)
@@ -401,7 +441,7 @@ func (c *streamConn) readLine(br *bufio.Reader) (line []byte, over *oversizedLin
 		default:
 			line = append(line, chunk...)
 		}
-		if err == bufio.ErrBufferFull {
+		if err == nil && !endsLine(chunk) {
 			continue
 		}
 		if over != nil {
@@ -422,7 +462,9 @@ func (c *streamConn) readLine(br *bufio.Reader) (line []byte, over *oversizedLin
 	}
 }
 
-// oversized settles a line over the limit (see NewStreamConn): the requests it answers end with
+func endsLine(chunk []byte) bool { return len(chunk) > 0 && chunk[len(chunk)-1] == '\n' }
+
+// oversized settles a line over the limit (see Stream): the requests it answers end with
 // ErrMessageTooLarge; a request or notification is dropped; a line that may answer a request
 // it does not name ends the connection. streamEnded says the stream ended with the line, which
 // ends the connection anyway.
@@ -447,15 +489,17 @@ func (c *streamConn) oversized(over *oversizedLine, streamEnded bool) {
 		}
 		tooLarge := fmt.Errorf("%w: a line of %d bytes, over the limit of %d, names no request it may answer: the connection ends",
 			ErrMessageTooLarge, over.n, c.max)
-		c.handOver(delivery{err: &Error{Outcome: Uncertain, Err: tooLarge}})
 		// Reading goes on, dropping what comes, until the stream closes: a server process must
 		// not block on a full stdout while it is being shut down.
-		c.shutdown(fmt.Errorf("%w: %w", ErrClosed, tooLarge))
+		c.fault(fmt.Errorf("%w: %w", ErrClosed, tooLarge), &Error{Outcome: Uncertain, Err: tooLarge})
 		return
 	}
 	for _, id := range ids {
-		c.handOver(delivery{err: &Error{Outcome: Uncertain, ID: id,
-			Err: fmt.Errorf("%w: the answer is a line of %d bytes, over the limit of %d", ErrMessageTooLarge, over.n, c.max)}})
+		if c.isClosed() {
+			return
+		}
+		c.recv.Fail(&Error{Outcome: Uncertain, ID: id,
+			Err: fmt.Errorf("%w: the answer is a line of %d bytes, over the limit of %d", ErrMessageTooLarge, over.n, c.max)})
 	}
 }
 

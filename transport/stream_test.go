@@ -15,19 +15,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/northstar-mcp/mcpclient/internal/transporttest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
-// streamPair returns a stream conn over one end of a net.Pipe, and the other end.
-func streamPair(t *testing.T, max int) (transport.Conn, net.Conn) {
+// streamConn returns a Stream connection over rwc, and what it delivers. The connection is closed
+// at the end of the test.
+func streamConn(t *testing.T, rwc io.ReadWriteCloser, max int) (transport.Conn, *transporttest.Queue) {
+	t.Helper()
+	q := new(transporttest.Queue)
+	c, err := (&transport.Stream{MaxFrameSize: max, Open: func(context.Context) (io.ReadWriteCloser, error) {
+		return rwc, nil
+	}}).Connect(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, q
+}
+
+// streamPair returns a stream conn over one end of a net.Pipe, what it delivers, and the other
+// end.
+func streamPair(t *testing.T, max int) (transport.Conn, *transporttest.Queue, net.Conn) {
 	t.Helper()
 	a, b := net.Pipe()
-	c := transport.NewStreamConn(a, max)
-	t.Cleanup(func() {
-		c.Close()
-		b.Close()
-	})
-	return c, b
+	t.Cleanup(func() { b.Close() })
+	c, q := streamConn(t, a, max)
+	return c, q, b
 }
 
 func streamSend(t *testing.T, c transport.Conn, frame string) {
@@ -37,15 +51,35 @@ func streamSend(t *testing.T, c transport.Conn, frame string) {
 	}
 }
 
-func streamReceive(t *testing.T, c transport.Conn) string {
+// streamReceive returns the next frame delivered.
+func streamReceive(t *testing.T, q *transporttest.Queue) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	b, err := c.Receive(ctx)
+	b, err := receiveNext(q)
 	if err != nil {
 		t.Fatalf("Receive: %v", err)
 	}
 	return string(b)
+}
+
+// receiveNext returns the next frame or failure delivered, waiting for it up to 10s.
+func receiveNext(q *transporttest.Queue) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return q.Receive(ctx)
+}
+
+// wantNothingMore checks that the connection delivers nothing more once its reader has ended.
+func wantNothingMore(t *testing.T, c transport.Conn, q *transporttest.Queue) {
+	t.Helper()
+	select {
+	case <-transport.ReadEnded(c):
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reader did not end")
+	}
+	if n := q.Len(); n != 0 {
+		frame, err := q.Receive(context.Background())
+		t.Errorf("%d more deliveries, the first %q, %v", n, frame, err)
+	}
 }
 
 // wantOutcome checks that err is a *transport.Error with the outcome, wrapping cause if not nil.
@@ -64,18 +98,19 @@ func wantOutcome(t *testing.T, err error, outcome transport.Outcome, cause error
 	return te
 }
 
-// wantConnEnded checks that err from Receive ends the connection: not an *Error with an ID.
+// wantConnEnded checks that err, reported to the Receiver, ends the connection: not an *Error
+// with an ID.
 func wantConnEnded(t *testing.T, err error, cause error) {
 	t.Helper()
 	if err == nil {
-		t.Fatal("Receive: nil error, want the end of the connection")
+		t.Fatal("nil error, want the end of the connection")
 	}
 	var te *transport.Error
 	if errors.As(err, &te) && te.ID != "" {
-		t.Errorf("Receive error %v names request %s; the end of a connection names none", err, te.ID)
+		t.Errorf("failure %v names request %s; the end of a connection names none", err, te.ID)
 	}
 	if cause != nil && !errors.Is(err, cause) {
-		t.Errorf("Receive error %v does not wrap %v", err, cause)
+		t.Errorf("failure %v does not wrap %v", err, cause)
 	}
 }
 
@@ -89,7 +124,7 @@ func oversized(t *testing.T, c transport.Conn) int64 {
 }
 
 func TestStreamOrderBothWays(t *testing.T) {
-	c, peer := streamPair(t, 0)
+	c, q, peer := streamPair(t, 0)
 	const n = 20
 	go func() {
 		for i := range n {
@@ -98,7 +133,7 @@ func TestStreamOrderBothWays(t *testing.T) {
 	}()
 	for i := range n {
 		want := fmt.Sprintf(`{"jsonrpc":"2.0","method":"m","params":{"i":%d}}`, i)
-		if got := streamReceive(t, c); got != want {
+		if got := streamReceive(t, q); got != want {
 			t.Fatalf("frame %d = %s, want %s", i, got, want)
 		}
 	}
@@ -127,10 +162,10 @@ func TestStreamOrderBothWays(t *testing.T) {
 }
 
 func TestStreamReceiveLineEndings(t *testing.T) {
-	c, peer := streamPair(t, 0)
+	_, q, peer := streamPair(t, 0)
 	go io.WriteString(peer, "\n\r\n   \n{\"a\":1}\r\n{\"b\":2}\n\n{\"c\":3}\n")
 	for _, want := range []string{`{"a":1}`, `{"b":2}`, `{"c":3}`} {
-		if got := streamReceive(t, c); got != want {
+		if got := streamReceive(t, q); got != want {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 	}
@@ -144,11 +179,10 @@ func TestStreamConcurrentSends(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	c := transport.NewStreamConn(struct {
+	c, _ := streamConn(t, struct {
 		io.Reader
 		io.WriteCloser
 	}{eofReader{}, pw}, 0)
-	defer c.Close()
 
 	const senders, size = 50, 100 << 10
 	type line struct {
@@ -247,8 +281,7 @@ func (f *fakeRWC) snapshot() (written string, writes, closed int) {
 
 func TestStreamSendRefusesLineBreaks(t *testing.T) {
 	rwc := newFakeRWC()
-	c := transport.NewStreamConn(rwc, 0)
-	defer c.Close()
+	c, _ := streamConn(t, rwc, 0)
 	for _, frame := range []string{"{\"a\":1}\n{\"b\":2}", "{\"a\":\r1}", "\n", ""} {
 		err := c.Send(context.Background(), &transport.Message{Frame: []byte(frame), ID: `"r1"`, Method: "m"})
 		te := wantOutcome(t, err, transport.NotDelivered, nil)
@@ -268,21 +301,15 @@ func TestStreamSendRefusesLineBreaks(t *testing.T) {
 func TestStreamPartialWriteIsUncertainAndEndsConn(t *testing.T) {
 	rwc := newFakeRWC()
 	rwc.cut = true
-	c := transport.NewStreamConn(rwc, 0)
-	defer c.Close()
-
-	received := make(chan error, 1)
-	go func() {
-		_, err := c.Receive(context.Background())
-		received <- err
-	}()
+	c, q := streamConn(t, rwc, 0)
 
 	err := c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":"x","method":"m"}`), ID: `"x"`, Method: "m"})
 	te := wantOutcome(t, err, transport.Uncertain, nil)
 	if te.ID != `"x"` {
 		t.Errorf("error ID = %q", te.ID)
 	}
-	wantConnEnded(t, <-received, transport.ErrClosed)
+	_, received := receiveNext(q)
+	wantConnEnded(t, received, transport.ErrClosed)
 	if _, _, closed := rwc.snapshot(); closed != 1 {
 		t.Errorf("rwc closed %d times, want 1", closed)
 	}
@@ -293,6 +320,7 @@ func TestStreamPartialWriteIsUncertainAndEndsConn(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("Close after a broken stream: %v", err)
 	}
+	wantNothingMore(t, c, q)
 }
 
 // failingWriter fails every write before the first byte.
@@ -301,30 +329,29 @@ type failingWriter struct{ *fakeRWC }
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
 
 func TestStreamWriteErrorBeforeAnyByteIsNotDelivered(t *testing.T) {
-	c := transport.NewStreamConn(failingWriter{newFakeRWC()}, 0)
-	defer c.Close()
+	rwc := newFakeRWC()
+	c, q := streamConn(t, failingWriter{rwc}, 0)
 	err := c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`), ID: "1"})
 	wantOutcome(t, err, transport.NotDelivered, nil)
 	// The connection is not broken by it.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	if _, err := c.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Receive after a refused write: %v, want the context's deadline", err)
+	go io.WriteString(rwc.pw, "{\"after\":1}\n")
+	if got := streamReceive(t, q); got != `{"after":1}` {
+		t.Fatalf("after a refused write: got %q", got)
 	}
 }
 
 func TestStreamLargeLineArrivesWhole(t *testing.T) {
-	c, peer := streamPair(t, 0) // the default limit
+	_, q, peer := streamPair(t, 0) // the default limit
 	line := `{"jsonrpc":"2.0","id":1,"result":{"data":"` + strings.Repeat("A", 10<<20) + `"}}`
 	go io.WriteString(peer, line+"\n")
-	if got := streamReceive(t, c); got != line {
+	if got := streamReceive(t, q); got != line {
 		t.Fatalf("a line of %d bytes came back as %d bytes", len(line), len(got))
 	}
 }
 
 func TestStreamOversizedAnswerEndsItsExchange(t *testing.T) {
 	const max = 64
-	c, peer := streamPair(t, max)
+	c, q, peer := streamPair(t, max)
 	exact := `{"s":"` + strings.Repeat("x", max-8) + `"}`
 	justOver := `{"id":9,"result":"` + strings.Repeat("x", max-19) + `"}`
 	if len(exact) != max || len(justOver) != max+1 {
@@ -342,21 +369,19 @@ func TestStreamOversizedAnswerEndsItsExchange(t *testing.T) {
 	}()
 	receiveFailure := func(wantID string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := c.Receive(ctx)
+		_, err := receiveNext(q)
 		if te := wantOutcome(t, err, transport.Uncertain, transport.ErrMessageTooLarge); te.ID != wantID {
 			t.Fatalf("the failure names request %q, want %q", te.ID, wantID)
 		}
 	}
 	receiveFailure(`"a"`)
 	// The notification was dropped.
-	if got := streamReceive(t, c); got != exact {
+	if got := streamReceive(t, q); got != exact {
 		t.Fatalf("a line of exactly the limit: got %.80q", got)
 	}
 	receiveFailure(`7`)
 	receiveFailure(`9`)
-	if got := streamReceive(t, c); got != `{"last":1}` {
+	if got := streamReceive(t, q); got != `{"last":1}` {
 		t.Fatalf("got %.80q, want the frame after the oversized lines", got)
 	}
 	if n := oversized(t, c); n != 4 {
@@ -376,44 +401,23 @@ func TestStreamOversizedLineNamingNoRequestEndsTheConnection(t *testing.T) {
 		"no JSON":     big,
 	} {
 		t.Run(name, func(t *testing.T) {
-			c, peer := streamPair(t, 1024)
+			c, q, peer := streamPair(t, 1024)
 			go func() {
 				io.WriteString(peer, line+"\n")
 				io.WriteString(peer, `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n")
 			}()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_, err := c.Receive(ctx)
+			_, err := receiveNext(q)
 			wantConnEnded(t, err, transport.ErrMessageTooLarge)
-			_, err = c.Receive(ctx)
-			wantConnEnded(t, err, transport.ErrClosed)
-			err = c.Send(ctx, &transport.Message{Frame: []byte(`{}`), ID: "2"})
+			err = c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`), ID: "2"})
 			wantOutcome(t, err, transport.NotDelivered, transport.ErrClosed)
+			// The answer that followed may answer nothing any more: the connection ended.
+			wantNothingMore(t, c, q)
 		})
 	}
 }
 
-func TestStreamReceiveHonorsContext(t *testing.T) {
-	c, peer := streamPair(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if _, err := c.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Receive: %v, want context.DeadlineExceeded", err)
-	}
-	ctx, cancel = context.WithCancel(context.Background())
-	cancel()
-	if _, err := c.Receive(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Receive: %v, want context.Canceled", err)
-	}
-	// The connection lives on.
-	go io.WriteString(peer, "{\"after\":1}\n")
-	if got := streamReceive(t, c); got != `{"after":1}` {
-		t.Fatalf("got %q", got)
-	}
-}
-
 func TestStreamSendHonorsContext(t *testing.T) {
-	c, peer := streamPair(t, 0) // net.Pipe: a write blocks until the peer reads, and has deadlines
+	c, _, peer := streamPair(t, 0) // net.Pipe: a write blocks until the peer reads, and has deadlines
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	err := c.Send(ctx, &transport.Message{Frame: []byte(`{"blocked":1}`), ID: "7", Method: "m"})
@@ -435,13 +439,9 @@ func TestStreamSendHonorsContext(t *testing.T) {
 	}
 }
 
+// Close unblocks a Send and the reader, and the end it causes is not reported to the Receiver.
 func TestStreamCloseUnblocksAndIsIdempotent(t *testing.T) {
-	c, _ := streamPair(t, 0)
-	received := make(chan error, 1)
-	go func() {
-		_, err := c.Receive(context.Background())
-		received <- err
-	}()
+	c, q, _ := streamPair(t, 0)
 	sent := make(chan error, 1)
 	go func() { // blocks: the peer never reads
 		sent <- c.Send(context.Background(), &transport.Message{Frame: []byte(`{"x":1}`), ID: "1"})
@@ -451,34 +451,30 @@ func TestStreamCloseUnblocksAndIsIdempotent(t *testing.T) {
 		wg.Go(func() { c.Close() })
 	}
 	wg.Wait()
-	wantConnEnded(t, <-received, transport.ErrClosed)
+	wantNothingMore(t, c, q)
 	wantOutcome(t, <-sent, transport.NotDelivered, transport.ErrClosed)
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
-	}
-	if _, err := c.Receive(context.Background()); !errors.Is(err, transport.ErrClosed) {
-		t.Errorf("Receive after Close: %v", err)
 	}
 	wantOutcome(t, c.Send(context.Background(), &transport.Message{Frame: []byte(`{}`)}), transport.NotDelivered, transport.ErrClosed)
 }
 
 func TestStreamEOFEndsConn(t *testing.T) {
-	c, peer := streamPair(t, 0)
+	c, q, peer := streamPair(t, 0)
 	go func() {
 		io.WriteString(peer, "{\"a\":1}\n{\"tail\":1}")
 		peer.Close()
 	}()
-	if got := streamReceive(t, c); got != `{"a":1}` {
+	if got := streamReceive(t, q); got != `{"a":1}` {
 		t.Fatalf("got %q", got)
 	}
-	if got := streamReceive(t, c); got != `{"tail":1}` {
+	if got := streamReceive(t, q); got != `{"tail":1}` {
 		t.Fatalf("a last line without newline: got %q", got)
 	}
-	_, err := c.Receive(context.Background())
+	_, err := receiveNext(q)
 	wantConnEnded(t, err, io.EOF)
-	if _, again := c.Receive(context.Background()); !errors.Is(again, io.EOF) {
-		t.Errorf("second Receive after EOF: %v", again)
-	}
+	c.Close()
+	wantNothingMore(t, c, q) // the end is reported once
 }
 
 func TestStreamTransportConnect(t *testing.T) {
@@ -488,29 +484,30 @@ func TestStreamTransportConnect(t *testing.T) {
 		peers = append(peers, b)
 		return a, nil
 	}}
-	c, err := s.Connect(context.Background())
+	q := new(transporttest.Queue)
+	c, err := s.Connect(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go io.WriteString(peers[0], "{\"hello\":1}\n")
-	if got := streamReceive(t, c); got != `{"hello":1}` {
+	if got := streamReceive(t, q); got != `{"hello":1}` {
 		t.Fatalf("got %q", got)
 	}
 	c.Close()
 	peers[0].Close()
 
 	refused := errors.New("connection refused")
-	_, err = (&transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) { return nil, refused }}).Connect(context.Background())
+	_, err = (&transport.Stream{Open: func(context.Context) (io.ReadWriteCloser, error) { return nil, refused }}).Connect(context.Background(), q)
 	wantOutcome(t, err, transport.NotDelivered, refused)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = s.Connect(ctx)
+	_, err = s.Connect(ctx, q)
 	wantOutcome(t, err, transport.NotDelivered, context.Canceled)
 	if len(peers) != 1 {
 		t.Errorf("Open called %d times, want 1 (not with a done context)", len(peers))
 	}
 
-	_, err = (&transport.Stream{}).Connect(context.Background())
+	_, err = (&transport.Stream{}).Connect(context.Background(), q)
 	wantOutcome(t, err, transport.NotDelivered, nil)
 }

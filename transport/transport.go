@@ -5,6 +5,12 @@
 // results, never retries and never rewrites ids. It hands a frame's bytes to the peer and, when
 // an exchange breaks, says whether the bytes can have reached the server (see [Outcome]). The
 // mcpclient.Client owns negotiation, the request ledger and every retry decision.
+//
+// There is one way in each direction. The client sends with [Conn.Send]; the connection hands
+// every frame it reads, and every failure it meets, to the [Receiver] the client gave
+// [Transport.Connect], on the goroutine that read it. [HTTP], [SSE], [Stream], [Command] and
+// [Memory] all work so, and a transport written outside this package does too: see the example
+// of [Transport].
 package transport
 
 import (
@@ -18,39 +24,110 @@ import (
 // old server session is the transport's business, and a client treats every new connection as a
 // new session. Implementations must be safe for concurrent use.
 type Transport interface {
-	Connect(ctx context.Context) (Conn, error)
+	// Connect opens a connection whose incoming frames and failures go to r, from the moment
+	// Connect is called until the connection has ended (see Receiver). An error means there is
+	// no connection: it should be an *Error, NotDelivered, since nothing was sent on it; wrap
+	// ErrMisconfigured when trying again cannot help.
+	Connect(ctx context.Context, r Receiver) (Conn, error)
 }
 
 // DialFunc adapts a function to the [Transport] interface.
-type DialFunc func(ctx context.Context) (Conn, error)
+type DialFunc func(ctx context.Context, r Receiver) (Conn, error)
 
-// Connect calls f(ctx).
-func (f DialFunc) Connect(ctx context.Context) (Conn, error) { return f(ctx) }
+// Connect calls f(ctx, r).
+func (f DialFunc) Connect(ctx context.Context, r Receiver) (Conn, error) { return f(ctx, r) }
 
-// A Conn is one logical connection to a server session.
+// A Conn is one logical connection to a server session. What it reads from the server goes to
+// the [Receiver] it was opened with.
 //
-// Send and Receive may be called concurrently with each other and with Close; Send may be
-// called from several goroutines at once. Close unblocks Receive and Send and is idempotent.
+// Send may be called from several goroutines at once, and concurrently with Close. Close
+// unblocks Send and is idempotent.
 type Conn interface {
 	// Send hands one frame to the server. The transport must not modify or retain msg.Frame
 	// beyond the call, and must write it byte for byte.
 	//
-	// A nil error means the frame was handed over; the answer to a request arrives through
-	// Receive, or Receive reports the exchange broken with an *Error carrying msg.ID. A non-nil
-	// error should be an *Error whose Outcome says whether the bytes can have reached the server;
-	// any other error is treated as Uncertain.
+	// A nil error means the frame was handed over; the answer to a request reaches the
+	// Receiver, or the Receiver's Fail reports the exchange broken with an *Error carrying
+	// msg.ID. Send may read the answer itself and deliver it before it returns (an HTTP POST
+	// answered with JSON). A non-nil error should be an *Error whose Outcome says whether the
+	// bytes can have reached the server; any other error is treated as Uncertain.
 	Send(ctx context.Context, msg *Message) error
 
-	// Receive returns the next frame from the server: a response, a notification or a
-	// server-initiated request. The frame is the caller's: the connection must not reuse it.
-	//
-	// An *Error whose ID is set reports that the exchange of that one request broke; the
-	// connection lives on and Receive may be called again. Any other error means the connection
-	// has ended: every request sent on it and not yet answered will get no answer from it.
-	Receive(ctx context.Context) ([]byte, error)
-
-	// Close ends the connection. It is idempotent and safe to call concurrently.
+	// Close ends the connection. It is idempotent and safe to call concurrently. The connection
+	// does not report the end it causes to its Receiver.
 	Close() error
+}
+
+// A Receiver takes everything a connection reads from its server: frames, and the failures of
+// exchanges or of the connection itself. The client implements it and passes it to
+// [Transport.Connect]; the connection calls it, never the other way round. A Receiver is safe for
+// concurrent use.
+//
+// The contract, for those who write a transport:
+//   - The connection calls the Receiver on a goroutine of its own: a reader's, or the goroutine
+//     of the Send that reads its answer itself. It may do so as soon as Connect was called,
+//     before Connect returns.
+//   - Frames read from one stream are delivered one at a time, in the order they were read;
+//     frames of different streams (two HTTP response streams) may be delivered concurrently.
+//   - A call may block. While it does, the connection reads nothing more from where the frame
+//     came: the backpressure a slow client puts on its server.
+//   - The Receiver never calls Close from within a call: Close may wait for the goroutines that
+//     deliver.
+//   - After the connection reported its own end (Fail with an error that is not an exchange's),
+//     or once Close was called, what it still reads may be delivered or dropped; the Receiver
+//     ignores it.
+type Receiver interface {
+	// Deliver hands over one frame from the server: a response, a notification, a server
+	// request, or a batch of them. The frame is the Receiver's from then on: the connection
+	// must not modify or reuse it.
+	//
+	// awaited is the id of the request (its JSON text, as in [Message.ID]) whose answer the
+	// connection waits for on the stream the frame came from, or "". Deliver reports whether the
+	// frame holds the response to that request, so that the connection learns it without
+	// decoding the frame itself: a Streamable HTTP response stream is done with its answer, and
+	// a JSON body that answers another request leaves its own without an answer. For awaited
+	// "" it reports false.
+	Deliver(frame []byte, awaited string) (answered bool)
+
+	// Fail reports a failure. An *Error whose ID is set reports that the exchange of that one
+	// request broke; the connection lives on. Any other error reports that the connection has
+	// ended: every request sent on it and not yet answered will get no answer from it. The
+	// client still calls Close.
+	Fail(err error)
+}
+
+// A SessionConn is a connection that keeps a server session of its own across its exchanges,
+// as Streamable HTTP does: every message is a request of its own, so the session has an id, the
+// protocol revision travels with each message, and messages the server sends unprompted need a
+// stream of their own. The client finds these abilities with a type assertion; a connection
+// over one byte stream or one event stream has none of them.
+type SessionConn interface {
+	Conn
+
+	// SessionID returns the id of the server session (Mcp-Session-Id), or "" when the server
+	// gave none.
+	SessionID() string
+
+	// SetProtocolVersion makes every later message carry the negotiated protocol revision
+	// (MCP-Protocol-Version). The client calls it as soon as the revision is known: once
+	// initialize has answered, or once it chose a stateless revision.
+	SetProtocolVersion(version string)
+
+	// Listen opens the channel for messages the server sends unprompted (the GET stream of
+	// Streamable HTTP), once, and returns when the server has answered for it; a server that
+	// offers none is no error. The client calls it once it has something to receive there,
+	// such as notification handlers.
+	Listen()
+
+	// CancelsByClosing reports whether abandoning an exchange is itself its cancellation
+	// (closing the response stream, in the stateless revisions), so that the client sends no
+	// notifications/cancelled.
+	CancelsByClosing() bool
+
+	// Detach ends the connection as Close does but leaves the server session open (no DELETE),
+	// so that the server keeps what the session holds, receipts included, until it expires the
+	// session itself.
+	Detach() error
 }
 
 // A Message is one outgoing frame and what the client knows about it.
@@ -79,53 +156,8 @@ type Message struct {
 // IsRequest reports whether m carries a request, which expects an answer.
 func (m *Message) IsRequest() bool { return m.ID != "" }
 
-// ProtocolVersionSetter is implemented by connections that send the negotiated protocol
-// revision with every message (MCP-Protocol-Version over HTTP). The client calls it as soon as
-// initialize has answered.
-type ProtocolVersionSetter interface {
-	SetProtocolVersion(version string)
-}
-
-// Listener is implemented by connections that must open a channel of their own for messages
-// the server sends unprompted (the Streamable HTTP GET stream). The client calls Listen once it
-// has something to receive there, such as notification handlers.
-type Listener interface {
-	Listen()
-}
-
-// SessionIDer is implemented by connections whose server session has an id (Mcp-Session-Id).
-type SessionIDer interface {
-	SessionID() string
-}
-
-// Detacher is implemented by connections that can end without ending their server session
-// (Streamable HTTP: no DELETE), so that the server keeps what the session holds, receipts
-// included, until it expires the session itself.
-type Detacher interface {
-	Detach() error
-}
-
-// StreamCanceler is implemented by connections on which abandoning an exchange is itself its
-// cancellation (closing the response stream, in the stateless revisions of Streamable HTTP), so
-// that the client sends no notifications/cancelled.
-type StreamCanceler interface {
-	CancelsByClosing() bool
-}
-
-// A Pusher is a connection that can hand what it receives to the client as it arrives, on the
-// goroutine that read it (the caller's own, in Send, for a JSON answer to a POST), instead of
-// queueing it for Receive. A connection whose frames only come from its own exchanges, such as
-// Streamable HTTP without its GET stream, then keeps no goroutine waiting for frames, and an
-// answer reaches its caller without passing through another goroutine.
-type Pusher interface {
-	// Push makes every later frame, and every error Receive would have returned, go to deliver
-	// instead; Receive is not called afterwards. The client calls it before the first Send.
-	// deliver may be called from several goroutines at once. It may block, which holds up the
-	// exchange or stream the frame came from, and it must not call Close.
-	Push(deliver func(frame []byte, err error))
-}
-
-// ErrClosed is returned by Send and Receive once the connection was closed.
+// ErrClosed is returned by Send once the connection was closed, and reports to the Receiver a
+// connection that ended without a cause of its own.
 var ErrClosed = errors.New("transport: connection closed")
 
 // ErrMisconfigured marks a connect failure that trying again cannot mend: a malformed URL, a

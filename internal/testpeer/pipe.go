@@ -92,9 +92,9 @@ func (p *Pipe) add(c *Conn) error {
 	return nil
 }
 
-func (p *Pipe) dial(context.Context) (transport.Conn, error) {
+func (p *Pipe) dial(_ context.Context, r transport.Receiver) (transport.Conn, error) {
 	t := p.t
-	client, server := transport.Pipe()
+	client, server := transport.Pipe(r)
 	c := &Conn{p: p, mem: server}
 	if err := p.add(c); err != nil {
 		client.Close()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/testpeer"
+	"github.com/northstar-mcp/mcpclient/internal/transporttest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -80,7 +81,7 @@ func TestPipeHangUpRefusesConnections(t *testing.T) {
 	p := testpeer.NewPipe(t, nil)
 	usable(t, p.Transport())
 	p.HangUp()
-	if _, err := p.Transport().Connect(context.Background()); transport.OutcomeOf(err) != transport.NotDelivered {
+	if _, err := p.Transport().Connect(context.Background(), new(transporttest.Queue)); transport.OutcomeOf(err) != transport.NotDelivered {
 		t.Fatalf("connect after the hang-up: %v, want a refusal", err)
 	}
 }

@@ -1,4 +1,4 @@
-package transport
+package transport_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/northstar-mcp/mcpclient/internal/transporttest"
+	"github.com/northstar-mcp/mcpclient/transport"
 )
 
 // answerThenHold answers a POST with an SSE stream holding the answer to the request with id
@@ -27,42 +30,35 @@ func answerThenHold(ended chan<- struct{}) http.Handler {
 	})
 }
 
-func pushedConn(t *testing.T, url string) (*httpConn, <-chan []byte) {
+// httpConn connects to url with tr and returns the connection and what it delivers.
+func httpConn(t *testing.T, tr *transport.HTTP) (transport.Conn, *transporttest.Queue) {
 	t.Helper()
-	conn, err := (&HTTP{URL: url}).Connect(context.Background())
+	q := new(transporttest.Queue)
+	conn, err := tr.Connect(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	c := conn.(*httpConn)
-	frames := make(chan []byte, 8)
-	c.Push(func(frame []byte, err error) {
-		if err == nil {
-			frames <- frame
-		}
-	})
-	return c, frames
+	return conn, q
 }
 
-// With a pushing client, Send reads an SSE answer on the caller's goroutine: the answer has been
-// pushed when Send returns, and a server that keeps the stream open after it holds nobody.
-func TestPushedSSEAnswerIsDeliveredBeforeSendReturns(t *testing.T) {
+// Send reads an SSE answer on the caller's goroutine: the answer has been delivered when Send
+// returns, and a server that keeps the stream open after it holds nobody.
+func TestSSEAnswerIsDeliveredBeforeSendReturns(t *testing.T) {
 	ended := make(chan struct{})
 	srv := httptest.NewServer(answerThenHold(ended))
 	t.Cleanup(srv.Close) // after the connection's, which ends the held stream
-	c, frames := pushedConn(t, srv.URL)
+	c, q := httpConn(t, &transport.HTTP{URL: srv.URL})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.Send(ctx, &Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), ID: "1", Method: "ping"}); err != nil {
+	if err := c.Send(ctx, &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), ID: "1", Method: "ping"}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case f := <-frames:
-		if string(f) != `{"jsonrpc":"2.0","id":1,"result":{}}` {
-			t.Fatalf("pushed %s", f)
-		}
-	default:
-		t.Fatal("Send returned before the answer was pushed")
+	if q.Len() == 0 {
+		t.Fatal("Send returned before the answer was delivered")
+	}
+	if f, err := q.Receive(ctx); err != nil || string(f) != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Fatalf("delivered %s, %v", f, err)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("Send was held by the open stream")
@@ -72,14 +68,13 @@ func TestPushedSSEAnswerIsDeliveredBeforeSendReturns(t *testing.T) {
 // The rest of a response stream is read for a while after its answer, whatever the caller does
 // with its context, and then closed.
 func TestStreamOpenAfterItsAnswerIsClosed(t *testing.T) {
-	saved := afterAnswerTimeout
-	t.Cleanup(func() { afterAnswerTimeout = saved }) // last: the connection's Close waits for its readers
-	afterAnswerTimeout = 20 * time.Millisecond
 	ended := make(chan struct{})
 	srv := httptest.NewServer(answerThenHold(ended))
 	t.Cleanup(srv.Close)
-	c, _ := pushedConn(t, srv.URL)
-	if err := c.Send(context.Background(), &Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), ID: "1", Method: "ping"}); err != nil {
+	tr := &transport.HTTP{URL: srv.URL}
+	transport.SetAfterAnswerTimeout(tr, 20*time.Millisecond)
+	c, _ := httpConn(t, tr)
+	if err := c.Send(context.Background(), &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), ID: "1", Method: "ping"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

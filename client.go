@@ -64,9 +64,9 @@ type Client struct {
 	// ctx ends at Close and Detach; the client's own background work runs under it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// wg counts every session until it has ended, the goroutines of sessions (reader,
-	// dispatcher, server request handlers), the pinger and subscription watchers. Goroutines of a
-	// session are added while the session's own count is held.
+	// wg counts every session until it has ended, the goroutines of sessions (dispatcher,
+	// server request handlers, notices of cancellation), the pinger and subscription watchers.
+	// Goroutines of a session are added while the session's own count is held.
 	wg sync.WaitGroup
 }
 

@@ -190,7 +190,7 @@ func (t *HTTP) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	c := &httpConn{
 		t:             t,
 		url:           u.String(),
-		client:        sameOriginRedirects(t.Client, allowed),
+		client:        redirectChecked(t.Client, allowed),
 		maxSize:       t.MaxMessageSize,
 		resumes:       t.MaxResumes,
 		headerTimeout: timeoutOr(t.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
@@ -206,11 +206,16 @@ func (t *HTTP) Connect(ctx context.Context, r Receiver) (Conn, error) {
 		c.resumes = 3
 	}
 	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		c.log = discardLogger
 	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if c.url == t.URL {
+		c.url = t.URL // the string the caller holds anyway, rather than a copy per connection
+	}
 	return c, nil
 }
+
+// discardLogger is the Logger of connections given none.
+var discardLogger = slog.New(slog.DiscardHandler)
 
 var _ SessionConn = (*httpConn)(nil)
 
@@ -227,11 +232,7 @@ type httpConn struct {
 	afterAnswer time.Duration
 	log         *slog.Logger
 	recv        Receiver
-
-	// ctx ends at Close; every stream reader runs under it.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	streams sync.WaitGroup // stream readers
+	streams     sync.WaitGroup // stream readers
 
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id, once the server gave one; guarded by mu
@@ -240,15 +241,23 @@ type httpConn struct {
 	listening bool   // the GET stream was asked for; guarded by mu
 	// serverStreamOpened is closed when the server has answered the first GET; guarded by mu.
 	serverStreamOpened chan struct{}
-	closed             bool // guarded by mu
+	// serverStreamCtx, made by the first Listen, ends at Close: the GET stream runs under it.
+	// guarded by mu.
+	serverStreamCtx  context.Context
+	stopServerStream context.CancelFunc
+	// inflight lists the requests whose responses are being read, for Close to end them.
+	// guarded by mu.
+	inflight *exchange
+	closed   bool // guarded by mu
 	// serverStreamUp: the GET stream is open or being resumed; guarded by mu.
 	serverStreamUp bool
 	// awaitingServerStream holds the requests answered 202, whose answers can only come on the
 	// GET stream; they fail when it ends for good. guarded by mu.
 	awaitingServerStream map[string]struct{}
 	// answeredEarly holds the last requests answered on the GET stream before their 202 was
-	// read, so that such a request is not awaited again; guarded by mu.
-	answeredEarly recentIDs
+	// read, so that such a request is not awaited again; made when the GET stream first
+	// brings an answer. guarded by mu.
+	answeredEarly *recentIDs
 
 	closeOnce sync.Once
 }
@@ -292,10 +301,11 @@ func (c *httpConn) Listen() {
 	if !c.listening && !c.closed && !c.modern {
 		c.listening = true
 		c.serverStreamOpened = make(chan struct{})
+		c.serverStreamCtx, c.stopServerStream = context.WithCancel(context.Background())
 		c.streams.Add(1) // under mu: shutdown waits for streams only after it set closed
-		go c.serverStream(c.serverStreamOpened)
+		go c.serverStream(c.serverStreamCtx, c.serverStreamOpened)
 	}
-	opened := c.serverStreamOpened
+	opened, ctx := c.serverStreamOpened, c.serverStreamCtx
 	c.mu.Unlock()
 	if opened == nil {
 		return
@@ -305,7 +315,7 @@ func (c *httpConn) Listen() {
 	select {
 	case <-opened:
 	case <-t.C:
-	case <-c.ctx.Done():
+	case <-ctx.Done():
 	}
 }
 
@@ -364,9 +374,13 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	// interest in the answer. It keeps the caller's values, for HeaderFunc and RoundTrippers.
 	reqCtx, abort := context.WithCancelCause(context.WithoutCancel(ctx))
 	cancel := func() { abort(nil) }
-	stopOnClose := context.AfterFunc(c.ctx, cancel)
+	x := c.track(cancel)
+	if x == nil {
+		cancel()
+		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: ErrClosed}
+	}
 	stop := context.AfterFunc(ctx, cancel)
-	release := func() { stop(); stopOnClose(); cancel() }
+	release := func() { stop(); c.untrack(x); cancel() }
 
 	trace, traced := traceRequest(reqCtx, c.headerTimeout, abort)
 	req, err := c.newRequest(traced, http.MethodPost, msg.Frame, msg.Header)
@@ -447,7 +461,7 @@ func (c *httpConn) awaitOnServerStream(id string) bool {
 	if !c.serverStreamUp {
 		return false
 	}
-	if c.answeredEarly.take(id) {
+	if c.answeredEarly != nil && c.answeredEarly.take(id) {
 		return true
 	}
 	if c.awaitingServerStream == nil {
@@ -469,6 +483,9 @@ func (c *httpConn) answeredOnServerStream(data []byte) {
 		if _, ok := c.awaitingServerStream[id]; ok {
 			delete(c.awaitingServerStream, id)
 		} else {
+			if c.answeredEarly == nil {
+				c.answeredEarly = new(recentIDs)
+			}
 			c.answeredEarly.add(id)
 		}
 	}
@@ -776,6 +793,44 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 // afterAnswerTimeout bounds how long the rest of a response stream is read after its answer.
 const afterAnswerTimeout = 10 * time.Second
 
+// An exchange is a request whose response is being read: Close ends it.
+type exchange struct {
+	cancel     func()
+	prev, next *exchange
+}
+
+// track lists an exchange that cancel ends, unless the connection is closed: then it returns
+// nil.
+func (c *httpConn) track(cancel func()) *exchange {
+	x := &exchange{cancel: cancel}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	x.next = c.inflight
+	if x.next != nil {
+		x.next.prev = x
+	}
+	c.inflight = x
+	return x
+}
+
+// untrack takes x off the list of exchanges; shutdown may have done so already.
+func (c *httpConn) untrack(x *exchange) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if x.prev != nil {
+		x.prev.next = x.next
+	} else if c.inflight == x {
+		c.inflight = x.next
+	}
+	if x.next != nil {
+		x.next.prev = x.prev
+	}
+	x.prev, x.next = nil, nil
+}
+
 // startStream counts a stream goroutine about to start, unless the connection is closed: shutdown
 // sets closed before it waits for the count, so no stream starts after that wait began.
 func (c *httpConn) startStream() bool {
@@ -827,15 +882,15 @@ func streamEnded(err error) error {
 	return err
 }
 
-// serverStream keeps the standalone GET stream open while the connection lives.
-func (c *httpConn) serverStream(opened chan struct{}) {
+// serverStream keeps the standalone GET stream open until ctx ends, at Close.
+func (c *httpConn) serverStream(ctx context.Context, opened chan struct{}) {
 	defer c.streams.Done()
 	st := &stream{c: c}
 	err := ErrClosed
 	defer func() { c.serverStreamEnded(err) }()
-	for first := true; c.ctx.Err() == nil; first = false {
+	for first := true; ctx.Err() == nil; first = false {
 		var body io.ReadCloser
-		body, err = st.resume(c.ctx, !first)
+		body, err = st.resume(ctx, !first)
 		if body != nil && first {
 			c.mu.Lock()
 			c.serverStreamUp = true
@@ -848,7 +903,7 @@ func (c *httpConn) serverStream(opened chan struct{}) {
 			c.log.Debug("transport: no server stream", "err", err)
 			return
 		}
-		err = streamEnded(st.read(c.ctx, body))
+		err = streamEnded(st.read(ctx, body))
 	}
 	err = ErrClosed
 }
@@ -1083,8 +1138,22 @@ func (c *httpConn) shutdown(endSession bool) {
 		c.mu.Lock()
 		c.closed = true
 		session := c.session
+		var cancels []func()
+		for x := c.inflight; x != nil; {
+			next := x.next
+			cancels = append(cancels, x.cancel)
+			x.prev, x.next = nil, nil
+			x = next
+		}
+		c.inflight = nil
+		stopServerStream := c.stopServerStream
 		c.mu.Unlock()
-		c.cancel()
+		for _, cancel := range cancels {
+			cancel()
+		}
+		if stopServerStream != nil {
+			stopServerStream()
+		}
 		c.streams.Wait()
 		if session == "" || !endSession {
 			return
@@ -1278,6 +1347,17 @@ func parseOrigins(list []string) ([]*url.URL, error) {
 func origin(u *url.URL) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
+
+// redirectChecked returns c, or the shared client, following redirects as sameOriginRedirects
+// says. The transports given no client and no allowed origins share one such client.
+func redirectChecked(c *http.Client, allowed []*url.URL) *http.Client {
+	if c == nil && len(allowed) == 0 {
+		return sharedRedirectChecked()
+	}
+	return sameOriginRedirects(c, allowed)
+}
+
+var sharedRedirectChecked = sync.OnceValue(func() *http.Client { return sameOriginRedirects(nil, nil) })
 
 // sameOriginRedirects returns a copy of c (or of the shared client) that follows no redirect
 // off the origin of a request unless to an allowed origin. Every request of a session is for

@@ -71,10 +71,10 @@ func (t *SSE) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	if err != nil {
 		return nil, &Error{Outcome: NotDelivered, Err: err}
 	}
-	c := &sseConn{t: t, client: sameOriginRedirects(t.Client, allowed), recv: r,
+	c := &sseConn{t: t, client: redirectChecked(t.Client, allowed), recv: r,
 		ended: make(chan struct{}), log: t.Logger, maxSize: t.MaxMessageSize}
 	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		c.log = discardLogger
 	}
 	if c.maxSize <= 0 {
 		c.maxSize = DefaultMaxMessageSize

@@ -437,7 +437,7 @@ func (p *stdioConn) copyStderr(w io.Writer) {
 	defer close(p.stderrDone)
 	defer p.stderrReader.release()
 	for {
-		b, err := p.stderrReader.read(false)
+		b, err := p.stderrReader.readSmall() // stderr is not worth a large buffer
 		if len(b) > 0 {
 			p.tail.Write(b)
 			if w != nil {
@@ -461,7 +461,7 @@ func (p *stdioConn) logStderr(l *slog.Logger) {
 	log := func(b []byte) { l.Info("mcp server stderr", "pid", p.pid, "stderr", string(b)) }
 	var line []byte // what came of a line that is not over yet
 	for {
-		chunk, err := p.stderrReader.next(len(line) > 0)
+		chunk, err := p.stderrReader.next()
 		p.tail.Write(chunk)
 		line = append(line, chunk...)
 		for len(line) > maxStderrLine || (len(line) == maxStderrLine && !endsLine(line)) {

@@ -141,7 +141,7 @@ func newStreamConn(r io.Reader, w io.Writer, closeFn func() error, maxFrameSize 
 		hooks:   hooks,
 		recv:    recv,
 		wsem:    make(chan struct{}, 1),
-		lines:   lineReader{burstReader: burstReader{src: r}},
+		lines:   lineReader{src: r},
 		readEnd: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -335,86 +335,118 @@ func (c *streamConn) readLines() error {
 	}
 }
 
-// Read buffers. A connection reads into a small buffer of its own while its peer is quiet, and
-// into a large pooled one while data flows, so that a connection waiting for its peer, as an idle
-// session's does all the time, holds no large buffer.
+// Read buffers. A connection reads into a small buffer of its own while its peer may be quiet,
+// and into pooled ones while a line is longer than that, so that a connection waiting for its
+// peer, as an idle session's does all the time, holds no large buffer: a medium one first,
+// which most messages fit, and a large one for a line that fills that.
 const (
 	idleReadSize   = 512
-	readBufferSize = 64 << 10
+	mediumReadSize = 4 << 10
+	largeReadSize  = 64 << 10
 )
 
-var readBuffers = sync.Pool{New: func() any {
-	b := make([]byte, readBufferSize)
-	return &b
-}}
-
-// A burstReader reads from src into its small buffer while src is quiet, and into a pooled
-// large one while data flows: after a read that filled its buffer, or while the caller expects
-// more bytes at once.
-type burstReader struct {
-	src   io.Reader
-	small [idleReadSize]byte
-	large *[]byte
-	full  bool // the last read filled its buffer
-}
-
-// read reads once from src. flowing says more bytes are expected at once (the caller is inside
-// a line). The bytes returned are valid until the next call.
-func (b *burstReader) read(flowing bool) ([]byte, error) {
-	buf := b.small[:]
-	if flowing || b.full {
-		if b.large == nil {
-			b.large = readBuffers.Get().(*[]byte)
-		}
-		buf = *b.large
-	} else {
-		b.release()
-	}
-	n, err := b.src.Read(buf)
-	b.full = n == len(buf)
-	return buf[:n], err
-}
-
-// release returns the large buffer, if the reader holds one, to the pool.
-func (b *burstReader) release() {
-	if b.large != nil {
-		readBuffers.Put(b.large)
-		b.large = nil
-	}
-}
+var (
+	mediumReadBuffers = sync.Pool{New: func() any { return new([mediumReadSize]byte) }}
+	largeReadBuffers  = sync.Pool{New: func() any { return new([largeReadSize]byte) }}
+)
 
 // maxEmptyReads bounds the reads in a row that bring neither bytes nor an error.
 const maxEmptyReads = 100
 
-// A lineReader cuts what its burstReader reads into chunks that end at a newline, or at the end
-// of what one read brought.
+// A lineReader cuts what it reads from src into lines, as bufio.Reader.ReadSlice does, with a
+// buffer that grows while a line is longer than it and shrinks back to the small one between
+// lines. It must not be copied once used.
 type lineReader struct {
-	burstReader
-	pending []byte // read and not yet returned; in a buffer of the burstReader
-	err     error  // what the last read returned, reported once pending is empty
+	src     io.Reader
+	small   [idleReadSize]byte
+	medium  *[mediumReadSize]byte // from its pool while a line needs it
+	large   *[largeReadSize]byte  // from its pool while a line needs it
+	buf     []byte                // the buffer in use
+	r, w    int                   // buf[r:w] was read and not yet returned
+	scanned int                   // buf[r:r+scanned] holds no newline
+	inLine  bool                  // the last chunk returned did not end its line
+	err     error                 // what ended reading, returned once buf[r:w] is empty
 }
 
-// next returns the pending bytes up to and including the next newline, or all of them when they
-// hold none, reading first when none are pending; midLine says the caller is inside a line. The
-// chunk is valid until the next call. err is the error that ended reading, returned after every
-// byte read before it.
-func (l *lineReader) next(midLine bool) (chunk []byte, err error) {
-	for empty := 0; len(l.pending) == 0; empty++ {
+// next returns the next line, with its newline, or a piece of a line longer than the large
+// buffer, or what the stream ended with after its last newline. The chunk is valid until the next
+// call. err is the error that ended reading, returned after every byte read before it.
+func (l *lineReader) next() (chunk []byte, err error) {
+	for empty := 0; ; {
+		if i := bytes.IndexByte(l.buf[l.r+l.scanned:l.w], '\n'); i >= 0 {
+			end := l.r + l.scanned + i + 1
+			chunk = l.buf[l.r:end]
+			l.r, l.scanned, l.inLine = end, 0, false
+			return chunk, nil
+		}
+		l.scanned = l.w - l.r
+		if l.r < l.w && (l.err != nil || l.w-l.r == largeReadSize) {
+			chunk = l.buf[l.r:l.w]
+			l.r, l.scanned, l.inLine = l.w, 0, true
+			return chunk, nil
+		}
 		if l.err != nil {
 			return nil, l.err
 		}
-		if empty == maxEmptyReads {
+		if l.fill() {
+			empty = 0
+		} else if empty++; empty == maxEmptyReads {
 			l.err = io.ErrNoProgress
-			return nil, l.err
 		}
-		l.pending, l.err = l.read(midLine)
 	}
-	chunk = l.pending
-	if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
-		chunk = chunk[:i+1]
+}
+
+// fill reads once, into the small buffer between lines, and behind what is unread otherwise,
+// moving it to the front of its buffer, or to a larger buffer when it fills its own. It reports
+// whether the read brought bytes.
+func (l *lineReader) fill() bool {
+	unread := l.w - l.r
+	switch {
+	case unread == 0 && !l.inLine:
+		l.release()
+		l.buf = l.small[:]
+	case unread == 0:
+		l.r, l.w = 0, 0 // a line longer than the large buffer goes on in it
+	case l.w < len(l.buf):
+		// Room behind what is unread.
+	case l.r > 0:
+		copy(l.buf, l.buf[l.r:l.w])
+		l.r, l.w = 0, unread
+	case l.medium == nil && l.large == nil:
+		l.medium = mediumReadBuffers.Get().(*[mediumReadSize]byte)
+		copy(l.medium[:], l.buf[:l.w])
+		l.buf = l.medium[:]
+	default:
+		l.large = largeReadBuffers.Get().(*[largeReadSize]byte)
+		copy(l.large[:], l.buf[:l.w])
+		l.buf = l.large[:]
+		mediumReadBuffers.Put(l.medium)
+		l.medium = nil
 	}
-	l.pending = l.pending[len(chunk):]
-	return chunk, nil
+	n, err := l.src.Read(l.buf[l.w:])
+	l.w += n
+	l.err = err
+	return n > 0
+}
+
+// readSmall reads once into the small buffer, for a reader that wants no lines. The bytes are
+// valid until the next call.
+func (l *lineReader) readSmall() ([]byte, error) {
+	n, err := l.src.Read(l.small[:])
+	return l.small[:n], err
+}
+
+// release returns the pooled buffers the reader holds, and what was read into them with them.
+func (l *lineReader) release() {
+	if l.medium != nil {
+		mediumReadBuffers.Put(l.medium)
+		l.medium = nil
+	}
+	if l.large != nil {
+		largeReadBuffers.Put(l.large)
+		l.large = nil
+	}
+	l.buf, l.r, l.w, l.scanned = nil, 0, 0, 0
 }
 
 // An oversizedLine is what is kept of a line over the limit: its length, and what was read of
@@ -428,7 +460,7 @@ type oversizedLine struct {
 // line over the limit; and the error that ended the stream, if it did.
 func (c *streamConn) readLine() (line []byte, over *oversizedLine, err error) {
 	for {
-		chunk, err := c.lines.next(line != nil || over != nil)
+		chunk, err := c.lines.next()
 		switch {
 		case over != nil:
 			over.n += len(chunk)

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,9 +49,9 @@ type Client struct {
 	acks      acks
 
 	mu      sync.Mutex
-	sess    *session              // the current session; nil before the first and after loss
-	dialing chan struct{}         // closed when the dial under way ends; nil when none is
-	live    map[*session]struct{} // sessions whose goroutines run
+	sess    *session      // the current session; nil before the first and after loss
+	dialing chan struct{} // closed when the dial under way ends; nil when none is
+	live    []*session    // sessions not yet ended: the current one, and those retiring
 	closed  bool
 	// olderServer is the revision a server that answered server/discover as an older one
 	// accepted in initialize: later dials of the client go straight to initialize, a request
@@ -100,7 +101,6 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		cfg:       cfg,
 		log:       cfg.logger,
 		ledger:    newLedger(cfg.ledgerCap),
-		live:      make(map[*session]struct{}),
 		roots:     rootsState{set: cfg.roots != nil, roots: cfg.roots},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -318,7 +318,7 @@ func (c *Client) open(ctx context.Context) (*session, error) {
 		conn.Close()
 		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
 	}
-	c.live[s] = struct{}{}
+	c.live = append(c.live, s)
 	c.wg.Add(1) // the session's own, until it has ended (sessionEnded)
 	c.mu.Unlock()
 	s.attach(conn)
@@ -387,7 +387,9 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 // sessionEnded is run once a session has ended and its connection is closed.
 func (c *Client) sessionEnded(s *session) {
 	c.mu.Lock()
-	delete(c.live, s)
+	if i := slices.Index(c.live, s); i >= 0 {
+		c.live = slices.Delete(c.live, i, i+1)
+	}
 	c.mu.Unlock()
 	c.wg.Done()
 }
@@ -408,10 +410,7 @@ func (c *Client) shutdown(detach bool) error {
 		c.cancel()
 		c.mu.Lock()
 		c.closed = true
-		live := make([]*session, 0, len(c.live))
-		for s := range c.live {
-			live = append(live, s)
-		}
+		live := slices.Clone(c.live)
 		c.mu.Unlock()
 		for _, s := range live {
 			s.end(ErrClosed, detach)

@@ -70,8 +70,48 @@ func BenchmarkSessionStart(b *testing.B) {
 // BenchmarkIdleSession: what one connected, idle session holds: heap after GC, goroutines, and
 // the requests it made once settled (a standalone GET stream included), per session, over b.N
 // sessions open at once (run.sh uses -benchtime=20x). The sessions of one client share an HTTP
-// pool, so idle keep-alive connections are not charged to each session; a held stream is.
+// pool, so idle keep-alive connections are not charged to each session; a held stream is. Over
+// the pipe the go-sdk server runs in this process: its share of each session is in every
+// client's figure, and raw's figure is about that share and the pipe's.
 func BenchmarkIdleSession(b *testing.B) {
+	for _, name := range httpClients {
+		b.Run("transport=pipe/client="+name, func(b *testing.B) {
+			ctx := context.Background()
+			warm, err := connectPipe(ctx, name) // starts the server, fills what is pooled
+			if err != nil {
+				b.Fatal(err)
+			}
+			warm.close()
+			time.Sleep(200 * time.Millisecond)
+			var m0, m1 runtime.MemStats
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
+			g0 := runtime.NumGoroutine()
+			sessions := make([]client, 0, b.N)
+			defer func() {
+				for _, c := range sessions {
+					c.close()
+				}
+			}()
+			b.ResetTimer()
+			for range b.N {
+				c, err := connectPipe(ctx, name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sessions = append(sessions, c)
+			}
+			b.StopTimer()
+			time.Sleep(300 * time.Millisecond)
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			n := float64(b.N)
+			b.ReportMetric((float64(m1.HeapAlloc)-float64(m0.HeapAlloc))/n, "heap-B/session")
+			b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/session")
+		})
+	}
 	for _, resp := range []string{"json", "sse"} {
 		for _, name := range httpClients {
 			b.Run(fmt.Sprintf("resp=%s/client=%s", resp, name), func(b *testing.B) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -118,6 +120,65 @@ func TestCloseEndsPendingCallsWithOutcomeUnknown(t *testing.T) {
 	if err := c.Ping(context.Background()); !errors.Is(err, mcpclient.ErrClosed) {
 		t.Errorf("call after Close: %v, want ErrClosed", err)
 	}
+}
+
+// halvingConn writes frames whole, but for those holding cut, of which it writes half and fails,
+// as a connection reset in the middle of a write does.
+type halvingConn struct {
+	net.Conn
+	cut string
+}
+
+func (h halvingConn) Write(b []byte) (int, error) {
+	if !strings.Contains(string(b), h.cut) {
+		return h.Conn.Write(b)
+	}
+	n, _ := h.Conn.Write(b[:len(b)/2])
+	return n, errors.New("connection reset halfway")
+}
+
+// A write cut short breaks a byte stream for good: the calls awaiting answers on it end at once,
+// their outcome unknown as on any lost session, rather than when their contexts do.
+func TestBrokenStreamEndsTheCallsAwaitingAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var once sync.Once
+		received := make(chan struct{})
+		server := testpeer.NewPipe(t, func(_ *testpeer.Conn, m testpeer.Msg) bool {
+			if m.Method != "tools/call" {
+				return false
+			}
+			once.Do(func() { close(received) }) // and never answered
+			return true
+		}, testpeer.Lines(0)).Transport().(*transport.Stream)
+		tr := &transport.Stream{Open: func(ctx context.Context) (io.ReadWriteCloser, error) {
+			rwc, err := server.Open(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return halvingConn{rwc.(net.Conn), "cut-me"}, nil
+		}}
+		c := connect(t, tr)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		awaiting := make(chan error, 1)
+		go func() {
+			_, err := c.CallTool(ctx, "reserve", nil) // never answered
+			awaiting <- err
+		}()
+		<-received
+		if _, err := c.CallTool(ctx, "cut-me", nil); !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+			t.Fatalf("the call whose frame was cut: %v, want ErrOutcomeUnknown", err)
+		}
+		synctest.Wait()
+		select {
+		case err := <-awaiting:
+			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrSessionLost) {
+				t.Errorf("the call awaiting its answer: %v, want ErrOutcomeUnknown after a lost session", err)
+			}
+		default:
+			t.Fatal("the call awaiting its answer still waits on the broken stream")
+		}
+	})
 }
 
 func TestConnectToClosedServerIsNotDelivered(t *testing.T) {

@@ -2,6 +2,7 @@ package testpeer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,12 +138,26 @@ const maxLine = 16 << 20
 func (p *Pipe) serveLines(c *Conn, r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, maxLine)
+	sc.Split(wholeLines)
 	for sc.Scan() {
 		if len(sc.Bytes()) > 0 {
 			p.handle(c, sc.Bytes())
 		}
 	}
 	io.Copy(io.Discard, r)
+}
+
+// wholeLines splits newline-terminated lines, and drops what follows the last newline when the
+// stream ends: a line cut by the end of the stream (a client whose write failed halfway) is no
+// frame.
+func wholeLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, bytes.TrimSuffix(data[:i], []byte("\r")), nil
+	}
+	if atEOF {
+		return len(data), nil, nil
+	}
+	return 0, nil, nil
 }
 
 func (p *Pipe) handle(c *Conn, frame []byte) {

@@ -614,7 +614,7 @@ func TestBackoffConnectRetriesReportToOnRetry(t *testing.T) {
 				policy := mcpclient.RetryPolicy{MaxAttempts: tc.maxAttempts, NewBackOff: boConstant(time.Second), OnRetry: rec.onRetry}
 				start := time.Now()
 				c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithLogger(mcptest.TestLogger(t)), mcpclient.WithRetryPolicy(policy),
-					mcpclient.WithProtocolVersion(mcpclient.LatestLegacyProtocolVersion)) // no probe: one dial a session
+					mcpclient.WithProtocolVersion(mcpclient.LatestStatefulProtocolVersion)) // no probe: one dial a session
 				elapsed := time.Since(start)
 				if c != nil {
 					defer c.Close()
@@ -662,7 +662,7 @@ func TestBackoffReconnectsCountAsAttempts(t *testing.T) {
 		rec := &boRecorder{}
 		policy := mcpclient.RetryPolicy{MaxAttempts: 5, NewBackOff: boConstant(time.Second), OnRetry: rec.onRetry}
 		c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithLogger(mcptest.TestLogger(t)), mcpclient.WithRetryPolicy(policy),
-			mcpclient.WithProtocolVersion(mcpclient.LatestLegacyProtocolVersion)) // no probe: one dial a session
+			mcpclient.WithProtocolVersion(mcpclient.LatestStatefulProtocolVersion)) // no probe: one dial a session
 		if err != nil {
 			t.Fatalf("Connect: %v", err)
 		}

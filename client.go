@@ -14,7 +14,6 @@ package mcpclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -45,7 +43,7 @@ type Client struct {
 	progress  progressRegistry
 	roots     rootsState
 	logLevel  atomic.Value // string: the log level stateless requests ask for, once set
-	meta      atomic.Pointer[modernMeta]
+	meta      atomic.Pointer[statelessMetaCache]
 	acks      acks
 
 	mu      sync.Mutex
@@ -224,166 +222,6 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 	}
 }
 
-// boundHandshake returns ctx bounded by the handshake timeout when it has no deadline.
-func (c *Client) boundHandshake(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok || c.cfg.handshake <= 0 {
-		return ctx, func() {}
-	}
-	d := c.cfg.handshake
-	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w after %v: %w", ErrHandshakeTimeout, d, context.DeadlineExceeded))
-}
-
-// dial connects and opens a new session: with server/discover for a stateless revision, or with
-// the initialize handshake.
-func (c *Client) dial(ctx context.Context) (*session, error) {
-	ctx, stop := c.boundHandshake(ctx) // a reconnection, under a call's context
-	defer stop()
-	s, err := c.open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	lc := lifecycle{version: c.legacyOffer()}
-	c.mu.Lock()
-	older := c.olderServer
-	c.mu.Unlock()
-	probed := false
-	if (c.cfg.version == "" || isModern(c.cfg.version)) && older == "" {
-		if lc, err = c.discover(ctx, s); err != nil {
-			s.kill(err)
-			return nil, err
-		}
-		probed = true
-	}
-	if lc.modern {
-		c.adoptModern(s, lc)
-		return s, nil
-	}
-	if lc.redial || s.isDead() {
-		// Some older servers end the session over an unknown request: the probe's price.
-		s.kill(errProbeCostSession)
-		if s, err = c.open(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.initialize(ctx, s, lc.version); err != nil {
-		s.kill(err)
-		c.mu.Lock()
-		c.olderServer = "" // the server may have changed: probe it again
-		c.mu.Unlock()
-		return nil, err
-	}
-	if probed && !isModern(c.cfg.version) {
-		c.mu.Lock()
-		c.olderServer = s.init.ProtocolVersion
-		c.mu.Unlock()
-	}
-	return s, nil
-}
-
-var errProbeCostSession = errors.New("mcpclient: the server ended the session over server/discover")
-
-// adoptModern makes s a session of a stateless revision, as server/discover described it.
-func (c *Client) adoptModern(s *session, lc lifecycle) {
-	s.modern = true
-	s.init = InitializeResult{
-		ProtocolVersion: lc.version,
-		Capabilities:    lc.result.Capabilities,
-		ServerInfo:      lc.result.serverInfo(),
-		Instructions:    lc.result.Instructions,
-	}
-	s.receipts = c.cfg.receipts
-	if r, ok := lc.result.Capabilities.RequestReceipts(); ok {
-		s.receipts = r.Scope
-	}
-	if sc, ok := s.conn.(transport.SessionConn); ok {
-		sc.SetProtocolVersion(lc.version)
-	}
-	c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
-}
-
-// open connects a new session. The connection delivers to the session from the start.
-func (c *Client) open(ctx context.Context) (*session, error) {
-	s := newSession(c)
-	conn, err := c.transport.Connect(ctx, s)
-	if err != nil {
-		s.end(err, false)
-		s.startClosing()
-		return nil, err
-	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		s.end(ErrClosed, false)
-		s.startClosing()
-		conn.Close()
-		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
-	}
-	c.live = append(c.live, s)
-	c.wg.Add(1) // the session's own, until it has ended (sessionEnded)
-	c.mu.Unlock()
-	s.attach(conn)
-	return s, nil
-}
-
-// initialize runs the initialize handshake on s. It sends one initialize request: a failed one
-// is retried by the caller on a fresh connection under a fresh id, which is safe because
-// initialize only opens a session. The handshake stays out of the ledger: its id is never resent,
-// and a ledger full of the caller's uncertain requests must not keep the client from
-// reconnecting to settle them.
-func (c *Client) initialize(ctx context.Context, s *session, offer string) error {
-	req, err := c.newRequest("initialize", InitializeParams{
-		ProtocolVersion: offer,
-		Capabilities:    c.cfg.capabilities(),
-		ClientInfo:      c.cfg.info,
-	}, nil)
-	if err != nil {
-		return err
-	}
-	raw, err := s.exchange(ctx, req)
-	if err != nil {
-		if errors.Is(err, transport.ErrInvalidSessionID) {
-			// Not a refusal: the server answered with a session id no request may carry.
-			return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: err}
-		}
-		var rpc *RPCError
-		if errors.As(err, &rpc) || transport.OutcomeOf(err) == OutcomeAnswered {
-			// The server refused the session (a JSON-RPC error, an HTTP 403): asking again
-			// will not change its mind.
-			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err}
-		}
-		return err // a transport failure: the caller dials again
-	}
-	var res InitializeResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
-	}
-	if !isSupportedVersion(res.ProtocolVersion) || isModern(res.ProtocolVersion) {
-		return &Error{Code: CodeUnsupportedVersion, ID: req.id, Request: req, Attempts: 1,
-			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
-	}
-	s.init = res
-	if r, ok := res.Capabilities.RequestReceipts(); ok {
-		s.receipts = r.Scope
-	} else {
-		s.receipts = c.cfg.receipts
-	}
-	if sc, ok := s.conn.(transport.SessionConn); ok {
-		sc.SetProtocolVersion(res.ProtocolVersion)
-	}
-	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
-	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
-		if transport.OutcomeOf(err) == OutcomeAnswered {
-			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err} // refused: definite
-		}
-		return err
-	}
-	if sc, ok := s.conn.(transport.SessionConn); ok && c.cfg.listens() { // legacy sessions only: stateless revisions have no such stream
-		sc.Listen()
-	}
-	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
-	return nil
-}
-
 // sessionEnded is run once a session has ended and its connection is closed.
 func (c *Client) sessionEnded(s *session) {
 	c.mu.Lock()
@@ -432,7 +270,7 @@ func (c *Client) keepalive(interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		if s := c.current(); s != nil && s.modern {
+		if s := c.current(); s != nil && s.stateless {
 			continue // a stateless revision holds no connection between requests: none to keep alive
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, interval)

@@ -23,8 +23,8 @@ import (
 func TestConnectNegotiatesAndDeclaresReceipts(t *testing.T) {
 	srv := mcptest.NewTestServer(t, mcptest.WithMaxReceipts(7))
 	c := mcptest.NewClient(t, srv)
-	if got := c.ProtocolVersion(); got != mcpclient.LatestLegacyProtocolVersion {
-		t.Errorf("protocol %q, want %q", got, mcpclient.LatestLegacyProtocolVersion)
+	if got := c.ProtocolVersion(); got != mcpclient.LatestStatefulProtocolVersion {
+		t.Errorf("protocol %q, want %q", got, mcpclient.LatestStatefulProtocolVersion)
 	}
 	if c.ServerInfo().Name != "mcptest" {
 		t.Errorf("server info %+v", c.ServerInfo())

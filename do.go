@@ -649,7 +649,7 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 	}
 	spec.meta = map[string]json.RawMessage{"supersedes": json.RawMessage(prev.key)}
 	spec.extra, spec.version = nil, ""
-	if s := c.current(); s != nil && s.modern {
+	if s := c.current(); s != nil && s.stateless {
 		spec.version = s.init.ProtocolVersion
 	}
 	spec.supersedes, spec.reason, spec.automatic = prev.id, inspection.String(), false

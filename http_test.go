@@ -722,7 +722,7 @@ func TestHTTPReconnectionToAnOlderServerSkipsTheProbe(t *testing.T) {
 	if probes != 1 || starts != 2 {
 		t.Errorf("%d server/discover and %d initialize for two sessions, want 1 and 2", probes, starts)
 	}
-	if c.ProtocolVersion() != mcpclient.LatestLegacyProtocolVersion {
+	if c.ProtocolVersion() != mcpclient.LatestStatefulProtocolVersion {
 		t.Errorf("protocol %q after the reconnection", c.ProtocolVersion())
 	}
 }

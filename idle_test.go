@@ -103,7 +103,7 @@ func BenchmarkIdleSession(b *testing.B) {
 		b.Run("transport="+tc.name, func(b *testing.B) {
 			ctx := context.Background()
 			connect := func() *mcpclient.Client {
-				c, err := mcpclient.Connect(ctx, tc.tr, mcpclient.WithProtocolVersion(mcpclient.LatestLegacyProtocolVersion))
+				c, err := mcpclient.Connect(ctx, tc.tr, mcpclient.WithProtocolVersion(mcpclient.LatestStatefulProtocolVersion))
 				if err != nil {
 					b.Fatal(err)
 				}

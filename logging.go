@@ -35,7 +35,7 @@ type LogHandler func(ctx context.Context, msg *LogMessage)
 // revisions it sends logging/setLevel; in the stateless ones, which ask per request, every
 // request made from now on carries the level in _meta (io.modelcontextprotocol/logLevel).
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts ...CallOption) error {
-	if c.modern() {
+	if c.stateless() {
 		c.logLevel.Store(string(level))
 		return nil
 	}

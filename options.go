@@ -233,7 +233,7 @@ const DefaultHandshakeTimeout = time.Minute
 // WithProtocolVersion pins the protocol revision. A stateless one (2026-07-28) is used without
 // the fallback to initialize; an older one skips server/discover and is the one offered in
 // initialize. Default: server/discover with LatestProtocolVersion, falling back to initialize
-// with LatestLegacyProtocolVersion for servers that do not speak a stateless revision. Connect
+// with LatestStatefulProtocolVersion for servers that do not speak a stateless revision. Connect
 // refuses a revision this client does not speak with CodeInvalidArgument.
 func WithProtocolVersion(v string) Option {
 	return optionFunc(func(c *config) {

@@ -83,7 +83,7 @@ const progressTrail = 500 * time.Millisecond
 // session, where a server answering with JSON sends it on the GET stream.
 func (c *Client) progressMayTrail() bool {
 	s := c.current()
-	if s == nil || s.modern {
+	if s == nil || s.stateless {
 		return false
 	}
 	_, ok := s.conn.(transport.SessionConn)
@@ -93,7 +93,7 @@ func (c *Client) progressMayTrail() bool {
 // listenForProgress opens the transport's channel for unprompted messages (the HTTP GET stream
 // of the older revisions), where a server answering with plain JSON sends its progress reports.
 func (c *Client) listenForProgress() {
-	if s := c.current(); s != nil && !s.modern {
+	if s := c.current(); s != nil && !s.stateless {
 		if sc, ok := s.conn.(transport.SessionConn); ok {
 			sc.Listen()
 		}

@@ -12,9 +12,9 @@ const (
 
 	// LatestProtocolVersion is the newest revision, the one the client tries first.
 	LatestProtocolVersion = ProtocolVersion20260728
-	// LatestLegacyProtocolVersion is the newest revision with the initialize handshake, the one
+	// LatestStatefulProtocolVersion is the newest revision with the initialize handshake, the one
 	// the client offers there.
-	LatestLegacyProtocolVersion = ProtocolVersion20251125
+	LatestStatefulProtocolVersion = ProtocolVersion20251125
 )
 
 // supportedVersions are the revisions the client speaks, newest first.
@@ -35,9 +35,9 @@ func isSupportedVersion(v string) bool {
 	return false
 }
 
-// isModern reports whether revision v is stateless: no initialize, no sessions, every request
+// isStateless reports whether revision v is stateless: no initialize, no sessions, every request
 // carrying its version, capabilities and client info in _meta (2026-07-28 and later).
-func isModern(v string) bool { return v >= ProtocolVersion20260728 }
+func isStateless(v string) bool { return v >= ProtocolVersion20260728 }
 
 // Implementation names a client or server program.
 type Implementation struct {

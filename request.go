@@ -152,7 +152,7 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 	if err != nil {
 		return nil, err
 	}
-	if s := c.current(); s != nil && s.modern {
+	if s := c.current(); s != nil && s.stateless {
 		spec.version = s.init.ProtocolVersion
 	}
 	return c.buildWith(spec, opts)

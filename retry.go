@@ -213,7 +213,7 @@ var methods = map[string]methodFacts{
 }
 
 // removedIn reports whether revision version took method out of the protocol.
-func removedIn(method, version string) bool { return isModern(version) && methods[method].removed }
+func removedIn(method, version string) bool { return isStateless(version) && methods[method].removed }
 
 // asksForInput reports whether a stateless server may answer method with input_required.
 func asksForInput(method string) bool { return methods[method].input }

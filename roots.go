@@ -48,7 +48,7 @@ func (c *Client) SetRoots(ctx context.Context, roots ...Root) error {
 	c.roots.mu.Lock()
 	c.roots.roots = slices.Clone(roots)
 	c.roots.mu.Unlock()
-	if s := c.current(); s != nil && s.modern {
+	if s := c.current(); s != nil && s.stateless {
 		return nil // stateless revisions ask for roots within each request that needs them
 	}
 	return returned(c.notify(ctx, "notifications/roots/list_changed", nil))

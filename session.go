@@ -47,9 +47,9 @@ type session struct {
 	closed  chan struct{}
 
 	// Written once by dial before the session is published, read only after.
-	init     InitializeResult
-	receipts ReceiptScope
-	modern   bool // a stateless revision: requests carry their version and capabilities
+	init      InitializeResult
+	receipts  ReceiptScope
+	stateless bool // a stateless revision: requests carry their version and capabilities
 
 	// inbound carries notifications and server requests from the connection to the dispatcher.
 	inbound *inbox

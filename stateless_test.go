@@ -489,7 +489,7 @@ func TestDiscoverWithoutAnswerFallsBackToInitialize(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		if c.ProtocolVersion() != mcpclient.LatestLegacyProtocolVersion || time.Since(start) != 5*time.Second {
+		if c.ProtocolVersion() != mcpclient.LatestStatefulProtocolVersion || time.Since(start) != 5*time.Second {
 			t.Errorf("protocol %q after %v", c.ProtocolVersion(), time.Since(start))
 		}
 	})

@@ -106,7 +106,7 @@ func (a *acks) deliver(params json.RawMessage) {
 // may Listen again. It fails with ErrNotStateless in the older revisions, where Subscribe and
 // the notification handlers serve.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscription, error) {
-	if !c.modern() {
+	if !c.stateless() {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("%w: use Subscribe", ErrNotStateless)})
 	}
 	req, err := c.newRequest("subscriptions/listen", struct {

@@ -235,7 +235,7 @@ func (c *Client) Ping(ctx context.Context, opts ...CallOption) error {
 		return returned(err)
 	}
 	method := "ping"
-	if s.modern {
+	if s.stateless {
 		method = "server/discover"
 	}
 	return c.call(ctx, method, nil, nil, opts...)
@@ -283,13 +283,13 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 		if err != nil {
 			return nil, "", err
 		}
-		modern := c.modern()
+		stateless := c.stateless()
 		tools := make([]*Tool, 0, len(page.Tools))
 		for _, t := range page.Tools {
 			if t == nil {
 				continue
 			}
-			if _, err := headers.Declarations(t.InputSchema); err != nil && modern {
+			if _, err := headers.Declarations(t.InputSchema); err != nil && stateless {
 				// The protocol requires leaving out a tool whose headers cannot be sent right.
 				c.log.Warn("mcpclient: tool left out of the listing", "tool", t.Name, "err", err)
 				continue

@@ -237,7 +237,7 @@ type httpConn struct {
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id, once the server gave one; guarded by mu
 	version   string // MCP-Protocol-Version, once negotiated; guarded by mu
-	modern    bool   // a stateless revision: no session, no GET stream, no resumption; guarded by mu
+	stateless bool   // a stateless revision: no session, no GET stream, no resumption; guarded by mu
 	listening bool   // the GET stream was asked for; guarded by mu
 	// serverStreamOpened is closed when the server has answered the first GET; guarded by mu.
 	serverStreamOpened chan struct{}
@@ -268,8 +268,8 @@ type httpConn struct {
 func (c *httpConn) SetProtocolVersion(v string) {
 	c.mu.Lock()
 	c.version = v
-	c.modern = v >= statelessRevision
-	if c.modern {
+	c.stateless = v >= statelessRevision
+	if c.stateless {
 		c.session = ""
 	}
 	c.mu.Unlock()
@@ -282,7 +282,7 @@ const statelessRevision = "2026-07-28"
 func (c *httpConn) CancelsByClosing() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.modern
+	return c.stateless
 }
 
 // SessionID returns the session id the server assigned, or "".
@@ -298,7 +298,7 @@ func (c *httpConn) SessionID() string {
 // no stream, and that is no error. Concurrent callers all wait for that first answer.
 func (c *httpConn) Listen() {
 	c.mu.Lock()
-	if !c.listening && !c.closed && !c.modern {
+	if !c.listening && !c.closed && !c.stateless {
 		c.listening = true
 		c.serverStreamOpened = make(chan struct{})
 		c.serverStreamCtx, c.stopServerStream = context.WithCancel(context.Background())
@@ -400,7 +400,7 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 		c.mu.Lock()
 		// The id comes with the answer to initialize; one handed out before (to a probe) must
 		// not stand in its way.
-		adopt := !c.modern && (c.session == "" || msg.Method == "initialize")
+		adopt := !c.stateless && (c.session == "" || msg.Method == "initialize")
 		if adopt && valid {
 			c.session = sid
 		}
@@ -450,9 +450,9 @@ var ErrNoAnswerStream = errors.New("transport: 202 Accepted, and no stream can c
 // come there. It reports false when no stream can carry it.
 func (c *httpConn) awaitOnServerStream(id string) bool {
 	c.mu.Lock()
-	modern := c.modern
+	stateless := c.stateless
 	c.mu.Unlock()
-	if modern {
+	if stateless {
 		return false
 	}
 	c.Listen()
@@ -851,7 +851,7 @@ func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id st
 	st := &stream{c: c, id: id, pause: true}
 	err := st.read(ctx, body)
 	c.mu.Lock()
-	resumable := !c.modern // stateless revisions lose a broken stream's request
+	resumable := !c.stateless // stateless revisions lose a broken stream's request
 	c.mu.Unlock()
 	for !st.answered {
 		if ctx.Err() != nil {

@@ -850,7 +850,7 @@ func wantClientExitReport(t *testing.T, err error, code error) {
 // TestCommandExitingAtStartIsStartedTwiceByConnect: Connect starts a server that exits before
 // answering once more, not as often as its attempts allow, and reports the exit.
 func TestCommandExitingAtStartIsStartedTwiceByConnect(t *testing.T) {
-	for _, version := range []string{"", mcpclient.LatestLegacyProtocolVersion} { // with server/discover first, and without
+	for _, version := range []string{"", mcpclient.LatestStatefulProtocolVersion} { // with server/discover first, and without
 		t.Run("version="+version, func(t *testing.T) {
 			spawns, count := spawnCounter(t)
 			cmd := shCommand(t, `echo spawned >> "$0"; echo boom >&2; exit 3`, spawns)

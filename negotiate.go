@@ -1,0 +1,311 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// Opening a session: a connection, then the revision. A client preferring a stateless revision
+// asks server/discover first and falls back to the initialize handshake for an older server;
+// a pinned revision goes straight to its own.
+
+// boundHandshake returns ctx bounded by the handshake timeout when it has no deadline.
+func (c *Client) boundHandshake(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || c.cfg.handshake <= 0 {
+		return ctx, func() {}
+	}
+	d := c.cfg.handshake
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w after %v: %w", ErrHandshakeTimeout, d, context.DeadlineExceeded))
+}
+
+// dial connects and opens a new session: with server/discover for a stateless revision, or with
+// the initialize handshake.
+func (c *Client) dial(ctx context.Context) (*session, error) {
+	ctx, stop := c.boundHandshake(ctx) // a reconnection, under a call's context
+	defer stop()
+	s, err := c.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lc := lifecycle{version: c.initializeOffer()}
+	c.mu.Lock()
+	older := c.olderServer
+	c.mu.Unlock()
+	probed := false
+	if (c.cfg.version == "" || isStateless(c.cfg.version)) && older == "" {
+		if lc, err = c.discover(ctx, s); err != nil {
+			s.kill(err)
+			return nil, err
+		}
+		probed = true
+	}
+	if lc.stateless {
+		c.adoptStateless(s, lc)
+		return s, nil
+	}
+	if lc.redial || s.isDead() {
+		// Some older servers end the session over an unknown request: the probe's price.
+		s.kill(errProbeCostSession)
+		if s, err = c.open(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.initialize(ctx, s, lc.version); err != nil {
+		s.kill(err)
+		c.mu.Lock()
+		c.olderServer = "" // the server may have changed: probe it again
+		c.mu.Unlock()
+		return nil, err
+	}
+	if probed && !isStateless(c.cfg.version) {
+		c.mu.Lock()
+		c.olderServer = s.init.ProtocolVersion
+		c.mu.Unlock()
+	}
+	return s, nil
+}
+
+var errProbeCostSession = errors.New("mcpclient: the server ended the session over server/discover")
+
+// adoptStateless makes s a session of a stateless revision, as server/discover described it.
+func (c *Client) adoptStateless(s *session, lc lifecycle) {
+	s.stateless = true
+	s.init = InitializeResult{
+		ProtocolVersion: lc.version,
+		Capabilities:    lc.result.Capabilities,
+		ServerInfo:      lc.result.serverInfo(),
+		Instructions:    lc.result.Instructions,
+	}
+	s.receipts = c.cfg.receipts
+	if r, ok := lc.result.Capabilities.RequestReceipts(); ok {
+		s.receipts = r.Scope
+	}
+	if sc, ok := s.conn.(transport.SessionConn); ok {
+		sc.SetProtocolVersion(lc.version)
+	}
+	c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
+}
+
+// open connects a new session. The connection delivers to the session from the start.
+func (c *Client) open(ctx context.Context) (*session, error) {
+	s := newSession(c)
+	conn, err := c.transport.Connect(ctx, s)
+	if err != nil {
+		s.end(err, false)
+		s.startClosing()
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		s.end(ErrClosed, false)
+		s.startClosing()
+		conn.Close()
+		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
+	}
+	c.live = append(c.live, s)
+	c.wg.Add(1) // the session's own, until it has ended (sessionEnded)
+	c.mu.Unlock()
+	s.attach(conn)
+	return s, nil
+}
+
+// initialize runs the initialize handshake on s. It sends one initialize request: a failed one
+// is retried by the caller on a fresh connection under a fresh id, which is safe because
+// initialize only opens a session. The handshake stays out of the ledger: its id is never resent,
+// and a ledger full of the caller's uncertain requests must not keep the client from
+// reconnecting to settle them.
+func (c *Client) initialize(ctx context.Context, s *session, offer string) error {
+	req, err := c.newRequest("initialize", InitializeParams{
+		ProtocolVersion: offer,
+		Capabilities:    c.cfg.capabilities(),
+		ClientInfo:      c.cfg.info,
+	}, nil)
+	if err != nil {
+		return err
+	}
+	raw, err := s.exchange(ctx, req)
+	if err != nil {
+		if errors.Is(err, transport.ErrInvalidSessionID) {
+			// Not a refusal: the server answered with a session id no request may carry.
+			return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: err}
+		}
+		var rpc *RPCError
+		if errors.As(err, &rpc) || transport.OutcomeOf(err) == OutcomeAnswered {
+			// The server refused the session (a JSON-RPC error, an HTTP 403): asking again
+			// will not change its mind.
+			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err}
+		}
+		return err // a transport failure: the caller dials again
+	}
+	var res InitializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
+	}
+	if !isSupportedVersion(res.ProtocolVersion) || isStateless(res.ProtocolVersion) {
+		return &Error{Code: CodeUnsupportedVersion, ID: req.id, Request: req, Attempts: 1,
+			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
+	}
+	s.init = res
+	if r, ok := res.Capabilities.RequestReceipts(); ok {
+		s.receipts = r.Scope
+	} else {
+		s.receipts = c.cfg.receipts
+	}
+	if sc, ok := s.conn.(transport.SessionConn); ok {
+		sc.SetProtocolVersion(res.ProtocolVersion)
+	}
+	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
+	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
+		if transport.OutcomeOf(err) == OutcomeAnswered {
+			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err} // refused: definite
+		}
+		return err
+	}
+	if sc, ok := s.conn.(transport.SessionConn); ok && c.cfg.listens() { // sessions of the older revisions only: stateless ones have no such stream
+		sc.Listen()
+	}
+	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
+	return nil
+}
+
+// initializeOffer is the revision the client offers in initialize.
+func (c *Client) initializeOffer() string {
+	if c.cfg.version != "" && !isStateless(c.cfg.version) {
+		return c.cfg.version
+	}
+	return LatestStatefulProtocolVersion
+}
+
+// DiscoverResult is a stateless server's answer to server/discover.
+type DiscoverResult struct {
+	SupportedVersions []string                   `json:"supportedVersions"`
+	Capabilities      ServerCapabilities         `json:"capabilities"`
+	Instructions      string                     `json:"instructions,omitempty"`
+	ServerInfo        *Implementation            `json:"serverInfo,omitempty"` // before the spec moved it into _meta
+	Meta              map[string]json.RawMessage `json:"_meta,omitempty"`
+}
+
+func (d *DiscoverResult) serverInfo() Implementation {
+	var info Implementation
+	if raw, ok := d.Meta[MetaServerInfo]; ok && json.Unmarshal(raw, &info) == nil {
+		return info
+	}
+	if d.ServerInfo != nil {
+		return *d.ServerInfo
+	}
+	return info
+}
+
+// A lifecycle is what the opening exchange of a connection settled: a stateless revision, or the
+// initialize handshake with the revision to offer.
+type lifecycle struct {
+	stateless bool
+	version   string // stateless: the revision to use; otherwise the one initialize offers
+	result    *DiscoverResult
+	// redial: the probe cost the connection (an older server that ended the session over it);
+	// initialize needs a new one.
+	redial bool
+}
+
+// discoverTimeout bounds the wait for an answer to server/discover: an older server may ignore
+// it, or answer 202 and nothing more.
+const discoverTimeout = 5 * time.Second
+
+var errNoDiscoverAnswer = errors.New("mcpclient: no answer to server/discover")
+
+// discoverAttempts bounds the server/discover exchanges of one connection: one, and one more
+// with the revision a -32022 refusal names.
+const discoverAttempts = 2
+
+// discover settles the lifecycle of a new connection by server/discover. Any answer other than
+// a DiscoverResult naming a stateless revision the client speaks, or a -32022 refusal naming one,
+// identifies an older server; errors are returned only when nothing was learned (the request did
+// not get through) or when the pinned stateless revision is refused.
+func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
+	pinned := c.cfg.version != "" && isStateless(c.cfg.version)
+	version := LatestProtocolVersion
+	if pinned {
+		version = c.cfg.version
+	}
+	older := lifecycle{version: c.initializeOffer()}
+	for range discoverAttempts {
+		req, err := c.build(requestSpec{method: "server/discover", version: version})
+		if err != nil {
+			return lifecycle{}, err
+		}
+		probeCtx, cancel := context.WithTimeoutCause(ctx, discoverTimeout, errNoDiscoverAnswer)
+		raw, err := s.exchange(probeCtx, req)
+		cancel()
+		if errors.Is(err, errNoDiscoverAnswer) && ctx.Err() == nil {
+			return older, nil // no answer within reason: an older server
+		}
+		if err == nil {
+			var res DiscoverResult
+			if json.Unmarshal(raw, &res) != nil {
+				return older, nil
+			}
+			if v := bestVersion(res.SupportedVersions, version, true); v != "" {
+				return lifecycle{stateless: true, version: v, result: &res}, nil
+			}
+			// An older server that answers every method with an empty result.
+			if pinned {
+				return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: fmt.Errorf("server/discover named no revision of %v", res.SupportedVersions)}
+			}
+			return older, nil
+		}
+		var rpc *RPCError
+		switch {
+		case errors.As(err, &rpc) && rpc.Code == RPCUnsupportedProtocolVersion:
+			supported := rpc.supportedVersions()
+			if v := bestVersion(supported, version, true); v != "" {
+				version = v
+				continue
+			}
+			if v := bestVersion(supported, "", false); v != "" && !pinned {
+				return lifecycle{version: v}, nil
+			}
+			return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Request: req, ID: req.id, Attempts: 1,
+				Err: fmt.Errorf("the server speaks %v; this client speaks %v: %w", supported, supportedVersions, err)}
+		case pinned && (rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered):
+			return lifecycle{}, &Error{Code: CodeServerError, Request: req, ID: req.id, Attempts: 1, Err: err}
+		case errors.Is(err, transport.ErrSessionNotFound):
+			older.redial = true
+			return older, nil
+		case rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered:
+			return older, nil // whatever refused server/discover is an older server
+		}
+		return lifecycle{}, err // nothing got through; the caller dials again
+	}
+	return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: errors.New("the server kept refusing the protocol revision it named")}
+}
+
+// supportedVersions reads data.supported of a -32022 refusal.
+func (e *RPCError) supportedVersions() []string {
+	var data struct {
+		Supported []string `json:"supported"`
+	}
+	json.Unmarshal(e.Data, &data) // a refusal without the list names nothing
+	return data.Supported
+}
+
+// bestVersion picks from the server's list the revision to use: prefer if listed, else the
+// newest the client speaks of the wanted era. "" when there is none.
+func bestVersion(server []string, prefer string, stateless bool) string {
+	if prefer != "" && slices.Contains(server, prefer) && isSupportedVersion(prefer) {
+		return prefer
+	}
+	for _, v := range supportedVersions {
+		if isStateless(v) == stateless && slices.Contains(server, v) {
+			return v
+		}
+	}
+	return ""
+}

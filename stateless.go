@@ -1,0 +1,93 @@
+package mcpclient
+
+import (
+	"encoding/json"
+
+	"github.com/northstar-mcp/mcpclient/internal/headers"
+)
+
+// The per-request _meta keys of the stateless revisions (2026-07-28 and later).
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+)
+
+// statelessMeta returns the _meta every request of a stateless revision carries: the revision,
+// the client's capabilities and identity, and its log level once set. The map is shared and
+// never modified.
+func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, error) {
+	level, _ := c.logLevel.Load().(string)
+	m := c.meta.Load()
+	if m == nil || m.version != version || m.level != level {
+		caps, err := json.Marshal(c.cfg.statelessCapabilities())
+		if err != nil {
+			return nil, err
+		}
+		info, err := json.Marshal(c.cfg.info)
+		if err != nil {
+			return nil, err
+		}
+		v, _ := json.Marshal(version) // a Go string always marshals
+		m = &statelessMetaCache{version: version, level: level, set: map[string]json.RawMessage{
+			MetaProtocolVersion:    v,
+			MetaClientCapabilities: caps,
+			MetaClientInfo:         info,
+		}}
+		if level != "" {
+			m.set[MetaLogLevel], _ = json.Marshal(level)
+		}
+		c.meta.Store(m)
+	}
+	return m.set, nil
+}
+
+// statelessMetaCache is the _meta every request of a stateless revision carries, encoded once: the
+// client's capabilities and identity do not change, and its revision and log level seldom do.
+// set is never modified once stored.
+type statelessMetaCache struct {
+	version, level string
+	set            map[string]json.RawMessage
+}
+
+// statelessCapabilities is what the client declares on each request of a stateless revision:
+// always a JSON object per capability, never null.
+func (c *config) statelessCapabilities() map[string]json.RawMessage {
+	caps := map[string]json.RawMessage{}
+	if c.roots != nil {
+		caps["roots"] = json.RawMessage(`{}`)
+	}
+	if c.sampling != nil {
+		caps["sampling"] = json.RawMessage(`{}`)
+	}
+	if e := c.elicitationCapability(); e != nil {
+		caps["elicitation"] = e
+	}
+	return caps
+}
+
+// stateless reports whether the current session speaks a stateless revision.
+func (c *Client) stateless() bool {
+	s := c.current()
+	return s != nil && s.stateless
+}
+
+// addParamHeaders adds the Mcp-Param-* headers a tools/call with arguments args carries, from
+// the listed tool's x-mcp-header declarations. An unlisted tool gets none; a server that
+// requires them answers -32020, and the call is sent again after listing the tools.
+func (c *Client) addParamHeaders(h map[string]string, tool string, args json.RawMessage) error {
+	decl := c.tools.headerParamsOf(tool)
+	if len(decl) == 0 {
+		return nil
+	}
+	extra, err := headers.ParamValues(decl, args)
+	if err != nil {
+		return err
+	}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return nil
+}

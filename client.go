@@ -98,7 +98,7 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		transport: t,
 		cfg:       cfg,
 		log:       cfg.logger,
-		ledger:    newLedger(cfg.ledgerCap),
+		ledger:    newLedger(cfg.ledgerCap, cfg.onJoin),
 		roots:     rootsState{set: cfg.roots != nil, roots: cfg.roots},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -255,6 +255,7 @@ func (c *Client) shutdown(detach bool) error {
 		}
 	})
 	c.wg.Wait()
+	c.progress.close()
 	return nil
 }
 

@@ -169,7 +169,8 @@ func TestResendWhileInFlightWaitsForTheFirst(t *testing.T) {
 		<-release
 		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok")}}, nil
 	}))
-	c := mcptest.NewClient(t, srv)
+	joined := make(chan mcpclient.ID, 1)
+	c := mcptest.NewClient(t, srv, mcpclient.WithJoinHookForTest(func(id mcpclient.ID) { joined <- id }))
 	req := callReq(t, c, "reserve", nil)
 	first := make(chan *mcpclient.Response, 1)
 	go func() {
@@ -188,7 +189,9 @@ func TestResendWhileInFlightWaitsForTheFirst(t *testing.T) {
 		}
 		second <- resp
 	}()
-	waitFor(t, "the resend to join", func() bool { return c.Ledger().JoinedForTest(req.ID()) == 1 })
+	if id := recv(t, joined, "the resend to join"); id != req.ID() {
+		t.Fatalf("a caller joined %v, want %v", id, req.ID())
+	}
 	close(release)
 	a, b := <-first, <-second
 	if a == nil || b == nil || string(a.Result) != string(b.Result) {
@@ -221,19 +224,24 @@ func TestSupersedeRacingAResendIsRefused(t *testing.T) {
 			return &mcpclient.CallToolResult{}, nil
 		}),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
-	c := mcptest.NewClient(t, srv, noWait)
-	lost := callReq(t, c, "reserve", nil)
+	// The Resend starts after Supersede looked at the old request, before it is sent.
+	var c *mcpclient.Client
+	var lost *mcpclient.Request
+	resent := make(chan error, 1)
+	racing := false
+	c = mcptest.NewClient(t, srv, noWait, mcpclient.WithSupersedeHookForTest(func() {
+		if racing {
+			go func() { _, err := c.Resend(context.Background(), lost); resent <- err }()
+			<-started
+		}
+	}))
+	lost = callReq(t, c, "reserve", nil)
 	go func() { <-started; release <- struct{}{} }()
 	if _, err := c.Do(context.Background(), lost); !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 		t.Fatalf("setup: %v", err)
 	}
 
-	resent := make(chan error, 1)
-	defer mcpclient.SetSupersedeHookForTest(func() {
-		// The Resend starts after Supersede looked at the old request, before it is sent.
-		go func() { _, err := c.Resend(context.Background(), lost); resent <- err }()
-		<-started
-	})()
+	racing = true
 	_, err := c.Supersede(context.Background(), lost, mcpclient.Inspection{Checked: "bookings", Found: "none"}, nil)
 	close(release)
 	if !errors.Is(err, mcpclient.ErrRequestInFlight) || mcpclient.IsWireError(err) {

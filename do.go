@@ -591,15 +591,12 @@ func (c *Client) Supersede(ctx context.Context, prev *Request, inspection Inspec
 	if err != nil {
 		return nil, returned(err)
 	}
-	if testHookSupersedeBuilt != nil {
-		testHookSupersedeBuilt()
+	if c.cfg.onSupersedeBuilt != nil {
+		c.cfg.onSupersedeBuilt()
 	}
 	return c.Do(ctx, next)
 }
 
-// testHookSupersedeBuilt, set only by tests, runs between the building of a superseding request
-// and its sending.
-var testHookSupersedeBuilt func()
 
 // SupersedeToolCall replaces the tool call prev by a call of the same tool with args (anything
 // that marshals to a JSON object, or nil), under a new id, and sends it: Supersede for the usual

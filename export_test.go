@@ -32,22 +32,17 @@ func UntypedErrors() []string {
 	return append([]string(nil), untyped...)
 }
 
-// JoinedForTest returns how many callers wait on the attempt loop running for id.
-func (l *Ledger) JoinedForTest(id ID) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.entries[id.JSON()]; ok && e.flight != nil {
-		return e.flight.waiters
-	}
-	return 0
+
+// WithInboxHardLimitForTest lowers the bytes a session queues for its handlers while calls
+// await answers.
+func WithInboxHardLimitForTest(n int) Option {
+	return optionFunc(func(c *config) { c.inbox.hardBytes = n })
 }
 
-// SetInboxHardLimitForTest lowers the bytes a session queues for its handlers while calls
-// await answers, and returns a func restoring it.
-func SetInboxHardLimitForTest(n int) (restore func()) {
-	old := inboxHardLimitBytes
-	inboxHardLimitBytes = n
-	return func() { inboxHardLimitBytes = old }
+// WithJoinHookForTest makes f run, under the ledger's lock, whenever a caller joins the attempt
+// loop already running for an id.
+func WithJoinHookForTest(f func(ID)) Option {
+	return optionFunc(func(c *config) { c.onJoin = f })
 }
 
 // MaxServerRequestsForTest is the number of server requests a session handles at once.
@@ -61,10 +56,8 @@ func EncodeToolCallForTest(name string, args json.RawMessage) []byte {
 	return encodeToolCall(name, args).raw
 }
 
-// SetSupersedeHookForTest makes f run between the building of a superseding request and its
-// sending, and returns a func restoring the previous hook.
-func SetSupersedeHookForTest(f func()) (restore func()) {
-	old := testHookSupersedeBuilt
-	testHookSupersedeBuilt = f
-	return func() { testHookSupersedeBuilt = old }
+// WithSupersedeHookForTest makes f run between the building of a superseding request and its
+// sending.
+func WithSupersedeHookForTest(f func()) Option {
+	return optionFunc(func(c *config) { c.onSupersedeBuilt = f })
 }

@@ -152,7 +152,6 @@ func TestHostileFloodOfServerMessages(t *testing.T) {
 // call ends with a typed error, and the client opens a new session for the next call.
 func TestHostileFloodDuringACallIsBounded(t *testing.T) {
 	const limit = 64 << 10
-	defer mcpclient.SetInboxHardLimitForTest(limit)()
 	synctest.Test(t, func(t *testing.T) {
 		const total = 6000
 		var sent, notified atomic.Int32
@@ -174,7 +173,7 @@ func TestHostileFloodDuringACallIsBounded(t *testing.T) {
 			}
 			return false
 		})
-		c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait,
+		c, err := mcpclient.Connect(context.Background(), srv.Transport(), noWait, mcpclient.WithInboxHardLimitForTest(limit),
 			mcpclient.WithNotificationHandler("*", func(context.Context, string, json.RawMessage) {
 				notified.Add(1)
 				<-release

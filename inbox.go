@@ -10,15 +10,16 @@ import (
 // An inbox carries notifications and server requests from a session's reader to its dispatcher,
 // so that handlers never stall the routing of responses.
 //
-// Up to inboxSoftLimit messages and inboxSoftLimitBytes it is a plain bounded queue: a reader
+// Up to its soft limits (in messages and in bytes) it is a plain bounded queue: a reader
 // that finds it full waits, the backpressure a slow handler deserves. Waiting is only safe while
 // no call awaits an answer, though: a handler may itself call the Client (a list_changed handler
 // listing tools, a sampling handler asking for a resource) and wait for an answer that only the
 // reader can route. So while any call awaits an answer the reader goes on queueing, up to
-// inboxHardLimitBytes; past that the server is flooding the client and the session ends with
+// its hard limit in bytes; past that the server is flooding the client and the session ends with
 // ErrInboundOverflow. An empty inbox takes any message: the transport has already bounded its
 // size, and a message larger than the limits must still reach its handler.
 type inbox struct {
+	limits inboxLimits
 	mu      sync.Mutex
 	msgs    []jsonrpc.Message // oldest first; guarded by mu
 	bytes   int               // the sizes of msgs; guarded by mu
@@ -29,8 +30,14 @@ type inbox struct {
 	wake  chan struct{} // signalled when a call starts awaiting an answer
 }
 
-// Limits of an inbox; variables so that tests can lower them.
-var (
+// inboxLimits bound an inbox: soft, the messages and bytes queued before the reader waits for
+// room; hardBytes, the bytes queued while a call awaits an answer.
+type inboxLimits struct {
+	soft, softBytes, hardBytes int
+}
+
+// The limits of every session's inbox, unless a test says otherwise.
+const (
 	inboxSoftLimit      = 64
 	inboxSoftLimitBytes = 16 << 20
 	inboxHardLimitBytes = 64 << 20
@@ -39,8 +46,9 @@ var (
 // inboxOverhead is what a queued message costs beyond its raw fields.
 const inboxOverhead = 128
 
-func newInbox() *inbox {
+func newInbox(limits inboxLimits) *inbox {
 	return &inbox{
+		limits: limits,
 		space: make(chan struct{}, 1),
 		wake:  make(chan struct{}, 1),
 	}
@@ -65,8 +73,8 @@ func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool
 			b.mu.Unlock()
 			return nil
 		}
-		roomy := len(b.msgs) < inboxSoftLimit && b.bytes+size <= inboxSoftLimitBytes
-		if len(b.msgs) == 0 || roomy || (spill && b.bytes+size <= inboxHardLimitBytes) {
+		roomy := len(b.msgs) < b.limits.soft && b.bytes+size <= b.limits.softBytes
+		if len(b.msgs) == 0 || roomy || (spill && b.bytes+size <= b.limits.hardBytes) {
 			b.msgs = append(b.msgs, m)
 			b.bytes += size
 			if !b.running {

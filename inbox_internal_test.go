@@ -15,24 +15,19 @@ func inboxMsg(n int) jsonrpc.Message {
 	return jsonrpc.Message{Method: "notifications/message", Params: []byte(`"` + strings.Repeat("x", n-2) + `"`)}
 }
 
-func withInboxLimits(t *testing.T, softBytes, hardBytes int) {
-	oldSoft, oldHard := inboxSoftLimitBytes, inboxHardLimitBytes
-	inboxSoftLimitBytes, inboxHardLimitBytes = softBytes, hardBytes
-	t.Cleanup(func() { inboxSoftLimitBytes, inboxHardLimitBytes = oldSoft, oldHard })
-}
 
 // The queue for handlers is bounded in bytes as well as in messages: a server sending large
 // notifications to a slow handler is held back long before 64 of them are queued, and any one
 // message the transport accepted fits into an empty queue.
 func TestInboxIsBoundedInBytes(t *testing.T) {
 	const mib = 1 << 20
-	withInboxLimits(t, 2*mib, 4*mib)
+	limits := inboxLimits{soft: inboxSoftLimit, softBytes: 2 * mib, hardBytes: 4 * mib}
 	notAwaiting := func() bool { return false }
 	awaiting := func() bool { return true }
 	noDispatcher := func() {}
 
 	t.Run("backpressure", func(t *testing.T) {
-		b := newInbox()
+		b := newInbox(limits)
 		ctx := context.Background()
 		if err := b.put(ctx, inboxMsg(3*mib), notAwaiting, noDispatcher); err != nil {
 			t.Fatalf("a message over the soft limit into an empty inbox: %v", err)
@@ -50,7 +45,7 @@ func TestInboxIsBoundedInBytes(t *testing.T) {
 		}
 	})
 	t.Run("spill", func(t *testing.T) {
-		b := newInbox()
+		b := newInbox(limits)
 		ctx := context.Background()
 		if err := b.put(ctx, inboxMsg(5*mib), awaiting, noDispatcher); err != nil {
 			t.Fatalf("a message over the hard limit into an empty inbox: %v", err)
@@ -58,7 +53,7 @@ func TestInboxIsBoundedInBytes(t *testing.T) {
 		if err := b.put(ctx, inboxMsg(mib), awaiting, noDispatcher); !errors.Is(err, ErrInboundOverflow) {
 			t.Fatalf("past the hard limit while a call awaits an answer: %v, want ErrInboundOverflow", err)
 		}
-		b = newInbox()
+		b = newInbox(limits)
 		for i := range 3 {
 			if err := b.put(ctx, inboxMsg(mib), awaiting, noDispatcher); err != nil {
 				t.Fatalf("message %d within the hard limit: %v", i, err)

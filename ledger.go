@@ -81,6 +81,8 @@ type Ledger struct {
 	entries  map[string]*ledgerEntry
 	// evictable holds the resolved entries, oldest resolution first.
 	evictable list.List
+	// onJoin, set by tests only, runs under mu when a caller joins a flight.
+	onJoin func(ID)
 }
 
 type ledgerEntry struct {
@@ -104,14 +106,13 @@ type flight struct {
 	done    chan struct{}
 	resp    *Response
 	err     error
-	waiters int // callers that joined; guarded by the ledger's mutex
 }
 
-func newLedger(capacity int) *Ledger {
+func newLedger(capacity int, onJoin func(ID)) *Ledger {
 	if capacity <= 0 {
 		capacity = DefaultLedgerCapacity
 	}
-	return &Ledger{capacity: capacity, entries: make(map[string]*ledgerEntry)}
+	return &Ledger{capacity: capacity, entries: make(map[string]*ledgerEntry), onJoin: onJoin}
 }
 
 // Lookup returns the entry for id.
@@ -160,7 +161,9 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			return nil, false, &Error{Code: CodeRequestIDReused, ID: req.id, Request: req, Err: errLocalReuse}
 		}
 		if e.flight != nil {
-			e.flight.waiters++
+			if l.onJoin != nil {
+				l.onJoin(req.id)
+			}
 			return e.flight, false, nil
 		}
 		if e.elem != nil {

@@ -41,6 +41,11 @@ type config struct {
 
 	// invalid holds what the options said that cannot be: Connect refuses to start with it.
 	invalid []error
+
+	// Set by tests only, through the options of export_test.go.
+	inbox            inboxLimits
+	onSupersedeBuilt func()   // runs between the building of a superseding request and its sending
+	onJoin           func(ID) // runs when a caller joins the attempt loop already running for an id
 }
 
 // refuse records an option value that cannot be used.
@@ -78,6 +83,7 @@ func newConfig(opts []Option) config {
 		logger:    slog.New(slog.DiscardHandler),
 		info:      Implementation{Name: "mcpclient", Version: Version},
 		handshake: DefaultHandshakeTimeout,
+		inbox:     inboxLimits{soft: inboxSoftLimit, softBytes: inboxSoftLimitBytes, hardBytes: inboxHardLimitBytes},
 	}
 	for _, o := range opts {
 		if o != nil {

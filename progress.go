@@ -29,6 +29,51 @@ type ProgressHandler func(Progress)
 type progressRegistry struct {
 	mu      sync.Mutex
 	byToken map[string]*progressWatch // guarded by mu
+	// trails are the removals waiting for a call's last reports (see progressTrail); the client
+	// owns them, and Close ends them. guarded by mu.
+	trails  map[*time.Timer]func()
+	running sync.WaitGroup // removals scheduled and not yet done or stopped
+	closed  bool           // guarded by mu
+}
+
+// removeLater runs remove after d, unless the client closes first, which runs it at once.
+func (r *progressRegistry) removeLater(d time.Duration, remove func()) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		remove() // it takes the lock itself
+		return
+	}
+	defer r.mu.Unlock()
+	if r.trails == nil {
+		r.trails = make(map[*time.Timer]func())
+	}
+	r.running.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		defer r.running.Done()
+		remove()
+		r.mu.Lock()
+		delete(r.trails, t)
+		r.mu.Unlock()
+	})
+	r.trails[t] = remove
+}
+
+// close runs the removals still waiting and waits for those under way.
+func (r *progressRegistry) close() {
+	r.mu.Lock()
+	r.closed = true
+	trails := r.trails
+	r.trails = nil
+	r.mu.Unlock()
+	for t, remove := range trails {
+		if t.Stop() {
+			remove()
+			r.running.Done()
+		}
+	}
+	r.running.Wait()
 }
 
 type progressWatch struct {
@@ -127,7 +172,7 @@ func (c *Client) watchCall(ctx context.Context, req *Request) (_ context.Context
 	stop = func() {
 		if trail && req.progress != nil {
 			// Reports on another stream than the answer may still be on their way.
-			time.AfterFunc(progressTrail, remove)
+			c.progress.removeLater(progressTrail, remove)
 		} else {
 			remove()
 		}

@@ -80,7 +80,7 @@ func newSession(c *Client) *session {
 		ctx:     ctx,
 		cancel:  cancel,
 		pending: make(map[string]*pendingCall),
-		inbound: newInbox(),
+		inbound: newInbox(c.cfg.inbox),
 		requests: serverRequests{
 			cancels: make(map[string]context.CancelFunc),
 			slots:   make(chan struct{}, maxServerRequests),

@@ -280,8 +280,8 @@ func TestBackoffMaxAttempts(t *testing.T) {
 					t.Errorf("IsWireError = true for a refusal that never reached the server's handler")
 				}
 				e := asError(t, err)
-				if e.Attempts != tc.want || e.ID != req.ID() || e.Request != req {
-					t.Fatalf("error: attempts %d, id %s, request %p; want %d, %s, %p", e.Attempts, e.ID.JSON(), e.Request, tc.want, req.ID().JSON(), req)
+				if e.Attempts != tc.want || e.Request.ID() != req.ID() || e.Request != req {
+					t.Fatalf("error: attempts %d, id %s, request %p; want %d, %s, %p", e.Attempts, e.Request.ID().JSON(), e.Request, tc.want, req.ID().JSON(), req)
 				}
 				if !errors.Is(err, mcptest.ErrUnavailable) {
 					t.Errorf("error %v does not carry the last cause", err)
@@ -325,8 +325,8 @@ func TestBackoffRetryNever(t *testing.T) {
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("err = %v, want %v", err, tc.want)
 				}
-				if e := asError(t, err); e.Attempts != 1 || e.ID != req.ID() {
-					t.Fatalf("error names %s after %d attempts, want %s after 1", e.ID.JSON(), e.Attempts, req.ID().JSON())
+				if e := asError(t, err); e.Attempts != 1 || e.Request.ID() != req.ID() {
+					t.Fatalf("error names %s after %d attempts, want %s after 1", e.Request.ID().JSON(), e.Attempts, req.ID().JSON())
 				}
 				boFrames(t, srv, req, 1)
 				if attempts, _, _ := rec.take(); len(attempts) != 0 {
@@ -375,8 +375,8 @@ func TestBackoffContextDeadline(t *testing.T) {
 					t.Fatalf("err = %v, want %v", err, tc.want)
 				}
 				e := asError(t, err)
-				if e.ID != req.ID() || e.Request == nil || e.Request.ID() != req.ID() {
-					t.Fatalf("error names %s (request %v), want %s", e.ID.JSON(), e.Request, req.ID().JSON())
+				if e.Request.ID() != req.ID() || e.Request == nil || e.Request.ID() != req.ID() {
+					t.Fatalf("error names %s (request %v), want %s", e.Request.ID().JSON(), e.Request, req.ID().JSON())
 				}
 				// Sends at 0s, 1s and 2s; the deadline falls in the wait after the third.
 				if e.Attempts != 3 {
@@ -729,8 +729,8 @@ func TestBackoffWaitEndsAtClose(t *testing.T) {
 				if !errors.Is(err, tc.want) || !errors.Is(err, mcpclient.ErrClosed) {
 					t.Fatalf("err %v, want %v caused by ErrClosed", err, tc.want)
 				}
-				if e := asError(t, err); e.ID != req.ID() || e.Attempts != 1 {
-					t.Errorf("error names %v after %d attempts", e.ID, e.Attempts)
+				if e := asError(t, err); e.Request.ID() != req.ID() || e.Attempts != 1 {
+					t.Errorf("error names %v after %d attempts", e.Request.ID(), e.Attempts)
 				}
 				if n := strings.Count(err.Error(), "client closed"); n != 1 {
 					t.Errorf("the error names its cause %d times: %v", n, err)

@@ -162,7 +162,7 @@ func TestChangedContentUnderOneIDIsRefusedByServer(t *testing.T) {
 		t.Fatalf("error %v, want ErrRequestIDReused", err)
 	}
 	e := asError(t, err)
-	if !mcpclient.IsWireError(err) || e.Attempts != 1 || e.ID != id || e.Request == nil {
+	if !mcpclient.IsWireError(err) || e.Attempts != 1 || e.Request.ID() != id || e.Request == nil {
 		t.Errorf("error %+v: want a wire error after 1 attempt naming the id with its request", e)
 	}
 	var rpc *mcpclient.RPCError
@@ -333,7 +333,7 @@ func TestNoReceiptsUnsafeToolGivesOutcomeUnknown(t *testing.T) {
 		t.Fatalf("error %v, want ErrOutcomeUnknown", err)
 	}
 	e := asError(t, err)
-	if e.Attempts != 1 || e.Request != req || e.ID != req.ID() {
+	if e.Attempts != 1 || e.Request != req || e.Request.ID() != req.ID() {
 		t.Errorf("error %+v: want the request's handle after 1 attempt", e)
 	}
 	if k.runs != 1 || len(srv.Received(req.ID())) != 1 {
@@ -352,7 +352,7 @@ func TestNoReceiptsReadOnlyToolIsReissuedUnderNewID(t *testing.T) {
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "lookup"}))
 	c := mcptest.NewClient(t, srv, noWait)
 	ctx := context.Background()
-	if _, err := c.ListTools(ctx); err != nil { // learn the hints
+	if _, err := c.CachedTools(ctx); err != nil { // learn the hints
 		t.Fatal(err)
 	}
 
@@ -463,15 +463,15 @@ func TestReissueOutOfAttemptsNamesTheLastRequestSent(t *testing.T) {
 		t.Fatalf("err %v, want ErrOutcomeUnknown", err)
 	}
 	e := asError(t, err)
-	if e.ID == req.ID() || len(srv.Received(e.ID)) != 1 {
-		t.Fatalf("the error names %v, received %d times; want the re-issue, sent once", e.ID, len(srv.Received(e.ID)))
+	if e.Request.ID() == req.ID() || len(srv.Received(e.Request.ID())) != 1 {
+		t.Fatalf("the error names %v, received %d times; want the re-issue, sent once", e.Request.ID(), len(srv.Received(e.Request.ID())))
 	}
 	if c.Ledger().Len() != 2 {
 		t.Errorf("%d ledger entries, want the original and its one re-issue", c.Ledger().Len())
 	}
 	orig, _ := c.Ledger().Lookup(req.ID())
-	last, _ := c.Ledger().Lookup(e.ID)
-	if orig.SupersededBy != e.ID || last.State != mcpclient.StateUncertain || !last.SupersededBy.IsZero() {
+	last, _ := c.Ledger().Lookup(e.Request.ID())
+	if orig.SupersededBy != e.Request.ID() || last.State != mcpclient.StateUncertain || !last.SupersededBy.IsZero() {
 		t.Errorf("ledger: original %+v, last %+v", orig, last)
 	}
 }

@@ -66,7 +66,7 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 				return nil, err
 			}
 			if last {
-				return nil, &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: attemptsOf(err),
+				return nil, &Error{Code: CodeServerError, Request: req, Attempts: attemptsOf(err),
 					Err: fmt.Errorf("%w: the request mending this refusal would be request %d: %w", ErrRoundLimit, MaxRounds+1, rpc)}
 			}
 			next, cerr := c.correct(ctx, req, rpc, err)
@@ -93,11 +93,11 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 				return resp, nil // the caller's decoding will say what is wrong with it
 			}
 			if !asksForInput(req.method) {
-				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
+				return nil, &Error{Code: CodeProtocol, Request: req, Attempts: resp.Attempts,
 					Err: fmt.Errorf("%s answered input_required", req.method)}
 			}
 			if last {
-				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
+				return nil, &Error{Code: CodeProtocol, Request: req, Attempts: resp.Attempts,
 					Err: fmt.Errorf("%w: request %d still answered input_required", ErrRoundLimit, MaxRounds)}
 			}
 			next, err := c.answerInputs(ctx, req, r.InputRequests, r.RequestState)
@@ -106,7 +106,7 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 			}
 			req = next
 		default:
-			return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: resp.Attempts,
+			return nil, &Error{Code: CodeProtocol, Request: req, Attempts: resp.Attempts,
 				Err: fmt.Errorf("unknown resultType %q", resultType)}
 		}
 	}
@@ -158,7 +158,7 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	settled := false
 	defer func() {
 		if !settled { // a panic in a hook: release the waiters, then let it go on
-			r.settle(nil, &Error{Code: CodeOutcomeUnknown, ID: r.cur.id, Request: r.cur, Attempts: r.attempts,
+			r.settle(nil, &Error{Code: CodeOutcomeUnknown, Request: r.cur, Attempts: r.attempts,
 				Err: errors.New("panic during the attempt loop")}, StateUncertain, f)
 		}
 	}()
@@ -179,7 +179,7 @@ func awaitFlight(ctx context.Context, req *Request, f *flight) (*Response, error
 		resp.Result = bytes.Clone(resp.Result)
 		return &resp, nil
 	case <-ctx.Done():
-		return nil, &Error{Code: CodeOutcomeUnknown, ID: req.id, Request: req, Err: fmt.Errorf("waiting for the attempt already in flight: %w", ctx.Err())}
+		return nil, &Error{Code: CodeOutcomeUnknown, Request: req, Err: fmt.Errorf("waiting for the attempt already in flight: %w", ctx.Err())}
 	}
 }
 
@@ -393,7 +393,7 @@ func (r *attemptLoop) undeliveredState() State {
 }
 
 func (r *attemptLoop) fail(code Code, cause error) *Error {
-	return &Error{Code: code, ID: r.cur.id, Request: r.cur, Attempts: r.attempts, Err: cause}
+	return &Error{Code: code, Request: r.cur, Attempts: r.attempts, Err: cause}
 }
 
 // reissue replaces cur by the same method and params under a new id, as the protocol asks of a
@@ -474,7 +474,7 @@ func (c *Client) correct(ctx context.Context, req *Request, rpc *RPCError, refus
 		v := bestVersion(rpc.supportedVersions(), "", true)
 		return c.reround(req, req.extra, v, "sent again in "+v+", the revision the server named")
 	}
-	if _, err := collect(c.Tools(ctx)); err != nil {
+	if _, err := Collect(c.Tools(ctx)); err != nil {
 		return nil, listingFailed(req, rpc, attemptsOf(refusal), err)
 	}
 	return c.reround(req, req.extra, req.version, "sent again with the headers of the tool as listed now")
@@ -489,12 +489,12 @@ func listingFailed(req *Request, rpc *RPCError, attempts int, err error) *Error 
 	cause := err
 	var e *Error
 	if errors.As(err, &e) {
-		cause = fmt.Errorf("%s for tools/list request %s: %w", e.Code, e.ID.JSON(), e.Err)
-		if e.ID.IsZero() {
+		cause = fmt.Errorf("%s for tools/list request %s: %w", e.Code, e.Request.ID().JSON(), e.Err)
+		if e.Request == nil {
 			cause = fmt.Errorf("%s: %w", e.Code, e.Err)
 		}
 	}
-	return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: attempts,
+	return &Error{Code: CodeServerError, Request: req, Attempts: attempts,
 		Err: fmt.Errorf("%w; listing the tools to mend the headers failed: %w", rpc, cause)}
 }
 
@@ -511,21 +511,21 @@ func (c *Client) answerInputs(ctx context.Context, req *Request, inputs map[stri
 				Params json.RawMessage `json:"params"`
 			}
 			if err := json.Unmarshal(raw, &in); err != nil {
-				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req, Err: fmt.Errorf("input request %q: %w", key, err)}
+				return nil, &Error{Code: CodeProtocol, Request: req, Err: fmt.Errorf("input request %q: %w", key, err)}
 			}
 			h := c.handlerFor(in.Method)
 			if h == nil || in.Method == "ping" {
-				return nil, &Error{Code: CodeProtocol, ID: req.id, Request: req,
+				return nil, &Error{Code: CodeProtocol, Request: req,
 					Err: fmt.Errorf("input request %q asks for %s, which the client did not declare", key, in.Method)}
 			}
 			result, err := runRequestHandler(ctx, h, in.Params)
 			if err != nil {
-				return nil, &Error{Code: CodeInvalidArgument, ID: req.id, Request: req,
+				return nil, &Error{Code: CodeInvalidArgument, Request: req,
 					Err: fmt.Errorf("the handler of input request %q (%s): %w", key, in.Method, err)}
 			}
 			b, err := json.Marshal(result)
 			if err != nil {
-				return nil, &Error{Code: CodeInvalidArgument, ID: req.id, Request: req, Err: err}
+				return nil, &Error{Code: CodeInvalidArgument, Request: req, Err: err}
 			}
 			responses[key] = b
 		}
@@ -597,7 +597,6 @@ func (c *Client) Supersede(ctx context.Context, prev *Request, inspection Inspec
 	return c.Do(ctx, next)
 }
 
-
 // SupersedeToolCall replaces the tool call prev by a call of the same tool with args (anything
 // that marshals to a JSON object, or nil), under a new id, and sends it: Supersede for the usual
 // correction, new arguments for the same tool. The new call's params are the tool's name, args
@@ -609,12 +608,12 @@ func (c *Client) SupersedeToolCall(ctx context.Context, prev *Request, inspectio
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: errors.New("the request to supersede was not made by this client")})
 	}
 	if prev.method != "tools/call" {
-		return nil, returned(&Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev,
+		return nil, returned(&Error{Code: CodeInvalidArgument, Request: prev,
 			Err: fmt.Errorf("SupersedeToolCall replaces a tools/call, not a %s", prev.method)})
 	}
 	rawArgs, err := marshalParams(args)
 	if err != nil {
-		return nil, returned(&Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: fmt.Errorf("arguments of tool %s: %w", prev.name, err)})
+		return nil, returned(&Error{Code: CodeInvalidArgument, Request: prev, Err: fmt.Errorf("arguments of tool %s: %w", prev.name, err)})
 	}
 	next, err := c.newSupersedingRequest(prev, inspection, encodeToolCall(prev.name, rawArgs), opts)
 	if err != nil {
@@ -628,10 +627,10 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request to supersede was not made by this client")}
 	}
 	if inspection.Checked == "" || inspection.Found == "" {
-		return nil, &Error{Code: CodeInvalidArgument, ID: prev.id, Request: prev, Err: ErrInspectionRequired}
+		return nil, &Error{Code: CodeInvalidArgument, Request: prev, Err: ErrInspectionRequired}
 	}
 	if e, ok := c.ledger.Lookup(prev.id); ok && e.State == StatePending {
-		return nil, &Error{Code: CodeRequestInFlight, ID: prev.id, Request: prev,
+		return nil, &Error{Code: CodeRequestInFlight, Request: prev,
 			Err: errors.New("the request is still in flight; wait for its outcome before superseding it")}
 	}
 	spec := prev.requestSpec // nil params keep prev's content, without what the client added to it
@@ -640,7 +639,7 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 		if spec, err = specOf(prev.method, params); err != nil {
 			var e *Error
 			errors.As(err, &e)
-			e.ID, e.Request = prev.id, prev
+			e.Request = prev
 			return nil, e
 		}
 	}

@@ -157,10 +157,9 @@ var sentinels = map[Code]error{
 type Error struct {
 	// Code classifies the failure.
 	Code Code
-	// ID is the id of the request the error is about; zero when no request was made.
-	ID ID
-	// Request is the frozen request, for every error about a request. After an uncertain or
-	// conflicting outcome it is the handle to pass to Client.Resend or Client.Supersede.
+	// Request is the frozen request the error is about, or nil when no request was made; its
+	// ID names it. After an uncertain or conflicting outcome it is the handle to pass to
+	// Client.Resend or Client.Supersede.
 	Request *Request
 	// Attempts is how many times the request's bytes were sent.
 	Attempts int
@@ -172,9 +171,9 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("mcpclient: ")
 	b.WriteString(e.Code.String())
-	if !e.ID.IsZero() {
+	if e.Request != nil {
 		b.WriteString(" for request ")
-		b.WriteString(e.ID.JSON())
+		b.WriteString(e.Request.key)
 	}
 	if e.Attempts > 0 {
 		fmt.Fprintf(&b, " after %d attempt", e.Attempts)

@@ -104,7 +104,7 @@ func ExampleClient_Supersede() {
 		fmt.Println(err)
 		return
 	}
-	old, _ := c.Ledger().Lookup(e.ID)
+	old, _ := c.Ledger().Lookup(e.Request.ID())
 	fmt.Println("old entry:", old.State, "superseded:", old.SupersededBy == resp.Request.ID())
 	// Output:
 	// outcome unknown after 1 attempt

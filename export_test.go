@@ -32,7 +32,6 @@ func UntypedErrors() []string {
 	return append([]string(nil), untyped...)
 }
 
-
 // WithInboxHardLimitForTest lowers the bytes a session queues for its handlers while calls
 // await answers.
 func WithInboxHardLimitForTest(n int) Option {

@@ -346,7 +346,7 @@ func TestIDPinned(t *testing.T) {
 			t.Errorf("IsWireError = true for a local refusal: %v", err)
 		}
 		var e *mcpclient.Error
-		if !errors.As(err, &e) || e.ID != id {
+		if !errors.As(err, &e) || e.Request.ID() != id {
 			t.Fatalf("error %v does not name id %s", err, id.JSON())
 		}
 		if e.Attempts != 0 {

@@ -19,7 +19,7 @@ import (
 // ErrInboundOverflow. An empty inbox takes any message: the transport has already bounded its
 // size, and a message larger than the limits must still reach its handler.
 type inbox struct {
-	limits inboxLimits
+	limits  inboxLimits
 	mu      sync.Mutex
 	msgs    []jsonrpc.Message // oldest first; guarded by mu
 	bytes   int               // the sizes of msgs; guarded by mu
@@ -49,8 +49,8 @@ const inboxOverhead = 128
 func newInbox(limits inboxLimits) *inbox {
 	return &inbox{
 		limits: limits,
-		space: make(chan struct{}, 1),
-		wake:  make(chan struct{}, 1),
+		space:  make(chan struct{}, 1),
+		wake:   make(chan struct{}, 1),
 	}
 }
 

@@ -15,7 +15,6 @@ func inboxMsg(n int) jsonrpc.Message {
 	return jsonrpc.Message{Method: "notifications/message", Params: []byte(`"` + strings.Repeat("x", n-2) + `"`)}
 }
 
-
 // The queue for handlers is bounded in bytes as well as in messages: a server sending large
 // notifications to a slow handler is held back long before 64 of them are queued, and any one
 // message the transport accepted fits into an empty queue.

@@ -158,7 +158,7 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 	e, ok := l.entries[req.key]
 	if ok {
 		if e.Fingerprint != req.fp {
-			return nil, false, &Error{Code: CodeRequestIDReused, ID: req.id, Request: req, Err: errLocalReuse}
+			return nil, false, &Error{Code: CodeRequestIDReused, Request: req, Err: errLocalReuse}
 		}
 		if e.flight != nil {
 			if l.onJoin != nil {
@@ -180,17 +180,17 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			// between the caller's look at it and this request: one operation, one live request.
 			switch {
 			case older.flight != nil:
-				return nil, false, &Error{Code: CodeRequestInFlight, ID: req.id, Request: req,
+				return nil, false, &Error{Code: CodeRequestInFlight, Request: req,
 					Err: fmt.Errorf("request %s, which this one supersedes, is in flight; wait for its outcome", req.supersedes.JSON())}
 			case !older.SupersededBy.IsZero():
-				return nil, false, &Error{Code: CodeInvalidArgument, ID: req.id, Request: req,
+				return nil, false, &Error{Code: CodeInvalidArgument, Request: req,
 					Err: fmt.Errorf("request %s was already superseded by %s; supersede that one", req.supersedes.JSON(), older.SupersededBy.JSON())}
 			}
 		}
 		// The entry being superseded is never the one evicted to make room: it stays, as the
 		// record of what was sent under its id.
 		if len(l.entries) >= l.capacity && !l.evictOldest(older) {
-			return nil, false, &Error{Code: CodeLedgerFull, ID: req.id, Request: req,
+			return nil, false, &Error{Code: CodeLedgerFull, Request: req,
 				Err: fmt.Errorf("all %d entries are unresolved", l.capacity)}
 		}
 		e = &ledgerEntry{Entry: Entry{ID: req.id, Method: req.method, Fingerprint: req.fp, Created: now,
@@ -237,7 +237,7 @@ func (l *Ledger) Forget(id ID) error {
 		return nil
 	}
 	if e.flight != nil {
-		return returned(&Error{Code: CodeRequestInFlight, ID: id, Err: errors.New("an attempt loop runs for the request; wait for its outcome before forgetting it")})
+		return returned(&Error{Code: CodeRequestInFlight, Err: fmt.Errorf("an attempt loop runs for request %s; wait for its outcome before forgetting it", id.JSON())})
 	}
 	if e.elem != nil {
 		l.evictable.Remove(e.elem)

@@ -288,7 +288,7 @@ func TestLedgerFullOfUnresolvedRefusesNewRequests(t *testing.T) {
 				t.Errorf("IsWireError = true for a local refusal")
 			}
 			var e *mcpclient.Error
-			if !errors.As(err, &e) || e.ID != req.ID() || e.Request == nil {
+			if !errors.As(err, &e) || e.Request.ID() != req.ID() || e.Request == nil {
 				t.Errorf("error %v does not name the refused request %s", err, req.ID().JSON())
 			}
 			if got := srv.Received(req.ID()); len(got) != 0 {
@@ -555,8 +555,8 @@ func TestLedgerFullDuringAutomaticReissueKeepsTheOriginal(t *testing.T) {
 		t.Fatalf("err %v, want ErrOutcomeUnknown caused by the ledger's refusal of the re-issue", err)
 	}
 	var e *mcpclient.Error
-	if !errors.As(err, &e) || e.ID != req.ID() || e.Request != req {
-		t.Errorf("the error names %v, want the original %v", e.ID, req.ID())
+	if !errors.As(err, &e) || e.Request.ID() != req.ID() || e.Request != req {
+		t.Errorf("the error names %v, want the original %v", e.Request.ID(), req.ID())
 	}
 	entry, ok := c.Ledger().Lookup(req.ID())
 	if !ok || entry.State != mcpclient.StateUncertain || !entry.SupersededBy.IsZero() {

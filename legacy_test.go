@@ -36,7 +36,7 @@ func TestLegacySSEDroppedStreamLosesTheSession(t *testing.T) {
 		mcptest.WithTool(readOnlyTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Method: "tools/call", Times: 2}))
 	c := connect(t, srv.SSETransport())
-	if _, err := c.ListTools(context.Background()); err != nil {
+	if _, err := c.CachedTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Receipts are declared, but they lived in the session the dropped stream ended.

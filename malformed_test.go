@@ -142,7 +142,7 @@ func TestHostileResultAndErrorTogether(t *testing.T) {
 			t.Fatalf("error %v (code %v), want ErrOutcomeUnknown caused by ErrMalformedResponse", err, mcpclient.CodeOf(err))
 		}
 		e := asError(t, err)
-		if entry, _ := c.Ledger().Lookup(e.ID); entry.State != mcpclient.StateUncertain || e.Attempts != 1 {
+		if entry, _ := c.Ledger().Lookup(e.Request.ID()); entry.State != mcpclient.StateUncertain || e.Attempts != 1 {
 			t.Errorf("ledger state %v after %d attempts, want uncertain after one", entry.State, e.Attempts)
 		}
 		stillUsable(t, c)

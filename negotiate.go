@@ -135,22 +135,22 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	if err != nil {
 		if errors.Is(err, transport.ErrInvalidSessionID) {
 			// Not a refusal: the server answered with a session id no request may carry.
-			return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: err}
+			return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: err}
 		}
 		var rpc *RPCError
 		if errors.As(err, &rpc) || transport.OutcomeOf(err) == OutcomeAnswered {
 			// The server refused the session (a JSON-RPC error, an HTTP 403): asking again
 			// will not change its mind.
-			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err}
+			return &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err}
 		}
 		return err // a transport failure: the caller dials again
 	}
 	var res InitializeResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return &Error{Code: CodeProtocol, ID: req.id, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
+		return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
 	}
 	if !isSupportedVersion(res.ProtocolVersion) || isStateless(res.ProtocolVersion) {
-		return &Error{Code: CodeUnsupportedVersion, ID: req.id, Request: req, Attempts: 1,
+		return &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
 			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
 	}
 	s.init = res
@@ -165,7 +165,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
 	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
 		if transport.OutcomeOf(err) == OutcomeAnswered {
-			return &Error{Code: CodeServerError, ID: req.id, Request: req, Attempts: 1, Err: err} // refused: definite
+			return &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err} // refused: definite
 		}
 		return err
 	}
@@ -272,10 +272,10 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 			if v := bestVersion(supported, "", false); v != "" && !pinned {
 				return lifecycle{version: v}, nil
 			}
-			return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Request: req, ID: req.id, Attempts: 1,
+			return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
 				Err: fmt.Errorf("the server speaks %v; this client speaks %v: %w", supported, supportedVersions, err)}
 		case pinned && (rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered):
-			return lifecycle{}, &Error{Code: CodeServerError, Request: req, ID: req.id, Attempts: 1, Err: err}
+			return lifecycle{}, &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err}
 		case errors.Is(err, transport.ErrSessionNotFound):
 			older.redial = true
 			return older, nil

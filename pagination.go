@@ -51,7 +51,11 @@ func paginate[T any](ctx context.Context, fetch func(ctx context.Context, cursor
 const MaxListItems = 100_000
 
 // collect drains a paginated iterator into a slice of at most MaxListItems.
-func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+// Collect gathers the items of a listing (Tools, Resources, ResourceTemplates, Prompts, Tasks),
+// every page, into a slice: the first error ends it, and a listing longer than MaxListItems
+// ends it with ErrListTooLong. Range over the iterator itself to read a longer listing item by
+// item.
+func Collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
 	return collectAtMost(seq, MaxListItems)
 }
 

@@ -61,11 +61,6 @@ func (c *Client) Prompts(ctx context.Context) iter.Seq2[*Prompt, error] {
 	}, nil)
 }
 
-// ListPrompts returns every prompt, all pages.
-func (c *Client) ListPrompts(ctx context.Context) ([]*Prompt, error) {
-	return collect(c.Prompts(ctx))
-}
-
 // GetPrompt renders the prompt name with args.
 func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts ...CallOption) (*GetPromptResult, error) {
 	var res GetPromptResult

@@ -43,7 +43,7 @@ func TestFeaturesPrompts(t *testing.T) {
 		if p := c.ServerCapabilities().Prompts; p == nil || !p.ListChanged {
 			t.Errorf("capabilities.prompts %+v, want listChanged", p)
 		}
-		prompts, err := c.ListPrompts(ctx)
+		prompts, err := mcpclient.Collect(c.Prompts(ctx))
 		if err != nil {
 			t.Fatal(err)
 		}

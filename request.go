@@ -179,7 +179,7 @@ func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error
 	}
 	if !cc.id.IsZero() {
 		if err := c.ledger.check(req); err != nil {
-			return nil, &Error{Code: CodeRequestIDReused, ID: req.id, Request: req, Err: err}
+			return nil, &Error{Code: CodeRequestIDReused, Request: req, Err: err}
 		}
 	}
 	return req, nil
@@ -242,8 +242,14 @@ func encodeToolCall(name string, args json.RawMessage) encodedToolCall {
 	return encodedToolCall{name, args, append(raw, '}')}
 }
 
-// ID returns the request's id.
-func (r *Request) ID() ID { return r.id }
+// ID returns the request's id; the zero ID for a nil Request, so that an *Error's
+// Request.ID() may be read whether or not the error names a request.
+func (r *Request) ID() ID {
+	if r == nil {
+		return ID{}
+	}
+	return r.id
+}
 
 // Method returns the JSON-RPC method.
 func (r *Request) Method() string { return r.method }

@@ -84,11 +84,6 @@ func (c *Client) Resources(ctx context.Context) iter.Seq2[*Resource, error] {
 	}, nil)
 }
 
-// ListResources returns every resource the server lists, all pages.
-func (c *Client) ListResources(ctx context.Context) ([]*Resource, error) {
-	return collect(c.Resources(ctx))
-}
-
 // ListResourceTemplatesPage returns one page of resources/templates/list.
 func (c *Client) ListResourceTemplatesPage(ctx context.Context, cursor string, opts ...CallOption) (*ListResourceTemplatesResult, error) {
 	var res ListResourceTemplatesResult
@@ -107,11 +102,6 @@ func (c *Client) ResourceTemplates(ctx context.Context) iter.Seq2[*ResourceTempl
 		}
 		return page.ResourceTemplates, page.NextCursor, nil
 	}, nil)
-}
-
-// ListResourceTemplates returns every resource template, all pages.
-func (c *Client) ListResourceTemplates(ctx context.Context) ([]*ResourceTemplate, error) {
-	return collect(c.ResourceTemplates(ctx))
 }
 
 // ReadResource reads the resource at uri.

@@ -69,7 +69,7 @@ func TestFeaturesResources(t *testing.T) {
 		if len(first.Resources) != 2 || first.NextCursor == "" {
 			t.Errorf("first page: %d resources, cursor %q; want 2 and a cursor", len(first.Resources), first.NextCursor)
 		}
-		all, err := c.ListResources(ctx)
+		all, err := mcpclient.Collect(c.Resources(ctx))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestFeaturesResources(t *testing.T) {
 			t.Errorf("resource %+v lost its fields", all[0])
 		}
 
-		templates, err := c.ListResourceTemplates(ctx)
+		templates, err := mcpclient.Collect(c.ResourceTemplates(ctx))
 		if err != nil {
 			t.Fatal(err)
 		}

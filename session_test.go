@@ -44,7 +44,7 @@ func TestLostReceiptScopeEndsRetriesOfUnsafeRequest(t *testing.T) {
 		t.Fatalf("error %v, want ErrOutcomeUnknown caused by ErrSessionLost", err)
 	}
 	if e := asError(t, err); e.Request != req {
-		t.Errorf("error names request %v, want %v", e.ID, req.ID())
+		t.Errorf("error names request %v, want %v", e.Request.ID(), req.ID())
 	}
 	if k.runs != 1 {
 		t.Errorf("runs %d, want 1: the resend must not run it again after the receipts were lost", k.runs)
@@ -61,7 +61,7 @@ func TestLostReceiptScopeReissuesSafeRequest(t *testing.T) {
 		mcptest.WithTool(readOnlyTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "lookup"}))
 	c := mcptest.NewClient(t, srv, restartOnRetry(srv))
-	if _, err := c.ListTools(context.Background()); err != nil {
+	if _, err := c.CachedTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	res, err := c.CallTool(context.Background(), "lookup", nil)

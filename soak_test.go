@@ -394,8 +394,8 @@ func runSoak(t *testing.T, seed uint64, calls int, kinds []mcptest.FaultKind, op
 			if errors.Is(o.err, context.Canceled) {
 				st.canceled++
 			}
-			if e.ID != id || e.Request != o.req {
-				problem("the error names %s, not the call's request: %s", e.ID.JSON(), detail())
+			if e.Request.ID() != id || e.Request != o.req {
+				problem("the error names %s, not the call's request: %s", e.Request.ID().JSON(), detail())
 			}
 			if len(frames) > e.Attempts {
 				problem("%d frames for %d attempts: %s", len(frames), e.Attempts, detail())

@@ -41,7 +41,7 @@ func TestStatelessSessionCarriesMetaAndHeaders(t *testing.T) {
 		t.Fatalf("protocol %q, server %+v, session %q", c.ProtocolVersion(), c.ServerInfo(), c.SessionID())
 	}
 	ctx := context.Background()
-	if _, err := c.ListTools(ctx); err != nil {
+	if _, err := c.CachedTools(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := c.CallTool(ctx, "add", map[string]int{"a": 1, "b": 2}); err != nil || res.Text() != "3" {
@@ -365,8 +365,8 @@ func TestStatelessCallNeedingMoreRoundsStopsWithoutSendingAnother(t *testing.T) 
 			if res != nil || !errors.Is(err, mcpclient.ErrRoundLimit) || !errors.As(err, &e) {
 				t.Fatalf("%v %v, want ErrRoundLimit", res, err)
 			}
-			if e.ID.JSON() != ids[len(ids)-1] || e.Request == nil || e.Request.ID() != e.ID || e.Attempts != 1 {
-				t.Errorf("error names %s (request %v, %d attempts), want the last request sent, %s", e.ID.JSON(), e.Request, e.Attempts, ids[len(ids)-1])
+			if e.Request.ID().JSON() != ids[len(ids)-1] || e.Request == nil || e.Request.ID() != e.Request.ID() || e.Attempts != 1 {
+				t.Errorf("error names %s (request %v, %d attempts), want the last request sent, %s", e.Request.ID().JSON(), e.Request, e.Attempts, ids[len(ids)-1])
 			}
 		})
 	}
@@ -404,7 +404,7 @@ func TestStatelessHeaderMismatchRelistsTools(t *testing.T) {
 	if lists != 1 {
 		t.Errorf("%d listings, want 1", lists)
 	}
-	tools, err := c.ListTools(context.Background())
+	tools, err := c.CachedTools(context.Background())
 	if err != nil || len(tools) != 1 || tools[0].Name != "geo" {
 		t.Errorf("the tool with a number header should be left out: %v %v", tools, err)
 	}
@@ -441,8 +441,8 @@ func TestStatelessHeaderMismatchWhoseRelistingFailsNamesTheCall(t *testing.T) {
 			if !errors.As(err, &e) || !errors.As(err, &rpc) {
 				t.Fatalf("error %v", err)
 			}
-			if len(callIDs) != 1 || e.ID.JSON() != callIDs[0] || e.Request.Method() != "tools/call" || e.Attempts != 1 {
-				t.Errorf("the error names %s (%s, %d attempts); want the refused call %v", e.ID.JSON(), e.Request.Method(), e.Attempts, callIDs)
+			if len(callIDs) != 1 || e.Request.ID().JSON() != callIDs[0] || e.Request.Method() != "tools/call" || e.Attempts != 1 {
+				t.Errorf("the error names %s (%s, %d attempts); want the refused call %v", e.Request.ID().JSON(), e.Request.Method(), e.Attempts, callIDs)
 			}
 			if e.Code != mcpclient.CodeServerError || rpc.Code != mcpclient.RPCHeaderMismatch || errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 				t.Errorf("error %v: want the call's definite refusal, whatever became of the listing", err)
@@ -526,7 +526,7 @@ func TestStatelessLogLevelTravelsWithEachRequest(t *testing.T) {
 	if len(s.Requests()) != before {
 		t.Fatal("SetLoggingLevel sent a request in a stateless revision")
 	}
-	if _, err := c.ListTools(context.Background()); err != nil {
+	if _, err := c.CachedTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	reqs := s.Requests()
@@ -571,7 +571,7 @@ func TestStatelessListenDeliversSubscribedNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.ListTools(context.Background()); err != nil {
+	if _, err := c.CachedTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	sub, err := c.Listen(context.Background(), mcpclient.SubscriptionFilter{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///a"}})
@@ -585,7 +585,7 @@ func TestStatelessListenDeliversSubscribedNotifications(t *testing.T) {
 		t.Errorf("updated %q", uri)
 	}
 	<-changed
-	if tools, _ := c.ListTools(context.Background()); len(tools) != 1 {
+	if tools, _ := c.CachedTools(context.Background()); len(tools) != 1 {
 		t.Errorf("tools %v", tools)
 	}
 	if err := sub.Close(); err != nil || sub.Err() != nil {

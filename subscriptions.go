@@ -152,10 +152,10 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 		if sub.err != nil {
 			return nil, sub.err
 		}
-		return nil, returned(&Error{Code: CodeProtocol, ID: req.id, Request: req, Err: errors.New("the subscription ended before it was acknowledged")})
+		return nil, returned(&Error{Code: CodeProtocol, Request: req, Err: errors.New("the subscription ended before it was acknowledged")})
 	case <-ctx.Done():
 		c.wg.Done() // the watcher never started
 		sub.Close()
-		return nil, returned(&Error{Code: CodeOutcomeUnknown, ID: req.id, Request: req, Err: context.Cause(ctx)})
+		return nil, returned(&Error{Code: CodeOutcomeUnknown, Request: req, Err: context.Cause(ctx)})
 	}
 }

@@ -266,7 +266,7 @@ func (c *Client) checkTaskSupport(ctx context.Context, name string) error {
 	}
 	support, found, cached := c.tools.taskSupport(name)
 	if !cached {
-		if _, err := c.ListTools(ctx); err != nil {
+		if _, err := c.CachedTools(ctx); err != nil {
 			return err
 		}
 		support, found, _ = c.tools.taskSupport(name)
@@ -450,7 +450,7 @@ func decodeTaskResult(resp *Response, taskID string) (*CallToolResult, error) {
 		}
 	}
 	if err != nil {
-		return nil, &Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts,
+		return nil, &Error{Code: CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
 			Err: fmt.Errorf("decoding the tasks/result result of task %s: %w", taskID, err)}
 	}
 	return &res, nil
@@ -501,11 +501,6 @@ func (c *Client) Tasks(ctx context.Context) iter.Seq2[*Task, error] {
 	}, nil)
 }
 
-// ListTasks returns every task the server lists, all pages.
-func (c *Client) ListTasks(ctx context.Context) ([]*Task, error) {
-	return collect(c.Tasks(ctx))
-}
-
 // AwaitTask waits for a task made by CallToolTask to end and returns its tool result.
 //
 // It polls tasks/get, waiting between polls the task's pollInterval (or, when the server
@@ -552,7 +547,7 @@ func (c *Client) AwaitTask(ctx context.Context, taskID string) (*CallToolResult,
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return nil, returned(&Error{Code: CodeOutcomeUnknown, ID: poll.Request.id, Request: poll.Request, Attempts: poll.Attempts,
+			return nil, returned(&Error{Code: CodeOutcomeUnknown, Request: poll.Request, Attempts: poll.Attempts,
 				Err: fmt.Errorf("waiting for task %s, last %s: %w", taskID, t.Status, context.Cause(ctx))})
 		}
 	}
@@ -575,7 +570,7 @@ func (c *Client) AwaitTask(ctx context.Context, taskID string) (*CallToolResult,
 			if e.Code == CodeServerError {
 				te.Err = e.Err
 			}
-			return nil, returned(&Error{Code: CodeServerError, ID: e.ID, Request: e.Request, Attempts: e.Attempts, Err: te})
+			return nil, returned(&Error{Code: CodeServerError, Request: e.Request, Attempts: e.Attempts, Err: te})
 		}
 		return nil, returned(&Error{Code: CodeServerError, Err: te})
 	}
@@ -584,7 +579,7 @@ func (c *Client) AwaitTask(ctx context.Context, taskID string) (*CallToolResult,
 		return nil, returned(err)
 	}
 	te.Result = res
-	return nil, returned(&Error{Code: CodeServerError, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts, Err: te})
+	return nil, returned(&Error{Code: CodeServerError, Request: resp.Request, Attempts: resp.Attempts, Err: te})
 }
 
 // TaskInspection records a look at a task the server kept (its state from GetTask, ListTasks,

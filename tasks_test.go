@@ -234,7 +234,7 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 	if err != nil || len(page.Tasks) != 2 || page.NextCursor == "" {
 		t.Errorf("first page: %+v, %v; want 2 tasks and a cursor", page, err)
 	}
-	all, err := c.ListTasks(ctx)
+	all, err := mcpclient.Collect(c.Tasks(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestAwaitTaskHonoursPollInterval(t *testing.T) {
 				}))
 		c := mcptest.NewClient(t, srv)
 		ctx := testCtx(t)
-		if _, err := c.ListTools(ctx); err != nil { // the listing CallToolTask needs, made beforehand
+		if _, err := c.CachedTools(ctx); err != nil { // the listing CallToolTask needs, made beforehand
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -343,11 +343,11 @@ func TestAwaitTaskHonoursPollInterval(t *testing.T) {
 		}
 		// The deadline came between two polls: the error names the last tasks/get, answered.
 		var e *mcpclient.Error
-		if !errors.As(err, &e) || e.ID.IsZero() || e.Request == nil || e.Request.ID() != e.ID ||
+		if !errors.As(err, &e) || e.Request.ID().IsZero() || e.Request == nil || e.Request.ID() != e.Request.ID() ||
 			e.Request.Method() != "tasks/get" || !strings.Contains(string(e.Request.Params()), task.TaskID) {
 			t.Fatalf("AwaitTask past its deadline: %+v, want the last tasks/get named", e)
 		}
-		if entry, _ := c.Ledger().Lookup(e.ID); entry.State != mcpclient.StateAnswered {
+		if entry, _ := c.Ledger().Lookup(e.Request.ID()); entry.State != mcpclient.StateAnswered {
 			t.Errorf("the named request is %v, want the answered tasks/get", entry.State)
 		}
 		if res, err := c.AwaitTask(ctx, task.TaskID); err != nil || res.Text() != "rested" {
@@ -414,7 +414,7 @@ func TestTaskCreationResentUnderSameIDCreatesOneTask(t *testing.T) {
 			if n := srv.Tasks(); n != 1 {
 				t.Errorf("the server holds %d tasks, want 1", n)
 			}
-			tasks, err := c.ListTasks(ctx)
+			tasks, err := mcpclient.Collect(c.Tasks(ctx))
 			if err != nil || len(tasks) != 1 || tasks[0].TaskID != task.TaskID {
 				t.Errorf("ListTasks: %+v, %v; want only %s", tasks, err, task.TaskID)
 			}
@@ -457,7 +457,7 @@ func TestTaskInspectionFeedsSupersede(t *testing.T) {
 	}
 
 	// Inspect: the lost request created a task, which failed.
-	tasks, err := c.ListTasks(ctx)
+	tasks, err := mcpclient.Collect(c.Tasks(ctx))
 	if err != nil || len(tasks) != 1 || tasks[0].CreatedTime().Before(start.Add(-time.Second)) {
 		t.Fatalf("ListTasks: %+v, %v; want the one task the lost request created", tasks, err)
 	}
@@ -488,14 +488,14 @@ func TestTaskInspectionFeedsSupersede(t *testing.T) {
 		t.Fatalf("AwaitTask of the new task: %+v, %v", res, err)
 	}
 	next, ok := c.Ledger().Lookup(resp.Request.ID())
-	if !ok || next.Supersedes != lost.ID || next.Reason != insp.String() {
-		t.Errorf("ledger entry of the new request %+v, want it to supersede %v because %q", next, lost.ID, insp)
+	if !ok || next.Supersedes != lost.Request.ID() || next.Reason != insp.String() {
+		t.Errorf("ledger entry of the new request %+v, want it to supersede %v because %q", next, lost.Request.ID(), insp)
 	}
-	if old, _ := c.Ledger().Lookup(lost.ID); old.SupersededBy != resp.Request.ID() {
+	if old, _ := c.Ledger().Lookup(lost.Request.ID()); old.SupersededBy != resp.Request.ID() {
 		t.Errorf("ledger entry of the lost request %+v", old)
 	}
 	frames := srv.Received(resp.Request.ID())
-	if len(frames) != 1 || !bytes.Contains(frames[0], []byte(`"supersedes":`+lost.ID.JSON())) {
+	if len(frames) != 1 || !bytes.Contains(frames[0], []byte(`"supersedes":`+lost.Request.ID().JSON())) {
 		t.Errorf("frames of the new request %q, want _meta.supersedes", frames)
 	}
 	if n := srv.Tasks(); n != 2 {

@@ -218,7 +218,7 @@ func (c *Client) callResponse(ctx context.Context, method string, params, out an
 		return resp, nil
 	}
 	if err := resp.Decode(out); err != nil {
-		return nil, returned(&Error{Code: CodeProtocol, ID: req.id, Request: resp.Request, Attempts: resp.Attempts,
+		return nil, returned(&Error{Code: CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
 			Err: fmt.Errorf("decoding the %s result: %w", method, err)})
 	}
 	return resp, nil
@@ -302,14 +302,14 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 	return paginate(ctx, fetch, func() { c.tools.replace(listed, gen) })
 }
 
-// ListTools returns every tool the server lists, all pages. It answers from a cache that a
-// complete listing fills and notifications/tools/list_changed empties; Tools always asks the
-// server.
-func (c *Client) ListTools(ctx context.Context) ([]*Tool, error) {
+// CachedTools returns the tools of the last complete listing the client holds, and lists them,
+// all pages, when it holds none: a complete listing (by Tools, or by CachedTools itself) fills
+// the cache and notifications/tools/list_changed empties it. Tools always asks the server.
+func (c *Client) CachedTools(ctx context.Context) ([]*Tool, error) {
 	if tools, ok := c.tools.all(); ok {
 		return tools, nil
 	}
-	return collect(c.Tools(ctx))
+	return Collect(c.Tools(ctx))
 }
 
 // CallTool calls the tool name with args (anything that marshals to a JSON object, or nil).
@@ -347,11 +347,11 @@ func (c *Client) sendToolCall(ctx context.Context, req *Request) (*CallToolResul
 	}
 	var res CallToolResult
 	if err := decodeCallToolResult(resp.Result, &res); err != nil {
-		return nil, returned(&Error{Code: CodeProtocol, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts,
+		return nil, returned(&Error{Code: CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
 			Err: fmt.Errorf("decoding the tools/call result: %w", err)})
 	}
 	if err := c.tools.checkStructured(req.name, &res); err != nil {
-		return &res, returned(&Error{Code: CodeStructuredContent, ID: resp.Request.id, Request: resp.Request, Attempts: resp.Attempts, Err: err})
+		return &res, returned(&Error{Code: CodeStructuredContent, Request: resp.Request, Attempts: resp.Attempts, Err: err})
 	}
 	return &res, nil
 }

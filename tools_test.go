@@ -39,7 +39,7 @@ func TestListToolsFetchesEveryPage(t *testing.T) {
 	var k counter
 	srv := mcptest.NewTestServer(t, append(manyTools(5, &k), mcptest.WithPageSize(2))...)
 	c := mcptest.NewClient(t, srv)
-	tools, err := c.ListTools(context.Background())
+	tools, err := c.CachedTools(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestToolsIteratorStopsOnRepeatedCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.ListTools(context.Background())
+	_, err = c.CachedTools(context.Background())
 	if mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
 		t.Fatalf("error %v, want a protocol error for a cursor loop", err)
 	}
@@ -102,7 +102,7 @@ func TestCompleteListingReplacesToolHints(t *testing.T) {
 		mcptest.WithTool(mcpclient.Tool{Name: "lookup", Annotations: &mcpclient.ToolAnnotations{IdempotentHint: boolPtr(true)}}, k.tool))
 	c := mcptest.NewClient(t, srv, noWait)
 	ctx := context.Background()
-	if _, err := c.ListTools(ctx); err != nil {
+	if _, err := c.CachedTools(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The server redefines the tool as unsafe; until the client lists again it trusts the old
@@ -178,7 +178,7 @@ func TestListChangedForgetsToolHints(t *testing.T) {
 	c := mcptest.NewClient(t, srv, noWait, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
 		func(context.Context, string, json.RawMessage) { changed <- struct{}{} }))
 	ctx := context.Background()
-	if _, err := c.ListTools(ctx); err != nil {
+	if _, err := c.CachedTools(ctx); err != nil {
 		t.Fatal(err)
 	}
 	srv.AddTool(mcpclient.Tool{Name: "lookup"}, k.tool) // no longer idempotent
@@ -201,19 +201,19 @@ func TestListToolsCacheEmptiedByListChanged(t *testing.T) {
 	c := mcptest.NewClient(t, srv, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
 		func(context.Context, string, json.RawMessage) { changed <- struct{}{} }))
 	ctx := context.Background()
-	first, err := c.ListTools(ctx)
+	first, err := c.CachedTools(ctx)
 	if err != nil || len(first) != 1 {
 		t.Fatalf("%v %v", first, err)
 	}
 	frames := framesAfterSync(t, c, srv)
 	srv.AddTool(mcpclient.Tool{Name: "b"}, k.tool)
-	cached, _ := c.ListTools(ctx)
+	cached, _ := c.CachedTools(ctx)
 	if len(cached) != 1 || srv.FramesReceived() != frames {
 		t.Fatalf("ListTools asked the server again (%d tools) without a list_changed", len(cached))
 	}
 	srv.Notify("notifications/tools/list_changed", nil)
 	<-changed // the client's own handling runs before the caller's handler
-	fresh, err := c.ListTools(ctx)
+	fresh, err := c.CachedTools(ctx)
 	if err != nil || len(fresh) != 2 {
 		t.Fatalf("after list_changed: %d tools, %v", len(fresh), err)
 	}
@@ -231,7 +231,7 @@ func TestToolsIteratorRangedTwiceCachesOneListing(t *testing.T) {
 			}
 		}
 	}
-	if cached, err := c.ListTools(context.Background()); err != nil || len(cached) != 3 {
+	if cached, err := c.CachedTools(context.Background()); err != nil || len(cached) != 3 {
 		t.Errorf("cached %d tools, %v; want the 3 of one listing", len(cached), err)
 	}
 }
@@ -263,7 +263,7 @@ func TestListingOverlappingListChangedIsNotCached(t *testing.T) {
 	}
 	defer c.Close()
 	for range 2 {
-		if _, err := c.ListTools(context.Background()); err != nil {
+		if _, err := c.CachedTools(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -305,8 +305,8 @@ func TestStructuredContentIsCheckedAgainstOutputSchema(t *testing.T) {
 		if res == nil || string(res.StructuredContent) != structured {
 			t.Fatalf("structuredContent %q: result %+v; the tool ran, its result must come back with the error", structured, res)
 		}
-		if entry, ok := c.Ledger().Lookup(e.ID); !ok || entry.State != mcpclient.StateAnswered || e.Request.ID() != e.ID {
-			t.Errorf("the error names %s, ledger %+v: want the answered call", e.ID.JSON(), entry)
+		if entry, ok := c.Ledger().Lookup(e.Request.ID()); !ok || entry.State != mcpclient.StateAnswered || e.Request.ID() != e.Request.ID() {
+			t.Errorf("the error names %s, ledger %+v: want the answered call", e.Request.ID().JSON(), entry)
 		}
 		return true
 	}
@@ -316,7 +316,7 @@ func TestStructuredContentIsCheckedAgainstOutputSchema(t *testing.T) {
 			t.Error("a tool the client has not listed was checked")
 		}
 	})
-	if _, err := c.ListTools(ctx); err != nil {
+	if _, err := c.CachedTools(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Run("listed", func(t *testing.T) {
@@ -332,7 +332,7 @@ func TestStructuredContentIsCheckedAgainstOutputSchema(t *testing.T) {
 		if call(t, `{"sum":"three"}`) {
 			t.Error("checked against the schema of a listing the server said has changed")
 		}
-		if _, err := c.ListTools(ctx); err != nil {
+		if _, err := c.CachedTools(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if !call(t, `{"sum":"three"}`) {
@@ -365,7 +365,7 @@ func TestOutputSchemaReferencesAreNotFetched(t *testing.T) {
 			return &mcpclient.CallToolResult{StructuredContent: json.RawMessage(`{"x":1}`)}, nil
 		}))
 	c := mcptest.NewClient(t, srv)
-	if _, err := c.ListTools(context.Background()); err != nil {
+	if _, err := c.CachedTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CallTool(context.Background(), "t", nil); err != nil {

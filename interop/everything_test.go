@@ -220,7 +220,7 @@ func runEverything(t *testing.T, name, entry, mode string) {
 	var tools []*mcpclient.Tool
 	cb.check("tools/list", func(t *testing.T) {
 		var err error
-		if tools, err = c.ListTools(ctxFor(t)); err != nil {
+		if tools, err = c.CachedTools(ctxFor(t)); err != nil {
 			t.Fatalf("ListTools: %s", errorChain(err))
 		}
 		names := toolNames(tools)
@@ -306,14 +306,14 @@ func runEverything(t *testing.T, name, entry, mode string) {
 	})
 
 	cb.check("resources, templates, prompts, completion", func(t *testing.T) {
-		resources, err := c.ListResources(ctxFor(t))
+		resources, err := mcpclient.Collect(c.Resources(ctxFor(t)))
 		if err != nil {
 			t.Fatalf("ListResources: %s", errorChain(err))
 		}
 		if len(resources) == 0 {
 			t.Errorf("no resources")
 		}
-		templates, err := c.ListResourceTemplates(ctxFor(t))
+		templates, err := mcpclient.Collect(c.ResourceTemplates(ctxFor(t)))
 		if err != nil {
 			t.Fatalf("ListResourceTemplates: %s", errorChain(err))
 		}
@@ -336,7 +336,7 @@ func runEverything(t *testing.T, name, entry, mode string) {
 				t.Errorf("ReadResource(%s) = %+v, %v", resources[0].URI, r, err)
 			}
 		}
-		prompts, err := c.ListPrompts(ctxFor(t))
+		prompts, err := mcpclient.Collect(c.Prompts(ctxFor(t)))
 		if err != nil {
 			t.Fatalf("ListPrompts: %s", errorChain(err))
 		}
@@ -468,7 +468,7 @@ func runEverything(t *testing.T, name, entry, mode string) {
 			t.Fatalf("Connect: %s", errorChain(err))
 		}
 		defer cs.Close()
-		tools, err := cs.ListTools(ctxFor(t))
+		tools, err := cs.CachedTools(ctxFor(t))
 		if err != nil {
 			t.Fatalf("ListTools: %s", errorChain(err))
 		}

@@ -33,7 +33,7 @@ func gosdkFeatures(t *testing.T, cb *combo, env *gosdkEnv, c *mcpclient.Client, 
 	}
 
 	cb.check("resources (typed API)", func(t *testing.T) {
-		resources, err := c.ListResources(ctxFor(t))
+		resources, err := mcpclient.Collect(c.Resources(ctxFor(t)))
 		if err != nil {
 			t.Fatalf("ListResources: %s", errorChain(err))
 		}
@@ -59,7 +59,7 @@ func gosdkFeatures(t *testing.T, cb *combo, env *gosdkEnv, c *mcpclient.Client, 
 		if len(read.Contents) != 1 || read.Contents[0].Text != gosdkserver.GreetingText {
 			t.Errorf("ReadResource = %+v", read)
 		}
-		templates, err := c.ListResourceTemplates(ctxFor(t))
+		templates, err := mcpclient.Collect(c.ResourceTemplates(ctxFor(t)))
 		if err != nil {
 			t.Fatalf("ListResourceTemplates: %s", errorChain(err))
 		}
@@ -86,7 +86,7 @@ func gosdkFeatures(t *testing.T, cb *combo, env *gosdkEnv, c *mcpclient.Client, 
 	})
 
 	cb.check("prompts and completion (typed API)", func(t *testing.T) {
-		prompts, err := c.ListPrompts(ctxFor(t))
+		prompts, err := mcpclient.Collect(c.Prompts(ctxFor(t)))
 		if err != nil {
 			t.Fatalf("ListPrompts: %s", errorChain(err))
 		}

@@ -227,7 +227,7 @@ func runGoSDK(t *testing.T, bin string, m gosdkMode, rev string) {
 		if len(page.Tools) != gosdkserver.PageSize || page.NextCursor == "" {
 			t.Errorf("first page: %d tools, cursor %q; want %d and a cursor", len(page.Tools), page.NextCursor, gosdkserver.PageSize)
 		}
-		tools, err := c.ListTools(ctxFor(t))
+		tools, err := c.CachedTools(ctxFor(t))
 		if err != nil {
 			t.Fatalf("ListTools: %s", errorChain(err))
 		}

@@ -382,8 +382,8 @@ func report(term *terminal, err error, session string) {
 	var e *mcpclient.Error
 	if errors.As(err, &e) {
 		class = e.Code.String()
-		if !e.ID.IsZero() {
-			id = e.ID.JSON()
+		if !e.Request.ID().IsZero() {
+			id = e.Request.ID().JSON()
 		}
 		attempts = e.Attempts
 	}

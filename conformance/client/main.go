@@ -49,7 +49,7 @@ func run(scenario, url string) error {
 
 	switch scenario {
 	case "tools_call":
-		if _, err := c.ListTools(ctx); err != nil {
+		if _, err := c.CachedTools(ctx); err != nil {
 			return err
 		}
 		res, err := c.CallTool(ctx, "add_numbers", map[string]int{"a": 5, "b": 3})
@@ -58,7 +58,7 @@ func run(scenario, url string) error {
 		}
 		fmt.Fprintln(os.Stderr, "add_numbers:", res.Text())
 	case "sse-retry":
-		if _, err := c.ListTools(ctx); err != nil {
+		if _, err := c.CachedTools(ctx); err != nil {
 			return err
 		}
 		res, err := c.CallTool(ctx, "test_reconnection", map[string]any{})
@@ -68,7 +68,7 @@ func run(scenario, url string) error {
 		fmt.Fprintln(os.Stderr, "test_reconnection:", res.Text())
 	case "sep-2322-client-request-state":
 		// Multi round-trip calls: the library answers input_required rounds by itself.
-		if _, err := c.ListTools(ctx); err != nil {
+		if _, err := c.CachedTools(ctx); err != nil {
 			return err
 		}
 		for _, tool := range []string{"test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state", "test_mrtr_no_result_type"} {
@@ -90,7 +90,7 @@ func run(scenario, url string) error {
 		if err := json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &scenarioContext); err != nil {
 			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
 		}
-		if _, err := c.ListTools(ctx); err != nil {
+		if _, err := c.CachedTools(ctx); err != nil {
 			return err
 		}
 		for _, call := range scenarioContext.ToolCalls {
@@ -100,7 +100,7 @@ func run(scenario, url string) error {
 		}
 	case "http-invalid-tool-headers":
 		// The library leaves out the tools whose headers are declared wrong.
-		tools, err := c.ListTools(ctx)
+		tools, err := c.CachedTools(ctx)
 		if err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ func run(scenario, url string) error {
 			}
 		}
 	case "elicitation-sep1034-client-defaults":
-		if _, err := c.ListTools(ctx); err != nil {
+		if _, err := c.CachedTools(ctx); err != nil {
 			return err
 		}
 		res, err := c.CallTool(ctx, "test_client_elicitation_defaults", map[string]any{})
@@ -120,7 +120,7 @@ func run(scenario, url string) error {
 		fmt.Fprintln(os.Stderr, "elicitation:", res.Text())
 	default:
 		// The lifecycle alone: initialize, list what the server offers, shut down.
-		if _, err := c.ListTools(ctx); err != nil {
+		if _, err := c.CachedTools(ctx); err != nil {
 			return err
 		}
 	}
@@ -130,7 +130,7 @@ func run(scenario, url string) error {
 // touchEverything lists tools, resources and prompts and uses one of each, so that every
 // request kind goes over the wire once.
 func touchEverything(ctx context.Context, c *mcpclient.Client) error {
-	tools, err := c.ListTools(ctx)
+	tools, err := c.CachedTools(ctx)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func touchEverything(ctx context.Context, c *mcpclient.Client) error {
 			return fmt.Errorf("%s: %w", tool.Name, err)
 		}
 	}
-	resources, err := c.ListResources(ctx)
+	resources, err := mcpclient.Collect(c.Resources(ctx))
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func touchEverything(ctx context.Context, c *mcpclient.Client) error {
 			return err
 		}
 	}
-	prompts, err := c.ListPrompts(ctx)
+	prompts, err := mcpclient.Collect(c.Prompts(ctx))
 	if err != nil {
 		return err
 	}

@@ -509,42 +509,42 @@ func TestDefaultClassify(t *testing.T) {
 		name   string
 		err    error
 		resent bool
-		want   mcpclient.Outcome
+		want   transport.Outcome
 	}{
-		{"nil", nil, false, mcpclient.OutcomeAnswered},
-		{"nil after a resend", nil, true, mcpclient.OutcomeAnswered},
+		{"nil", nil, false, transport.Answered},
+		{"nil after a resend", nil, true, transport.Answered},
 
-		{"reused in data.code", rpc(-32600, "bad", `{"code":"MCP_REQUEST_ID_REUSED"}`), false, mcpclient.OutcomeConflict},
-		{"reused in data.reason", rpc(-32000, "bad", `{"reason":"MCP_REQUEST_ID_REUSED"}`), false, mcpclient.OutcomeConflict},
-		{"reused in the message", rpc(-32000, "MCP_REQUEST_ID_REUSED: other content", ""), false, mcpclient.OutcomeConflict},
-		{"reused mid-message", rpc(-32603, "refused (MCP_REQUEST_ID_REUSED)", ""), true, mcpclient.OutcomeConflict},
-		{"reused, wrapped", fmt.Errorf("exchange: %w", rpc(-32600, "x", `{"code":"MCP_REQUEST_ID_REUSED"}`)), false, mcpclient.OutcomeConflict},
-		{"marker as a number code is not the marker", rpc(-32000, "bad", `{"code":-32600}`), false, mcpclient.OutcomeAnswered},
-		{"other data.code", rpc(-32000, "bad", `{"code":"MCP_RECEIPTS_FULL"}`), false, mcpclient.OutcomeAnswered},
-		{"data not an object", rpc(-32000, "bad", `"MCP_REQUEST_ID"`), false, mcpclient.OutcomeAnswered},
+		{"reused in data.code", rpc(-32600, "bad", `{"code":"MCP_REQUEST_ID_REUSED"}`), false, transport.Conflict},
+		{"reused in data.reason", rpc(-32000, "bad", `{"reason":"MCP_REQUEST_ID_REUSED"}`), false, transport.Conflict},
+		{"reused in the message", rpc(-32000, "MCP_REQUEST_ID_REUSED: other content", ""), false, transport.Conflict},
+		{"reused mid-message", rpc(-32603, "refused (MCP_REQUEST_ID_REUSED)", ""), true, transport.Conflict},
+		{"reused, wrapped", fmt.Errorf("exchange: %w", rpc(-32600, "x", `{"code":"MCP_REQUEST_ID_REUSED"}`)), false, transport.Conflict},
+		{"marker as a number code is not the marker", rpc(-32000, "bad", `{"code":-32600}`), false, transport.Answered},
+		{"other data.code", rpc(-32000, "bad", `{"code":"MCP_RECEIPTS_FULL"}`), false, transport.Answered},
+		{"data not an object", rpc(-32000, "bad", `"MCP_REQUEST_ID"`), false, transport.Answered},
 
-		{"invalid request after a resend", rpc(mcpclient.RPCInvalidRequest, "request id already in flight", ""), true, mcpclient.OutcomeConflict},
-		{"invalid request on a first send", rpc(mcpclient.RPCInvalidRequest, "request id already in flight", ""), false, mcpclient.OutcomeAnswered},
-		{"invalid request after a resend, wrapped", fmt.Errorf("x: %w", rpc(mcpclient.RPCInvalidRequest, "", "")), true, mcpclient.OutcomeConflict},
+		{"invalid request after a resend", rpc(mcpclient.RPCInvalidRequest, "request id already in flight", ""), true, transport.Conflict},
+		{"invalid request on a first send", rpc(mcpclient.RPCInvalidRequest, "request id already in flight", ""), false, transport.Answered},
+		{"invalid request after a resend, wrapped", fmt.Errorf("x: %w", rpc(mcpclient.RPCInvalidRequest, "", "")), true, transport.Conflict},
 
-		{"method not found", rpc(mcpclient.RPCMethodNotFound, "no", ""), false, mcpclient.OutcomeAnswered},
-		{"method not found after a resend", rpc(mcpclient.RPCMethodNotFound, "no", ""), true, mcpclient.OutcomeAnswered},
-		{"internal error after a resend", rpc(mcpclient.RPCInternalError, "boom", ""), true, mcpclient.OutcomeAnswered},
-		{"server-defined error", rpc(-32000, "receipt store full", `{"code":"MCP_RECEIPTS_FULL"}`), true, mcpclient.OutcomeAnswered},
+		{"method not found", rpc(mcpclient.RPCMethodNotFound, "no", ""), false, transport.Answered},
+		{"method not found after a resend", rpc(mcpclient.RPCMethodNotFound, "no", ""), true, transport.Answered},
+		{"internal error after a resend", rpc(mcpclient.RPCInternalError, "boom", ""), true, transport.Answered},
+		{"server-defined error", rpc(-32000, "receipt store full", `{"code":"MCP_RECEIPTS_FULL"}`), true, transport.Answered},
 
-		{"transport not delivered", &transport.Error{Outcome: transport.NotDelivered, Err: errors.New("dial refused")}, false, mcpclient.OutcomeNotDelivered},
-		{"transport not delivered after a resend", &transport.Error{Outcome: transport.NotDelivered}, true, mcpclient.OutcomeNotDelivered},
-		{"transport not delivered, wrapped", fmt.Errorf("x: %w", &transport.Error{Outcome: transport.NotDelivered}), false, mcpclient.OutcomeNotDelivered},
-		{"transport not delivered by a cancelled context", &transport.Error{Outcome: transport.NotDelivered, Err: context.Canceled}, false, mcpclient.OutcomeNotDelivered},
-		{"transport uncertain", &transport.Error{Outcome: transport.Uncertain}, false, mcpclient.OutcomeUncertain},
-		{"transport conflict (HTTP 409)", &transport.Error{Outcome: transport.Conflict}, false, mcpclient.OutcomeConflict},
-		{"transport error without an outcome", &transport.Error{Err: errors.New("?")}, false, mcpclient.OutcomeUncertain},
+		{"transport not delivered", &transport.Error{Outcome: transport.NotDelivered, Err: errors.New("dial refused")}, false, transport.NotDelivered},
+		{"transport not delivered after a resend", &transport.Error{Outcome: transport.NotDelivered}, true, transport.NotDelivered},
+		{"transport not delivered, wrapped", fmt.Errorf("x: %w", &transport.Error{Outcome: transport.NotDelivered}), false, transport.NotDelivered},
+		{"transport not delivered by a cancelled context", &transport.Error{Outcome: transport.NotDelivered, Err: context.Canceled}, false, transport.NotDelivered},
+		{"transport uncertain", &transport.Error{Outcome: transport.Uncertain}, false, transport.Uncertain},
+		{"transport conflict (HTTP 409)", &transport.Error{Outcome: transport.Conflict}, false, transport.Conflict},
+		{"transport error without an outcome", &transport.Error{Err: errors.New("?")}, false, transport.Uncertain},
 
-		{"plain error", errors.New("connection reset by peer"), false, mcpclient.OutcomeUncertain},
-		{"plain error after a resend", errors.New("EOF"), true, mcpclient.OutcomeUncertain},
-		{"context canceled", context.Canceled, false, mcpclient.OutcomeUncertain},
-		{"context deadline", context.DeadlineExceeded, false, mcpclient.OutcomeUncertain},
-		{"wrapped context canceled", fmt.Errorf("waiting: %w", context.Canceled), true, mcpclient.OutcomeUncertain},
+		{"plain error", errors.New("connection reset by peer"), false, transport.Uncertain},
+		{"plain error after a resend", errors.New("EOF"), true, transport.Uncertain},
+		{"context canceled", context.Canceled, false, transport.Uncertain},
+		{"context deadline", context.DeadlineExceeded, false, transport.Uncertain},
+		{"wrapped context canceled", fmt.Errorf("waiting: %w", context.Canceled), true, transport.Uncertain},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -152,7 +152,7 @@ func (c *Client) firstSession(ctx context.Context) error {
 			err = fmt.Errorf("%w (last attempt: %w)", err, lastErr)
 		}
 	}
-	if transport.OutcomeOf(err) == OutcomeAnswered {
+	if transport.OutcomeOf(err) == transport.Answered {
 		return &Error{Code: CodeServerError, Attempts: attempts, Err: err}
 	}
 	return &Error{Code: CodeNotDelivered, Attempts: attempts, Err: err}
@@ -161,7 +161,7 @@ func (c *Client) firstSession(ctx context.Context) error {
 // isDefinite reports whether a dial error settles the matter: retrying cannot help.
 func isDefinite(err error) bool {
 	var e *Error
-	return errors.As(err, &e) || errors.Is(err, transport.ErrMisconfigured) || transport.OutcomeOf(err) == OutcomeAnswered
+	return errors.As(err, &e) || errors.Is(err, transport.ErrMisconfigured) || transport.OutcomeOf(err) == transport.Answered
 }
 
 // errExitsAtStart ends the dials for a server process that exited before the session opened
@@ -307,12 +307,12 @@ func (c *Client) ServerCapabilities() ServerCapabilities { return c.InitializeRe
 func (c *Client) ProtocolVersion() string { return c.InitializeResult().ProtocolVersion }
 
 // Receipts returns the receipt scope the client relies on: the server's declaration, or else the
-// one asserted with WithReceipts. ok is false when neither exists.
-func (c *Client) Receipts() (scope ReceiptScope, ok bool) {
+// one asserted with WithReceipts; "" when neither exists.
+func (c *Client) Receipts() ReceiptScope {
 	if s := c.current(); s != nil && s.receipts != "" {
-		return s.receipts, true
+		return s.receipts
 	}
-	return c.cfg.receipts, c.cfg.receipts != ""
+	return c.cfg.receipts
 }
 
 // SessionID returns the id of the current server session, when the transport has one

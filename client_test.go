@@ -29,9 +29,8 @@ func TestConnectNegotiatesAndDeclaresReceipts(t *testing.T) {
 	if c.ServerInfo().Name != "mcptest" {
 		t.Errorf("server info %+v", c.ServerInfo())
 	}
-	scope, ok := c.Receipts()
-	if !ok || scope != mcpclient.ReceiptScopeProcess {
-		t.Errorf("receipts %q %v, want process", scope, ok)
+	if scope := c.Receipts(); scope != mcpclient.ReceiptScopeProcess {
+		t.Errorf("receipts %q, want process", scope)
 	}
 	caps := c.ServerCapabilities()
 	r, ok := caps.RequestReceipts()
@@ -323,7 +322,7 @@ func TestNoReceiptsUnsafeToolGivesOutcomeUnknown(t *testing.T) {
 		mcptest.WithTool(unsafeTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
 	c := mcptest.NewClient(t, srv, noWait)
-	if _, ok := c.Receipts(); ok {
+	if c.Receipts() != "" {
 		t.Fatal("the client believes in receipts the server did not declare")
 	}
 
@@ -384,7 +383,7 @@ func TestIdempotentCallOptionAllowsReissue(t *testing.T) {
 		mcptest.WithTool(unsafeTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropBeforeExecution, Tool: "reserve"}))
 	c := mcptest.NewClient(t, srv, noWait)
-	res, err := c.CallTool(context.Background(), "reserve", nil, mcpclient.Idempotent())
+	res, err := c.CallTool(context.Background(), "reserve", nil, mcpclient.WithIdempotent())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +456,7 @@ func TestReissueOutOfAttemptsNamesTheLastRequestSent(t *testing.T) {
 		MaxAttempts: 2,
 		NewBackOff:  func() backoff.BackOff { return &backoff.ZeroBackOff{} },
 	}))
-	req := callReq(t, c, "reserve", nil, mcpclient.Idempotent())
+	req := callReq(t, c, "reserve", nil, mcpclient.WithIdempotent())
 	_, err := c.Do(context.Background(), req)
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
 		t.Fatalf("err %v, want ErrOutcomeUnknown", err)

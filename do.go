@@ -331,23 +331,23 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
 	}
 	outcome := p.Classify(err, r.resent)
-	if outcome != OutcomeNotDelivered {
+	if outcome != transport.NotDelivered {
 		r.reached = true
 	}
 	switch outcome {
-	case OutcomeAnswered:
+	case transport.Answered:
 		if err != nil {
 			return stepEnd(StateFailed, r.fail(CodeServerError, err))
 		}
 		return stepAnswer(&Response{Request: r.cur, Result: result, Attempts: r.attempts})
-	case OutcomeConflict:
+	case transport.Conflict:
 		code := CodeRequestInFlight
 		var rpc *RPCError
 		if errors.As(err, &rpc) && rpc.IDReused() {
 			code = CodeRequestIDReused
 		}
 		return stepEnd(StateConflict, r.fail(code, err))
-	case OutcomeNotDelivered:
+	case transport.NotDelivered:
 		r.lastErr = err
 		r.hint.hint = serverDelay(err)
 		return r.giveUpUnlessRetrying(err)

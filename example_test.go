@@ -23,7 +23,7 @@ func ExampleConnect() {
 		return
 	}
 	defer c.Close()
-	scope, _ := c.Receipts()
+	scope := c.Receipts()
 	fmt.Println(c.ServerInfo().Name, c.ProtocolVersion(), scope)
 	// Output: mcptest 2025-11-25 process
 }

@@ -546,7 +546,7 @@ func TestLedgerFullDuringAutomaticReissueKeepsTheOriginal(t *testing.T) {
 	c := mcptest.NewClient(t, srv, mcpclient.WithLedgerCapacity(2), noWait)
 	u0 := ledgerDoUncertain(t, c, 0)
 
-	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "ok", Arguments: map[string]int{"n": 1}}, mcpclient.Idempotent())
+	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "ok", Arguments: map[string]int{"n": 1}}, mcpclient.WithIdempotent())
 	if err != nil {
 		t.Fatal(err)
 	}

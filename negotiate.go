@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -138,7 +139,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 			return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: err}
 		}
 		var rpc *RPCError
-		if errors.As(err, &rpc) || transport.OutcomeOf(err) == OutcomeAnswered {
+		if errors.As(err, &rpc) || transport.OutcomeOf(err) == transport.Answered {
 			// The server refused the session (a JSON-RPC error, an HTTP 403): asking again
 			// will not change its mind.
 			return &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err}
@@ -164,7 +165,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	}
 	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
 	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
-		if transport.OutcomeOf(err) == OutcomeAnswered {
+		if transport.OutcomeOf(err) == transport.Answered {
 			return &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err} // refused: definite
 		}
 		return err
@@ -184,8 +185,8 @@ func (c *Client) initializeOffer() string {
 	return LatestStatefulProtocolVersion
 }
 
-// DiscoverResult is a stateless server's answer to server/discover.
-type DiscoverResult struct {
+// discoverResult is a stateless server's answer to server/discover.
+type discoverResult struct {
 	SupportedVersions []string                   `json:"supportedVersions"`
 	Capabilities      ServerCapabilities         `json:"capabilities"`
 	Instructions      string                     `json:"instructions,omitempty"`
@@ -193,9 +194,9 @@ type DiscoverResult struct {
 	Meta              map[string]json.RawMessage `json:"_meta,omitempty"`
 }
 
-func (d *DiscoverResult) serverInfo() Implementation {
+func (d *discoverResult) serverInfo() Implementation {
 	var info Implementation
-	if raw, ok := d.Meta[MetaServerInfo]; ok && json.Unmarshal(raw, &info) == nil {
+	if raw, ok := d.Meta[metakeys.ServerInfo]; ok && json.Unmarshal(raw, &info) == nil {
 		return info
 	}
 	if d.ServerInfo != nil {
@@ -209,7 +210,7 @@ func (d *DiscoverResult) serverInfo() Implementation {
 type lifecycle struct {
 	stateless bool
 	version   string // stateless: the revision to use; otherwise the one initialize offers
-	result    *DiscoverResult
+	result    *discoverResult
 	// redial: the probe cost the connection (an older server that ended the session over it);
 	// initialize needs a new one.
 	redial bool
@@ -226,7 +227,7 @@ var errNoDiscoverAnswer = errors.New("mcpclient: no answer to server/discover")
 const discoverAttempts = 2
 
 // discover settles the lifecycle of a new connection by server/discover. Any answer other than
-// a DiscoverResult naming a stateless revision the client speaks, or a -32022 refusal naming one,
+// a discoverResult naming a stateless revision the client speaks, or a -32022 refusal naming one,
 // identifies an older server; errors are returned only when nothing was learned (the request did
 // not get through) or when the pinned stateless revision is refused.
 func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
@@ -248,7 +249,7 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 			return older, nil // no answer within reason: an older server
 		}
 		if err == nil {
-			var res DiscoverResult
+			var res discoverResult
 			if json.Unmarshal(raw, &res) != nil {
 				return older, nil
 			}
@@ -274,12 +275,12 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 			}
 			return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
 				Err: fmt.Errorf("the server speaks %v; this client speaks %v: %w", supported, supportedVersions, err)}
-		case pinned && (rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered):
+		case pinned && (rpc != nil || transport.OutcomeOf(err) == transport.Answered):
 			return lifecycle{}, &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err}
 		case errors.Is(err, transport.ErrSessionNotFound):
 			older.redial = true
 			return older, nil
-		case rpc != nil || transport.OutcomeOf(err) == OutcomeAnswered:
+		case rpc != nil || transport.OutcomeOf(err) == transport.Answered:
 			return older, nil // whatever refused server/discover is an older server
 		}
 		return lifecycle{}, err // nothing got through; the caller dials again

@@ -361,11 +361,11 @@ func WithRequestID(id ID) CallOption {
 	return callOptionFunc(func(c *callConfig) { c.id = id })
 }
 
-// Idempotent vouches that running the request twice does no harm, so that after an uncertain
+// WithIdempotent vouches that running the request twice does no harm, so that after an uncertain
 // attempt to a server without receipts it is re-issued under a new id rather than given up with
 // ErrOutcomeUnknown. Default: only read-only methods and tools annotated readOnlyHint or
 // idempotentHint are.
-func Idempotent() CallOption {
+func WithIdempotent() CallOption {
 	return callOptionFunc(func(c *callConfig) { c.idempotent = true })
 }
 

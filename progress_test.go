@@ -322,7 +322,7 @@ func TestFeaturesProgressOfAReissueHasItsOwnToken(t *testing.T) {
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "lookup"}))
 	c := mcptest.NewClient(t, srv, noWait)
 	reports := make(chan string, 4)
-	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "lookup"}, mcpclient.Idempotent(),
+	req, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "lookup"}, mcpclient.WithIdempotent(),
 		mcpclient.WithProgress(func(p mcpclient.Progress) { reports <- p.Message }))
 	if err != nil {
 		t.Fatal(err)

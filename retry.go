@@ -9,21 +9,6 @@ import (
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
-// Outcome is what the client can know about one attempt; see [transport.Outcome].
-type Outcome = transport.Outcome
-
-// The four outcomes of an attempt.
-const (
-	// OutcomeAnswered: a response for the id arrived, result or JSON-RPC error. Definite.
-	OutcomeAnswered = transport.Answered
-	// OutcomeNotDelivered: no byte can have reached the server. Definite: nothing ran.
-	OutcomeNotDelivered = transport.NotDelivered
-	// OutcomeUncertain: bytes may have reached the server and no answer came.
-	OutcomeUncertain = transport.Uncertain
-	// OutcomeConflict: the server refused the id itself. Never retried.
-	OutcomeConflict = transport.Conflict
-)
-
 // RetryMode decides what happens after an uncertain attempt.
 type RetryMode int
 
@@ -57,7 +42,7 @@ type RetryPolicy struct {
 	// *RPCError for a JSON-RPC error answer, a transport or context error otherwise. resent
 	// reports that an earlier attempt of the same bytes may have reached the server. Default
 	// DefaultClassify.
-	Classify func(err error, resent bool) Outcome
+	Classify func(err error, resent bool) transport.Outcome
 
 	// NewBackOff returns a fresh BackOff for each call; the client bounds it by MaxAttempts and
 	// wraps it with the call's context, outermost. Default DefaultBackOff.
@@ -133,19 +118,19 @@ func DefaultBackOff() backoff.BackOff {
 //   - any other *RPCError: answered; an error is an outcome.
 //   - a transport.Error: its own outcome (HTTP 409 is a conflict there).
 //   - anything else, context errors included: uncertain, since the bytes may be out.
-func DefaultClassify(err error, resent bool) Outcome {
+func DefaultClassify(err error, resent bool) transport.Outcome {
 	if err == nil {
-		return OutcomeAnswered
+		return transport.Answered
 	}
-	if transport.OutcomeOf(err) == OutcomeConflict {
-		return OutcomeConflict
+	if transport.OutcomeOf(err) == transport.Conflict {
+		return transport.Conflict
 	}
 	var rpc *RPCError
 	if errors.As(err, &rpc) {
 		if rpc.IDReused() || (resent && rpc.Code == RPCInvalidRequest) {
-			return OutcomeConflict
+			return transport.Conflict
 		}
-		return OutcomeAnswered
+		return transport.Answered
 	}
 	return transport.OutcomeOf(err)
 }

@@ -4,15 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
-)
-
-// The per-request _meta keys of the stateless revisions (2026-07-28 and later).
-const (
-	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 )
 
 // statelessMeta returns the _meta every request of a stateless revision carries: the revision,
@@ -32,12 +24,12 @@ func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, erro
 		}
 		v, _ := json.Marshal(version) // a Go string always marshals
 		m = &statelessMetaCache{version: version, level: level, set: map[string]json.RawMessage{
-			MetaProtocolVersion:    v,
-			MetaClientCapabilities: caps,
-			MetaClientInfo:         info,
+			metakeys.ProtocolVersion:    v,
+			metakeys.ClientCapabilities: caps,
+			metakeys.ClientInfo:         info,
 		}}
 		if level != "" {
-			m.set[MetaLogLevel], _ = json.Marshal(level)
+			m.set[metakeys.LogLevel], _ = json.Marshal(level)
 		}
 		c.meta.Store(m)
 	}

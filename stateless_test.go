@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
@@ -55,15 +56,15 @@ func TestStatelessSessionCarriesMetaAndHeaders(t *testing.T) {
 	for _, r := range reqs {
 		m := r.Meta()
 		var caps map[string]json.RawMessage
-		json.Unmarshal(m[mcpclient.MetaClientCapabilities], &caps)
+		json.Unmarshal(m[metakeys.ClientCapabilities], &caps)
 		switch {
 		case r.Header.Get("Mcp-Method") != r.Method:
 			t.Errorf("%s: Mcp-Method %q", r.Method, r.Header.Get("Mcp-Method"))
-		case r.Header.Get("Mcp-Protocol-Version") != "2026-07-28" || string(m[mcpclient.MetaProtocolVersion]) != `"2026-07-28"`:
-			t.Errorf("%s: version header %q, _meta %s", r.Method, r.Header.Get("Mcp-Protocol-Version"), m[mcpclient.MetaProtocolVersion])
+		case r.Header.Get("Mcp-Protocol-Version") != "2026-07-28" || string(m[metakeys.ProtocolVersion]) != `"2026-07-28"`:
+			t.Errorf("%s: version header %q, _meta %s", r.Method, r.Header.Get("Mcp-Protocol-Version"), m[metakeys.ProtocolVersion])
 		case string(caps["elicitation"]) != `{"form":{}}`:
-			t.Errorf("%s: clientCapabilities %s", r.Method, m[mcpclient.MetaClientCapabilities])
-		case len(m[mcpclient.MetaClientInfo]) == 0:
+			t.Errorf("%s: clientCapabilities %s", r.Method, m[metakeys.ClientCapabilities])
+		case len(m[metakeys.ClientInfo]) == 0:
 			t.Errorf("%s: no clientInfo", r.Method)
 		case r.Header.Get("Mcp-Session-Id") != "":
 			t.Errorf("%s: echoed a session id", r.Method)
@@ -245,9 +246,9 @@ func TestStatelessURLElicitationInput(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			var caps map[string]json.RawMessage
-			json.Unmarshal(rounds[0].Meta()[mcpclient.MetaClientCapabilities], &caps)
+			json.Unmarshal(rounds[0].Meta()[metakeys.ClientCapabilities], &caps)
 			if string(caps["elicitation"]) != `{"url":{}}` {
-				t.Errorf("clientCapabilities %s, want elicitation in URL mode only", rounds[0].Meta()[mcpclient.MetaClientCapabilities])
+				t.Errorf("clientCapabilities %s, want elicitation in URL mode only", rounds[0].Meta()[metakeys.ClientCapabilities])
 			}
 			if tc.host == "" {
 				var rpc *mcpclient.RPCError
@@ -530,7 +531,7 @@ func TestStatelessLogLevelTravelsWithEachRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := s.Requests()
-	if got := string(reqs[len(reqs)-1].Meta()[mcpclient.MetaLogLevel]); got != `"warning"` {
+	if got := string(reqs[len(reqs)-1].Meta()[metakeys.LogLevel]); got != `"warning"` {
 		t.Errorf("logLevel in _meta: %s", got)
 	}
 }
@@ -552,9 +553,9 @@ func TestStatelessListenDeliversSubscribedNotifications(t *testing.T) {
 			mu.Unlock()
 			w.Header().Set("Content-Type", "text/event-stream")
 			sid := string(r.ID)
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"%s\":%s},\"notifications\":{\"toolsListChanged\":true}}}\n\n", mcpclient.MetaSubscriptionID, sid)
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"%s\":%s}}}\n\n", mcpclient.MetaSubscriptionID, sid)
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///a\",\"_meta\":{\"%s\":%s}}}\n\n", mcpclient.MetaSubscriptionID, sid)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"%s\":%s},\"notifications\":{\"toolsListChanged\":true}}}\n\n", metakeys.SubscriptionID, sid)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"%s\":%s}}}\n\n", metakeys.SubscriptionID, sid)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/resources/updated\",\"params\":{\"uri\":\"file:///a\",\"_meta\":{\"%s\":%s}}}\n\n", metakeys.SubscriptionID, sid)
 			w.(http.Flusher).Flush()
 			<-r.HTTP.Context().Done() // until the client closes the stream
 		default:

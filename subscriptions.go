@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-)
 
-// MetaSubscriptionID is the _meta key naming the subscription a notification belongs to.
-const MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
+)
 
 // SubscriptionFilter says which notifications a subscription asks for; the server sends no
 // others.
@@ -85,7 +84,7 @@ func (a *acks) deliver(params json.RawMessage) {
 		return
 	}
 	var id ID
-	if json.Unmarshal(p.Meta[MetaSubscriptionID], &id) != nil {
+	if json.Unmarshal(p.Meta[metakeys.SubscriptionID], &id) != nil {
 		return
 	}
 	a.mu.Lock()

@@ -27,6 +27,8 @@ import (
 	"fmt"
 	"iter"
 	"time"
+
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 )
 
 // TaskStatus is the state of a task.
@@ -57,10 +59,6 @@ const (
 	// TaskSupportForbidden (also meant by an absent value): the tool cannot be a task.
 	TaskSupportForbidden = "forbidden"
 )
-
-// MetaRelatedTask is the _meta key associating a message with a task:
-// {"taskId": "..."}. A tasks/result answer carries it.
-const MetaRelatedTask = "io.modelcontextprotocol/related-task"
 
 // DefaultTaskPollInterval is how long AwaitTask waits between two tasks/get when the server
 // suggests no pollInterval, unless WithTaskPollInterval says otherwise.
@@ -444,8 +442,8 @@ func decodeTaskResult(resp *Response, taskID string) (*CallToolResult, error) {
 	if err == nil && len(res.Meta) > 0 {
 		var meta map[string]json.RawMessage
 		var rel taskIDParams
-		if json.Unmarshal(res.Meta, &meta) == nil && meta[MetaRelatedTask] != nil &&
-			json.Unmarshal(meta[MetaRelatedTask], &rel) == nil && rel.TaskID != taskID {
+		if json.Unmarshal(res.Meta, &meta) == nil && meta[metakeys.RelatedTask] != nil &&
+			json.Unmarshal(meta[metakeys.RelatedTask], &rel) == nil && rel.TaskID != taskID {
 			err = fmt.Errorf("the result belongs to task %q", rel.TaskID)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
 
@@ -129,8 +130,8 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 	statuses := newTaskStatusLog()
 	c := mcptest.NewClient(t, d, mcpclient.WithTaskStatusHandler(statuses.handler),
 		mcpclient.WithElicitationHandler(func(_ context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
-			if !bytes.Contains(p.Meta, []byte(mcpclient.MetaRelatedTask)) {
-				t.Errorf("elicitation _meta %s lacks %s", p.Meta, mcpclient.MetaRelatedTask)
+			if !bytes.Contains(p.Meta, []byte(metakeys.RelatedTask)) {
+				t.Errorf("elicitation _meta %s lacks %s", p.Meta, metakeys.RelatedTask)
 			}
 			return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"answer": "42"}}, nil
 		}))

@@ -33,6 +33,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 )
 
 // DefaultTaskPollInterval is the pollInterval a server suggests for its tasks unless
@@ -427,7 +428,7 @@ func withRelatedTask(a answer, taskID string) answer {
 	if raw := res["_meta"]; raw != nil {
 		json.Unmarshal(raw, &meta) // a result's _meta is an object
 	}
-	meta[mcpclient.MetaRelatedTask] = map[string]string{"taskId": taskID}
+	meta[metakeys.RelatedTask] = map[string]string{"taskId": taskID}
 	res["_meta"], _ = json.Marshal(meta)
 	return resultAnswer(res)
 }
@@ -486,7 +487,7 @@ func (c *ToolCall) RequestInput(ctx context.Context, method string, params any) 
 			return nil, fmt.Errorf("mcptest: params._meta of %s must be a JSON object: %w", method, err)
 		}
 	}
-	meta[mcpclient.MetaRelatedTask] = map[string]string{"taskId": c.task.id}
+	meta[metakeys.RelatedTask] = map[string]string{"taskId": c.task.id}
 	fields["_meta"], _ = json.Marshal(meta)
 	if c.srv.moveTask(c.task, mcpclient.TaskWorking, mcpclient.TaskInputRequired, "waiting for "+method) {
 		defer c.srv.moveTask(c.task, mcpclient.TaskInputRequired, mcpclient.TaskWorking, "")

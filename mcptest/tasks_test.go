@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
 
@@ -157,7 +158,7 @@ func TestTaskLifecycleOnTheWire(t *testing.T) {
 			Meta map[string]json.RawMessage `json:"_meta"`
 		}
 		if string(resp.ID) != `"r1"` || json.Unmarshal(resp.Result, &res) != nil ||
-			string(res.Meta[mcpclient.MetaRelatedTask]) != `{"taskId":"`+task.TaskID+`"}` || string(res.Meta["trace"]) != `"t1"` {
+			string(res.Meta[metakeys.RelatedTask]) != `{"taskId":"`+task.TaskID+`"}` || string(res.Meta["trace"]) != `"t1"` {
 			t.Fatalf("tasks/result answered %+v, want the result with related-task and the tool's own _meta", resp)
 		}
 		sawResult = true

@@ -898,7 +898,7 @@ exec "$FAKE_SERVER"`, spawns)
 	defer c.Close()
 
 	// die exits with status 3; the call is safe to repeat, so the client reconnects for it.
-	_, err = c.CallTool(ctx, "die", nil, mcpclient.Idempotent())
+	_, err = c.CallTool(ctx, "die", nil, mcpclient.WithIdempotent())
 	wantClientExitReport(t, err, mcpclient.ErrOutcomeUnknown)
 	if n := count(); n != 3 {
 		t.Errorf("the server was started %d times in all, want 3: once, and twice for the call", n)

@@ -68,7 +68,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer c.Close()
-	scope, _ := c.Receipts()
+	scope := c.Receipts()
 	fmt.Printf("connected to %s, protocol %s, receipts scope %q\n\n", c.ServerInfo().Name, c.ProtocolVersion(), scope)
 
 	// 1. A reply lost after the tool ran: the client resends the frozen request.

@@ -218,9 +218,16 @@ type attemptLoop struct {
 func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 	p := r.c.cfg.retry
 	r.hint = &hintedBackOff{BackOff: backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), max: p.MaxServerDelay}
-	// The waits between attempts end with the caller's context, and when the client closes.
-	waitCtx, stopWaiting := r.c.untilClosed(ctx)
-	defer stopWaiting()
+	// The waits between attempts end with the caller's context, and when the client closes; the
+	// client is watched from the first wait on, so that a call that needs none costs it nothing.
+	waitCtx, endWait := context.WithCancelCause(ctx)
+	defer endWait(nil)
+	var stopWatching func() bool
+	defer func() {
+		if stopWatching != nil {
+			stopWatching()
+		}
+	}()
 	b := backoff.WithContext(r.hint, waitCtx)
 	var final step
 	tries := 0 // the failed attempts as MaxAttempts counts them: sends, and reconnections before one
@@ -232,6 +239,9 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 		}
 		return st.resp, st.retry
 	}, b, func(err error, d time.Duration) {
+		if stopWatching == nil {
+			stopWatching = context.AfterFunc(r.c.ctx, func() { endWait(ErrClosed) })
+		}
 		tries++
 		r.c.log.Debug("mcpclient: retrying", "id", r.cur.key, "method", r.cur.method, "attempt", tries, "delay", d, "err", err)
 		if p.OnRetry != nil {
@@ -437,14 +447,6 @@ func (r *attemptLoop) settle(resp *Response, err error, state State, f *flight) 
 		state, reached = StateUncertain, true
 	}
 	r.c.ledger.settle(r.orig.key, f, state, reached, resp, err)
-}
-
-// untilClosed returns a context that ends with ctx, or with ErrClosed as its cause when the
-// client closes, and the func that releases it.
-func (c *Client) untilClosed(ctx context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
-	return ctx, func() { stop(); cancel(nil) }
 }
 
 // attemptsOf returns the attempts an *Error in err's chain counts.

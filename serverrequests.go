@@ -33,9 +33,10 @@ const maxServerRequests = 16
 // serverRequests tracks the server's requests a session is handling, so that the server can
 // cancel them.
 type serverRequests struct {
-	mu      sync.Mutex
-	cancels map[string]context.CancelFunc // request id -> cancel; guarded by mu
-	slots   chan struct{}
+	mu sync.Mutex
+	// cancels holds the requests being handled, by id: at most maxServerRequests. Made by the
+	// first request, so that a session the server never asks anything keeps none. guarded by mu.
+	cancels map[string]context.CancelFunc
 }
 
 // handlerFor returns the handler of a server request method, or nil.
@@ -77,31 +78,32 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 		return
 	}
 	key := id.JSON()
-	select {
-	case s.requests.slots <- struct{}{}:
-	default:
-		s.answer(m.ID, nil, errClientBusy)
-		return
-	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.requests.mu.Lock()
 	_, dup := s.requests.cancels[key]
-	if !dup {
+	busy := len(s.requests.cancels) >= maxServerRequests
+	if !dup && !busy {
+		if s.requests.cancels == nil {
+			s.requests.cancels = make(map[string]context.CancelFunc)
+		}
 		s.requests.cancels[key] = cancel
 	}
 	s.requests.mu.Unlock()
-	if dup {
+	switch {
+	case dup:
 		// Two answers under one id could not be told apart, and the server could no longer
 		// cancel the first.
 		cancel()
-		<-s.requests.slots
 		s.answer(m.ID, nil, &RPCError{Code: RPCInvalidRequest, Message: "request id " + key + " is already in use"})
+		return
+	case busy:
+		cancel()
+		s.answer(m.ID, nil, errClientBusy)
 		return
 	}
 	s.c.wg.Add(1) // from the dispatcher, which holds a count
 	go func() {
 		defer s.c.wg.Done()
-		defer func() { <-s.requests.slots }()
 		defer func() {
 			cancel()
 			s.requests.mu.Lock()

@@ -81,10 +81,6 @@ func newSession(c *Client) *session {
 		cancel:  cancel,
 		pending: make(map[string]*pendingCall),
 		inbound: newInbox(c.cfg.inbox),
-		requests: serverRequests{
-			cancels: make(map[string]context.CancelFunc),
-			slots:   make(chan struct{}, maxServerRequests),
-		},
 	}
 }
 

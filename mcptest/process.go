@@ -12,6 +12,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/wait"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -99,7 +100,7 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	if plan.expire {
 		s.expireSession(ep, session)
 	}
-	if plan.delay > 0 && !sleep(ctx, plan.delay) {
+	if plan.delay > 0 && !wait.For(ctx, plan.delay) {
 		return verdict{drop: true}
 	}
 	if plan.dropBefore {
@@ -156,17 +157,6 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	v.drop = plan.dropAfter || restarted
 	v.breakStream = plan.breakStream
 	return v
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func (s *Server) sessionLive(ep *epoch, session string) bool {

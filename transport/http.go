@@ -24,6 +24,7 @@ import (
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/internal/redact"
 	"github.com/northstar-mcp/mcpclient/internal/sse"
+	"github.com/northstar-mcp/mcpclient/internal/wait"
 )
 
 // HTTP is the Streamable HTTP transport of MCP revisions 2025-03-26 to 2025-11-25: every
@@ -1003,16 +1004,16 @@ func (st *stream) events(ctx context.Context, r *sse.Reader) error {
 }
 
 // resume opens the stream (again) with GET, from the last event id if there is one, first
-// waiting the server's retry delay when wait is set. Attempts that bring no event count against
+// waiting the server's retry delay when delay is set. Attempts that bring no event count against
 // the limit. It returns a nil body when the stream cannot be had.
-func (st *stream) resume(ctx context.Context, wait bool) (io.ReadCloser, error) {
+func (st *stream) resume(ctx context.Context, delay bool) (io.ReadCloser, error) {
 	var lastErr error
 	for {
 		if st.failures >= st.c.resumes {
 			return nil, fmt.Errorf("transport: stream not resumed after %d attempts: %w", st.failures, lastErr)
 		}
-		if wait || st.failures > 0 {
-			if !sleepCtx(ctx, st.wait()) {
+		if delay || st.failures > 0 {
+			if !wait.For(ctx, st.wait()) {
 				return nil, ctx.Err()
 			}
 			st.unsettled++
@@ -1280,17 +1281,6 @@ func readLimited(r io.Reader, declared int64, limit int) ([]byte, error) {
 
 // bodyBufferStart bounds the buffer a declared body length buys before its bytes arrive.
 const bodyBufferStart = 1 << 20
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // sharedHTTPClient is the client of every HTTP transport given none: one connection pool,
 // sized so that concurrent callers reuse connections instead of dialing anew.

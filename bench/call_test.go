@@ -51,8 +51,8 @@ func connectHTTP(ctx context.Context, name, url string, hc *http.Client) (client
 }
 
 // BenchmarkCallHTTP: tools/call over Streamable HTTP to the echo server in its child process,
-// so cpu-ns/op is the client's alone. Every client has an HTTP pool of its own keeping 256 idle
-// connections. The 1KiB echo runs at 1, 8 and 64 callers; larger results sequentially.
+// so cpu-ns/op is the client's alone. Every client has an HTTP pool of its own, built alike (see
+// pooledClient). The 1KiB echo runs at 1, 8 and 64 callers; larger results sequentially.
 func BenchmarkCallHTTP(b *testing.B) {
 	for _, resp := range []string{"json", "sse"} {
 		for _, p := range payloads() {

@@ -155,12 +155,19 @@ func measure(b *testing.B, callers int, call op, want int) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 }
 
-// pooledClient returns an HTTP client of its own whose pool keeps 256 idle connections to the
-// server, the same for every client under test. rt, if set, wraps its transport.
+// idleConnsPerHost is what every client's pool keeps idle, above the most callers a benchmark
+// runs, so that no client dials anew under load. Left to their defaults the clients would not
+// compare alike: ours shares a pool keeping 64 idle connections per host, go-sdk's
+// http.DefaultClient and mcp-go's zero http.Client net/http's DefaultTransport, which keeps 2.
+const idleConnsPerHost = 256
+
+// pooledClient returns an HTTP client of its own, with a pool of its own, built the same for
+// every client under test: net/http's DefaultTransport settings but for idleConnsPerHost. wrap,
+// if set, wraps its transport.
 func pooledClient(wrap func(http.RoundTripper) http.RoundTripper) (*http.Client, func()) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 256
+	t.MaxIdleConns = idleConnsPerHost
+	t.MaxIdleConnsPerHost = idleConnsPerHost
 	var rt http.RoundTripper = t
 	if wrap != nil {
 		rt = wrap(t)

@@ -5,6 +5,8 @@
 //	-ratios peers   ours / the best of gosdk and mcpgo, and ours / raw (with -col /client)
 //	-ratios retry   default / never (with -col /policy)
 //
+// -noraw leaves ours / raw empty in the rows it matches, where raw is no floor.
+//
 // Usage: benchstat -format csv -col /client FILE | benchtable -title "..." -units sec/op,cpu-sec/op
 package main
 
@@ -38,7 +40,12 @@ func main() {
 	title := flag.String("title", "", "heading printed before the tables")
 	units := flag.String("units", "", "comma-separated units to print, in order (default: all)")
 	ratios := flag.String("ratios", "", "ratio columns: peers or retry")
+	noRaw := flag.String("noraw", "", "regexp of the rows whose ours / raw ratio is left empty")
 	flag.Parse()
+	var noRawRows *regexp.Regexp
+	if *noRaw != "" {
+		noRawRows = regexp.MustCompile(*noRaw)
+	}
 
 	tables, err := parse(os.Stdin)
 	if err != nil {
@@ -59,7 +66,7 @@ func main() {
 	for _, u := range want {
 		for _, t := range tables {
 			if t.unit == u {
-				print(w, t, *ratios)
+				print(w, t, *ratios, noRawRows)
 			}
 		}
 	}
@@ -127,7 +134,7 @@ func parse(r io.Reader) ([]*table, error) {
 
 func higherIsBetter(unit string) bool { return unit == "calls/s" }
 
-func print(w io.Writer, t *table, ratios string) {
+func print(w io.Writer, t *table, ratios string, noRawRows *regexp.Regexp) {
 	header := append([]string{t.unit}, t.groups...)
 	switch ratios {
 	case "peers":
@@ -153,6 +160,9 @@ func print(w io.Writer, t *table, ratios string) {
 			}
 			cells = append(cells, ratio(ours, ok, best, found))
 			rawV, rawOK := r.values["raw"]
+			if noRawRows != nil && noRawRows.MatchString(r.name) {
+				rawOK = false
+			}
 			cells = append(cells, ratio(ours, ok, rawV, rawOK))
 		case "retry":
 			d, dok := r.values["default"]
@@ -196,9 +206,9 @@ func duration(s float64) string {
 	case s >= 1:
 		return fmt.Sprintf("%.2f s", s)
 	case s >= 1e-3:
-		return fmt.Sprintf("%.3g ms", s*1e3)
+		return sig3(s*1e3) + " ms"
 	default:
-		return fmt.Sprintf("%.3g µs", s*1e6)
+		return sig3(s*1e6) + " µs"
 	}
 }
 
@@ -206,10 +216,16 @@ func bytes(b float64) string {
 	a := math.Abs(b)
 	switch {
 	case a >= 1<<20:
-		return fmt.Sprintf("%.3g MiB", b/(1<<20))
+		return sig3(b/(1<<20)) + " MiB"
 	case a >= 1<<10:
-		return fmt.Sprintf("%.3g KiB", b/(1<<10))
+		return sig3(b/(1<<10)) + " KiB"
 	default:
 		return fmt.Sprintf("%.0f B", b)
 	}
+}
+
+// sig3 writes v to three significant digits without an exponent (%.3g writes 1000 as 1e+03).
+func sig3(v float64) string {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }

@@ -74,44 +74,6 @@ func BenchmarkSessionStart(b *testing.B) {
 // the pipe the go-sdk server runs in this process: its share of each session is in every
 // client's figure (raw's, whose reader keeps a 64 KiB buffer, is no floor there).
 func BenchmarkIdleSession(b *testing.B) {
-	for _, name := range httpClients {
-		b.Run("transport=pipe/client="+name, func(b *testing.B) {
-			ctx := context.Background()
-			warm, err := connectPipe(ctx, name) // starts the server, fills what is pooled
-			if err != nil {
-				b.Fatal(err)
-			}
-			warm.close()
-			time.Sleep(200 * time.Millisecond)
-			var m0, m1 runtime.MemStats
-			runtime.GC()
-			runtime.GC()
-			runtime.ReadMemStats(&m0)
-			g0 := runtime.NumGoroutine()
-			sessions := make([]client, 0, b.N)
-			defer func() {
-				for _, c := range sessions {
-					c.close()
-				}
-			}()
-			b.ResetTimer()
-			for range b.N {
-				c, err := connectPipe(ctx, name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				sessions = append(sessions, c)
-			}
-			b.StopTimer()
-			time.Sleep(300 * time.Millisecond)
-			runtime.GC()
-			runtime.GC()
-			runtime.ReadMemStats(&m1)
-			n := float64(b.N)
-			b.ReportMetric((float64(m1.HeapAlloc)-float64(m0.HeapAlloc))/n, "heap-B/session")
-			b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/session")
-		})
-	}
 	for _, resp := range []string{"json", "sse"} {
 		for _, name := range httpClients {
 			b.Run(fmt.Sprintf("resp=%s/client=%s", resp, name), func(b *testing.B) {
@@ -157,5 +119,43 @@ func BenchmarkIdleSession(b *testing.B) {
 				b.ReportMetric(float64(cnt.get.Load()-gets0)/n, "gets/session")
 			})
 		}
+	}
+	for _, name := range httpClients {
+		b.Run("transport=pipe/client="+name, func(b *testing.B) {
+			ctx := context.Background()
+			warm, err := connectPipe(ctx, name) // starts the server, fills what is pooled
+			if err != nil {
+				b.Fatal(err)
+			}
+			warm.close()
+			time.Sleep(200 * time.Millisecond)
+			var m0, m1 runtime.MemStats
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&m0)
+			g0 := runtime.NumGoroutine()
+			sessions := make([]client, 0, b.N)
+			defer func() {
+				for _, c := range sessions {
+					c.close()
+				}
+			}()
+			b.ResetTimer()
+			for range b.N {
+				c, err := connectPipe(ctx, name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sessions = append(sessions, c)
+			}
+			b.StopTimer()
+			time.Sleep(300 * time.Millisecond)
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			n := float64(b.N)
+			b.ReportMetric((float64(m1.HeapAlloc)-float64(m0.HeapAlloc))/n, "heap-B/session")
+			b.ReportMetric(float64(runtime.NumGoroutine()-g0)/n, "goroutines/session")
+		})
 	}
 }

@@ -1,6 +1,7 @@
 # headline.awk picks the tables the top-level README shows out of run.sh's tables.md: client CPU
-# per call (HTTP and in memory), calls/s over HTTP, the requests a session start takes, idle
-# goroutines per session, and the retry machinery's cost.
+# per call (HTTP and in memory), calls/s over HTTP, what a session start costs (CPU, requests,
+# bytes and allocations), what an idle session holds (heap and goroutines), and the retry
+# machinery's cost.
 /^### / {
 	section = $2 " " $3
 	title = substr($0, 5)
@@ -12,8 +13,8 @@
 	unit = $2
 	want = (section == "tools/call over" && (unit == "cpu-sec/op" || unit == "calls/s")) ||
 		(section == "tools/call in" && unit == "cpu-sec/op") ||
-		(section == "Session start" && unit == "reqs/op") ||
-		(section == "Idle session" && unit == "goroutines/session") ||
+		(section == "Session start" && (unit == "cpu-sec/op" || unit == "reqs/op" || unit == "B/op" || unit == "allocs/op")) ||
+		(section == "Idle session" && (unit == "heap-B/session" || unit == "goroutines/session")) ||
 		(section == "Our retry" && unit == "cpu-sec/op")
 	if (want && !shown) {
 		print "**" title "**"

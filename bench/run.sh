@@ -46,6 +46,7 @@ started=$(date -u '+%Y-%m-%d %H:%M UTC')
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 t0=$SECONDS
 cmd="COUNT=$COUNT BENCHTIME=$BENCHTIME bash bench/run.sh${1:+ '$1'}"
+[[ $full == 0 && $IDLE == 1 ]] && cmd="IDLE=1 $cmd"
 [[ $full == 0 && $# == 0 ]] && cmd="BENCH='$BENCH' $cmd"
 
 raw="$OUT/raw.txt"
@@ -109,14 +110,22 @@ table() { go run ./cmd/benchtable "$@"; }
 		stat -format csv -col /client -filter '.name:CallMemory' | table -ratios peers -units cpu-sec/op,sec/op,calls/s,B/op,allocs/op
 	fi
 	if has SessionStart/; then
-		echo '### Session start (until the first tools/call can be sent; reqs-total adds later requests and Close)'
+		echo '### Session start (until the first tools/call can be sent; reqs-total adds later requests and Close; memory-pipe: the in-process go-sdk server'"'"'s CPU and allocations included)'
 		echo
 		stat -format csv -col /client -filter '.name:SessionStart' | table -ratios peers -units sec/op,cpu-sec/op,reqs/op,reqs-total/op,B/op,allocs/op
 	fi
 	if has IdleSession/; then
-		echo "### Idle session (${IDLE_SESSIONS} sessions open at once, per session, after GC)"
+		# The sessions open at once are b.N: IDLE_SESSIONS, or what BENCHTIME made of it when a
+		# subset ran IdleSession in the main run.
+		idle_ns=($(awk '/^BenchmarkIdleSession\// {print $2}' "$raw" | sort -un))
+		idle_open=${idle_ns[0]}
+		[[ ${#idle_ns[@]} -gt 1 ]] && idle_open="${idle_ns[0]} to ${idle_ns[-1]}"
+		echo "### Idle session ($idle_open sessions open at once, per session, after GC; transport=pipe: the in-process go-sdk server's share included, and raw, holding a 64 KiB read buffer, is no floor)"
 		echo
-		stat -format csv -col /client -filter '.name:IdleSession' | table -units heap-B/session,goroutines/session,reqs/session,gets/session
+		stat -format csv -col /client -filter '.name:IdleSession' | table -ratios peers -noraw 'transport=pipe' -units heap-B/session
+		# Goroutines and requests are a few per session, often none: their ratios say less than
+		# the counts, and none is defined where a peer has none.
+		stat -format csv -col /client -filter '.name:IdleSession' | table -units goroutines/session,reqs/session,gets/session
 	fi
 	if has Retry/; then
 		echo '### Our retry machinery on the happy path (1 KiB echo, sequential)'
@@ -132,6 +141,7 @@ summary="$OUT/summary.md"
 	echo "- machine: \`$(uname -a)\`"
 	echo "- CPU: $cpu_model, $(nproc) vCPU, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM; load average $load_start at the start, $load_end at the end; other processes used ${other_mean:-?}% of the machine's CPU on average, ${other_peak:-?}% at the peak (10 s samples, in ${OUT#"$(cd .. && pwd)/"}/other-cpu.log; above a few %, the run shared the CPUs)"
 	echo "- Go: $(go version | cut -d' ' -f3-); GOMAXPROCS default ($(nproc)) in both processes"
+	echo "- HTTP pool: the same for every client, an \`http.Client\` of its own with net/http's \`DefaultTransport\` settings but $(awk '/^const idleConnsPerHost = / {print $4}' main_test.go) idle connections per host (left to their defaults ours would keep 64, go-sdk and mcp-go 2)"
 	echo "- clients: ours (this module at $(git -C .. rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C .. diff --quiet HEAD -- . ':!bench' 2>/dev/null || echo ', with local changes')), $(awk '/modelcontextprotocol\/go-sdk |mark3labs\/mcp-go /{printf "%s %s, ", $1, $2}' go.mod)raw = the hand-written floor"
 	echo "- command: \`$cmd\` (go test -bench='$BENCH' -count=$COUNT -benchtime=$BENCHTIME -benchmem$([[ $IDLE == 1 ]] && echo "; IdleSession with -benchtime=${IDLE_SESSIONS}x"))"
 	echo

@@ -124,11 +124,16 @@ func (c *Client) open(ctx context.Context) (*session, error) {
 // and a ledger full of the caller's uncertain requests must not keep the client from
 // reconnecting to settle them.
 func (c *Client) initialize(ctx context.Context, s *session, offer string) error {
-	req, err := c.newRequest("initialize", InitializeParams{
+	// Built for no stateless revision, whatever the session this one replaces spoke.
+	spec, err := specOf("initialize", InitializeParams{
 		ProtocolVersion: offer,
 		Capabilities:    c.cfg.capabilities(),
 		ClientInfo:      c.cfg.info,
-	}, nil)
+	})
+	if err != nil {
+		return err
+	}
+	req, err := c.build(spec)
 	if err != nil {
 		return err
 	}

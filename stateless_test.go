@@ -608,3 +608,30 @@ func TestListenNeedsAStatelessSession(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// A server that spoke a stateless revision and comes back as an older one is reached by
+// initialize: the revision of the session that was lost has no say in the handshake of the next.
+func TestReconnectionToAServerThatLeftTheStatelessRevisionInitializes(t *testing.T) {
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+		switch {
+		case p.N == 0 && m.Method == "server/discover":
+			p.Send(testpeer.Result(m.ID, testpeer.StatelessDiscoverResult))
+			return true
+		case p.N == 0 && m.Method == "tools/call":
+			p.Close() // the server goes away, and comes back older
+			return true
+		}
+		return false
+	})
+	c := connect(t, srv.Transport())
+	if c.ProtocolVersion() != mcpclient.ProtocolVersion20260728 {
+		t.Fatalf("first session in %q, want the stateless revision", c.ProtocolVersion())
+	}
+	res, err := c.CallTool(testCtx(t), "reserve", nil, mcpclient.WithIdempotent())
+	if err != nil {
+		t.Fatalf("the call after the server came back older: %v", err)
+	}
+	if res.Text() != "ok" || c.ProtocolVersion() == mcpclient.ProtocolVersion20260728 {
+		t.Errorf("result %q in %q", res.Text(), c.ProtocolVersion())
+	}
+}

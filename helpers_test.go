@@ -16,6 +16,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -265,4 +266,17 @@ func featAskClient(t *testing.T, c *mcpclient.Client, method string, params any)
 		return nil, &rpc
 	}
 	return res.StructuredContent, nil
+}
+
+// firstToolCall is a script for testpeer.NewHTTP that answers the first tools/call with f and
+// leaves everything else to the server's defaults: a server that misbehaves once.
+func firstToolCall(f func(r *testpeer.Request)) testpeer.HTTPScript {
+	first := testpeer.Once()
+	return func(r *testpeer.Request) bool {
+		if r.Method != "tools/call" || !first() {
+			return false
+		}
+		f(r)
+		return true
+	}
 }

@@ -749,17 +749,12 @@ func TestHTTPStatusWithoutRetryAfterIsUncertain(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d-retry-after-%q", tc.status, tc.retryAfter), func(t *testing.T) {
-			first := testpeer.Once()
-			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-				if r.Method != "tools/call" || !first() {
-					return false
-				}
+			srv := testpeer.NewHTTP(t, firstToolCall(func(r *testpeer.Request) {
 				if tc.retryAfter != "" {
 					r.W.Header().Set("Retry-After", tc.retryAfter)
 				}
 				http.Error(r.W, "upstream connect error or disconnect/reset before headers", tc.status)
-				return true
-			})
+			}))
 			c := connect(t, &transport.HTTP{URL: srv.URL})
 			req := callReq(t, c, "reserve", nil)
 			resp, err := c.Do(testCtx(t), req)
@@ -926,15 +921,10 @@ func TestHTTPStreamRetryFieldBoundsTheResend(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			first := testpeer.Once()
-			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-				if r.Method != "tools/call" || !first() {
-					return false
-				}
+			srv := testpeer.NewHTTP(t, firstToolCall(func(r *testpeer.Request) {
 				r.W.Header().Set("Content-Type", "text/event-stream")
 				fmt.Fprintf(r.W, "retry: %d\n\n", tc.retryMS)
-				return true
-			})
+			}))
 			var mu sync.Mutex
 			var waits []time.Duration
 			c := connect(t, &transport.HTTP{URL: srv.URL},

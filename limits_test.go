@@ -155,18 +155,13 @@ func TestHostileHugeHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			first := testpeer.Once()
-			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-				if r.Method != "tools/call" || !first() {
-					return false
-				}
+			srv := testpeer.NewHTTP(t, firstToolCall(func(r *testpeer.Request) {
 				chunk := strings.Repeat("h", 8<<10)
 				for i := range tt.size / len(chunk) {
 					r.W.Header().Set(fmt.Sprintf("X-Junk-%d", i), chunk)
 				}
 				r.JSON(testpeer.Result(r.ID, testpeer.ToolResult))
-				return true
-			})
+			}))
 			if tt.client != nil {
 				defer tt.client.CloseIdleConnections()
 			}

@@ -43,17 +43,12 @@ func TestHostileResponseForUnknownID(t *testing.T) {
 	})
 	// A stream may carry other messages before the answer: an unknown id is dropped.
 	t.Run("http-sse", func(t *testing.T) {
-		first := testpeer.Once()
-		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-			if r.Method != "tools/call" || !first() {
-				return false
-			}
+		srv := testpeer.NewHTTP(t, firstToolCall(func(r *testpeer.Request) {
 			event := r.SSE()
 			event("", testpeer.Result(json.RawMessage(`"not-yours"`), `{"content":[{"type":"text","text":"forged"}]}`))
 			event("", testpeer.Result(json.RawMessage(`12345`), `{"content":[{"type":"text","text":"forged"}]}`))
 			event("", testpeer.Result(r.ID, `{"content":[{"type":"text","text":"mine"}]}`))
-			return true
-		})
+		}))
 		c := connect(t, &transport.HTTP{URL: srv.URL})
 		res, err := c.CallTool(testCtx(t), "reserve", nil)
 		if err != nil || res.Text() != "mine" {
@@ -159,19 +154,14 @@ func TestHostileResultAndErrorTogether(t *testing.T) {
 	})
 	for _, kind := range []string{"http-json", "http-sse"} {
 		t.Run(kind, func(t *testing.T) {
-			first := testpeer.Once()
-			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-				if r.Method != "tools/call" || !first() {
-					return false
-				}
+			srv := testpeer.NewHTTP(t, firstToolCall(func(r *testpeer.Request) {
 				frame := strings.ReplaceAll(both, "ID", string(r.ID))
 				if kind == "http-json" {
 					r.JSON(frame)
 				} else {
 					r.SSE()("", frame)
 				}
-				return true
-			})
+			}))
 			check(t, connect(t, &transport.HTTP{URL: srv.URL}, mcpclient.WithReceipts(mcpclient.ReceiptScopeSession)))
 		})
 	}

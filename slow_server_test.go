@@ -21,19 +21,14 @@ func TestHostileSSEStreamNeverAnswers(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"sse", "no headers"} {
 		t.Run(kind, func(t *testing.T) {
-			first := testpeer.Once()
 			abandoned := make(chan struct{})
-			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-				if r.Method != "tools/call" || !first() {
-					return false
-				}
+			srv := testpeer.NewHTTP(t, firstToolCall(func(r *testpeer.Request) {
 				if kind == "sse" {
 					r.SSE()("p1", "") // a priming event, then silence
 				}
 				<-r.HTTP.Context().Done() // the client hung up
 				close(abandoned)
-				return true
-			})
+			}))
 			c := connect(t, &transport.HTTP{URL: srv.URL})
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
@@ -102,14 +97,9 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first := testpeer.Once()
-			srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-				if r.Method != "tools/call" || !first() {
-					return false
-				}
+			srv := testpeer.NewHTTP(t, firstToolCall(func(r *testpeer.Request) {
 				tc.serve(r)
-				return true
-			})
+			}))
 			c := connect(t, &transport.HTTP{URL: srv.URL, ResponseHeaderTimeout: bound, ResponseIdleTimeout: bound})
 			start := time.Now()
 			res, err := c.CallTool(testCtx(t), "reserve", nil)
@@ -137,14 +127,9 @@ func TestHostileSilentServerEndsTheCall(t *testing.T) {
 	}
 	// A legacy server answers each POST at once, the answer coming over its stream.
 	t.Run("legacy no answer", func(t *testing.T) {
-		first := testpeer.Once()
-		srv := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
-			if r.Method != "tools/call" || !first() {
-				return false
-			}
+		srv := testpeer.NewHTTP(t, firstToolCall(func(r *testpeer.Request) {
 			<-r.HTTP.Context().Done()
-			return true
-		}, testpeer.Legacy("s1"))
+		}), testpeer.Legacy("s1"))
 		c := connect(t, &transport.SSE{URL: srv.URL + "/sse", ResponseHeaderTimeout: bound})
 		start := time.Now()
 		_, err := c.CallTool(testCtx(t), "reserve", nil)

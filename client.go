@@ -38,11 +38,11 @@ type Client struct {
 	transport transport.Transport
 	cfg       config
 	log       *slog.Logger
-	ledger    *Ledger
+	ledger    atomic.Pointer[Ledger] // see Ledger
 	tools     toolIndex
 	progress  progressRegistry
-	roots     rootsState
-	logLevel  atomic.Value // string: the log level stateless requests ask for, once set
+	roots     *rootsState
+	logLevel  atomic.Pointer[string] // the log level stateless requests ask for, once set
 	meta      atomic.Pointer[statelessMetaCache]
 	acks      acks
 
@@ -50,19 +50,21 @@ type Client struct {
 	sess    *session      // the current session; nil before the first and after loss
 	dialing chan struct{} // closed when the dial under way ends; nil when none is
 	live    []*session    // sessions not yet ended: the current one, and those retiring
-	closed  bool
 	// olderServer is the revision a server that answered server/discover as an older one
 	// accepted in initialize: later dials of the client go straight to initialize, a request
 	// fewer per reconnection. A failed initialize forgets it.
 	olderServer string
 	// exitsAtStart counts the dials in a row whose server process exited before the session
 	// opened; a session that opens resets it.
-	exitsAtStart int
+	exitsAtStart int32
+	closed       bool
 
-	closeOnce sync.Once
-	// ctx ends at Close and Detach; the client's own background work runs under it.
+	// ctx ends at Close and Detach; the client's own background work runs under it. Made by
+	// the first work that needs it (see lifetime): an idle client has none. guarded by mu.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	closeOnce sync.Once
 	// wg counts every session until it has ended, the goroutines of sessions (dispatcher,
 	// server request handlers, notices of cancellation), the pinger and subscription watchers.
 	// Goroutines of a session are added while the session's own count is held.
@@ -98,10 +100,10 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		transport: t,
 		cfg:       cfg,
 		log:       cfg.logger,
-		ledger:    newLedger(cfg.ledgerCap, cfg.onJoin),
-		roots:     rootsState{set: cfg.roots != nil, roots: cfg.roots},
 	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if cfg.roots != nil {
+		c.roots = &rootsState{roots: cfg.roots}
+	}
 	ctx, stop := c.boundHandshake(ctx)
 	defer stop()
 	if err := c.firstSession(ctx); err != nil {
@@ -245,11 +247,14 @@ func (c *Client) Detach() error { return c.shutdown(true) }
 
 func (c *Client) shutdown(detach bool) error {
 	c.closeOnce.Do(func() {
-		c.cancel()
 		c.mu.Lock()
 		c.closed = true
+		cancel := c.cancel
 		live := slices.Clone(c.live)
 		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 		for _, s := range live {
 			s.end(ErrClosed, detach)
 		}
@@ -259,23 +264,37 @@ func (c *Client) shutdown(detach bool) error {
 	return nil
 }
 
+// lifetime returns the context that ends at Close and Detach, made on first use.
+func (c *Client) lifetime() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		c.ctx, c.cancel = context.WithCancel(context.Background())
+		if c.closed {
+			c.cancel()
+		}
+	}
+	return c.ctx
+}
+
 // keepalive pings the server every interval until the client closes, so that a dead connection
 // is found, and replaced, before a call needs it.
 func (c *Client) keepalive(interval time.Duration) {
 	defer c.wg.Done()
+	life := c.lifetime()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-c.ctx.Done():
+		case <-life.Done():
 			return
 		case <-t.C:
 		}
 		if s := c.current(); s != nil && s.stateless {
 			continue // a stateless revision holds no connection between requests: none to keep alive
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, interval)
-		if err := c.Ping(ctx); err != nil && c.ctx.Err() == nil {
+		ctx, cancel := context.WithTimeout(life, interval)
+		if err := c.Ping(ctx); err != nil && life.Err() == nil {
 			c.log.Warn("mcpclient: keepalive ping failed", "err", err)
 		}
 		cancel()
@@ -327,4 +346,11 @@ func (c *Client) SessionID() string {
 }
 
 // Ledger returns the client's ledger of request ids.
-func (c *Client) Ledger() *Ledger { return c.ledger }
+func (c *Client) Ledger() *Ledger {
+	if l := c.ledger.Load(); l != nil {
+		return l
+	}
+	// Made by the first request that needs it: a client that only connected holds none.
+	c.ledger.CompareAndSwap(nil, newLedger(c.cfg.ledgerCap, c.cfg.onJoin))
+	return c.ledger.Load()
+}

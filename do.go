@@ -140,7 +140,7 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil || req.owner != c {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request was not made by this client")}
 	}
-	f, leader, err := c.ledger.begin(req)
+	f, leader, err := c.Ledger().begin(req)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 		return st.resp, st.retry
 	}, b, func(err error, d time.Duration) {
 		if stopWatching == nil {
-			stopWatching = context.AfterFunc(r.c.ctx, func() { endWait(ErrClosed) })
+			stopWatching = context.AfterFunc(r.c.lifetime(), func() { endWait(ErrClosed) })
 		}
 		tries++
 		r.c.log.Debug("mcpclient: retrying", "id", r.cur.key, "method", r.cur.method, "attempt", tries, "delay", d, "err", err)
@@ -330,7 +330,7 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 	}
 
 	r.attempts++
-	c.ledger.attempted(r.cur.key)
+	c.Ledger().attempted(r.cur.key)
 	result, err := s.exchange(ctx, r.cur)
 	var malformed *errMalformedAnswer
 	if errors.As(err, &malformed) || errors.Is(err, transport.ErrMessageTooLarge) {
@@ -419,14 +419,14 @@ func (r *attemptLoop) reissue() *Error {
 	if err != nil {
 		return r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issuing: %w (last attempt: %w)", err, r.lastErr))
 	}
-	f, _, err := r.c.ledger.begin(next)
+	f, _, err := r.c.Ledger().begin(next)
 	if err != nil {
 		// The request may have run, and it stays in the ledger, unresolved: its outcome is
 		// what the caller must learn, whatever kept the re-issue from being tracked.
 		return r.fail(CodeOutcomeUnknown, fmt.Errorf("the re-issue under a new id was refused: %w (last attempt: %w)", err, r.lastErr))
 	}
 	if r.curFlight != nil {
-		r.c.ledger.settle(r.cur.key, r.curFlight, StateUncertain, true, nil,
+		r.c.Ledger().settle(r.cur.key, r.curFlight, StateUncertain, true, nil,
 			r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issued as %s after: %w", next.key, r.lastErr)))
 	}
 	r.cur, r.curFlight = next, f
@@ -442,11 +442,11 @@ func (r *attemptLoop) reissue() *Error {
 func (r *attemptLoop) settle(resp *Response, err error, state State, f *flight) {
 	reached := r.reached
 	if r.curFlight != nil {
-		r.c.ledger.settle(r.cur.key, r.curFlight, state, reached, resp, err)
+		r.c.Ledger().settle(r.cur.key, r.curFlight, state, reached, resp, err)
 		// The original was re-issued after an uncertain attempt: it may or may not have run.
 		state, reached = StateUncertain, true
 	}
-	r.c.ledger.settle(r.orig.key, f, state, reached, resp, err)
+	r.c.Ledger().settle(r.orig.key, f, state, reached, resp, err)
 }
 
 // attemptsOf returns the attempts an *Error in err's chain counts.
@@ -631,7 +631,7 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 	if inspection.Checked == "" || inspection.Found == "" {
 		return nil, &Error{Code: CodeInvalidArgument, Request: prev, Err: ErrInspectionRequired}
 	}
-	if e, ok := c.ledger.Lookup(prev.id); ok && e.State == StatePending {
+	if e, ok := c.Ledger().Lookup(prev.id); ok && e.State == StatePending {
 		return nil, &Error{Code: CodeRequestInFlight, Request: prev,
 			Err: errors.New("the request is still in flight; wait for its outcome before superseding it")}
 	}

@@ -26,8 +26,11 @@ type inbox struct {
 	closed  bool              // guarded by mu
 	running bool              // a dispatcher is emptying the inbox; guarded by mu
 
-	space chan struct{} // signalled when the dispatcher takes a message
-	wake  chan struct{} // signalled when a call starts awaiting an answer
+	// changed is signalled when the dispatcher takes a message or a call starts awaiting an
+	// answer: a waiting reader looks again. Made by the first put, since only a non-empty inbox
+	// makes a reader wait; an idle session that never hears from the server holds no channel.
+	// guarded by mu.
+	changed chan struct{}
 }
 
 // inboxLimits bound an inbox: soft, the messages and bytes queued before the reader waits for
@@ -47,10 +50,16 @@ const (
 const inboxOverhead = 128
 
 func newInbox(limits inboxLimits) *inbox {
-	return &inbox{
-		limits: limits,
-		space:  make(chan struct{}, 1),
-		wake:   make(chan struct{}, 1),
+	return &inbox{limits: limits}
+}
+
+// signal wakes a reader waiting for room.
+func (b *inbox) signal() {
+	b.mu.Lock()
+	ch := b.changed
+	b.mu.Unlock()
+	if ch != nil {
+		signal(ch)
 	}
 }
 
@@ -73,6 +82,10 @@ func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool
 			b.mu.Unlock()
 			return nil
 		}
+		if b.changed == nil {
+			b.changed = make(chan struct{}, 1)
+		}
+		changed := b.changed
 		roomy := len(b.msgs) < b.limits.soft && b.bytes+size <= b.limits.softBytes
 		if len(b.msgs) == 0 || roomy || (spill && b.bytes+size <= b.limits.hardBytes) {
 			b.msgs = append(b.msgs, m)
@@ -91,8 +104,7 @@ func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool
 			return ErrInboundOverflow
 		}
 		select {
-		case <-b.space:
-		case <-b.wake:
+		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -115,8 +127,9 @@ func (b *inbox) next() (m jsonrpc.Message, ok bool) {
 	if len(b.msgs) == 0 {
 		b.msgs = nil // let a spilled backlog's array go
 	}
+	ch := b.changed
 	b.mu.Unlock()
-	signal(b.space)
+	signal(ch)
 	return m, true
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,4 +60,29 @@ func TestInboxIsBoundedInBytes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A reader waiting for room wakes when a call starts awaiting an answer, however the signal and
+// the wait interleave: the channel that carries the signal exists before any reader can wait.
+func TestInboxWakesAReaderWhenACallAwaits(t *testing.T) {
+	limits := inboxLimits{soft: 1, softBytes: 1 << 20, hardBytes: 4 << 20}
+	for range 200 {
+		b := newInbox(limits)
+		var awaitingNow atomic.Bool
+		if err := b.put(context.Background(), inboxMsg(10), awaitingNow.Load, func() {}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- b.put(context.Background(), inboxMsg(10), awaitingNow.Load, func() {}) }()
+		awaitingNow.Store(true)
+		b.signal()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("put: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the reader still waits for room, though a call awaits an answer")
+		}
+	}
 }

@@ -112,7 +112,7 @@ func newLedger(capacity int, onJoin func(ID)) *Ledger {
 	if capacity <= 0 {
 		capacity = DefaultLedgerCapacity
 	}
-	return &Ledger{capacity: capacity, entries: make(map[string]*ledgerEntry), onJoin: onJoin}
+	return &Ledger{capacity: capacity, onJoin: onJoin}
 }
 
 // Lookup returns the entry for id.
@@ -195,6 +195,9 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 		}
 		e = &ledgerEntry{Entry: Entry{ID: req.id, Method: req.method, Fingerprint: req.fp, Created: now,
 			Supersedes: req.supersedes, Reason: req.reason}}
+		if l.entries == nil {
+			l.entries = make(map[string]*ledgerEntry)
+		}
 		l.entries[req.key] = e
 		if older != nil {
 			// Linked only now that the replacement is admitted: a refused one leaves the

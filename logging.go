@@ -36,7 +36,8 @@ type LogHandler func(ctx context.Context, msg *LogMessage)
 // request made from now on carries the level in _meta (io.modelcontextprotocol/logLevel).
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel, opts ...CallOption) error {
 	if c.stateless() {
-		c.logLevel.Store(string(level))
+		l := string(level)
+		c.logLevel.Store(&l)
 		return nil
 	}
 	return c.call(ctx, "logging/setLevel", struct {

@@ -23,7 +23,20 @@ func (c *Client) boundHandshake(ctx context.Context) (context.Context, context.C
 		return ctx, func() {}
 	}
 	d := c.cfg.handshake
-	return context.WithTimeoutCause(ctx, d, fmt.Errorf("%w after %v: %w", ErrHandshakeTimeout, d, context.DeadlineExceeded))
+	return context.WithTimeoutCause(ctx, d, handshakeTimeout(d))
+}
+
+// handshakeTimeout is the cause of a handshake that ran out of its bound: ErrHandshakeTimeout
+// and context.DeadlineExceeded. A type of its own rather than a formatted error, since every
+// Connect makes one and almost none is ever read.
+type handshakeTimeout time.Duration
+
+func (d handshakeTimeout) Error() string {
+	return fmt.Sprintf("%v after %v: %v", ErrHandshakeTimeout, time.Duration(d), context.DeadlineExceeded)
+}
+
+func (d handshakeTimeout) Unwrap() []error {
+	return []error{ErrHandshakeTimeout, context.DeadlineExceeded}
 }
 
 // dial connects and opens a new session: with server/discover for a stateless revision, or with
@@ -49,6 +62,7 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 	}
 	if lc.stateless {
 		c.adoptStateless(s, lc)
+		s.opened()
 		return s, nil
 	}
 	if lc.redial || s.isDead() {
@@ -70,6 +84,12 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 		c.olderServer = s.init.ProtocolVersion
 		c.mu.Unlock()
 	}
+	if probed {
+		// The probe's _meta was encoded for a stateless revision the server does not speak;
+		// an idle session should not hold it.
+		c.meta.Store(nil)
+	}
+	s.opened()
 	return s, nil
 }
 

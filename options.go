@@ -17,14 +17,33 @@ type optionFunc func(*config)
 func (f optionFunc) applyOption(c *config) { f(c) }
 
 type config struct {
-	retry         RetryPolicy
-	ledgerCap     int
-	receipts      ReceiptScope
-	idVersion     IDVersion
-	logger        *slog.Logger
-	info          Implementation
-	notifications map[string]NotificationHandler
+	retry     RetryPolicy
+	ledgerCap int
+	receipts  ReceiptScope
+	idVersion IDVersion
+	logger    *slog.Logger
+	info      Implementation
+	// handlers are reached through the embedded pointer; a client with none shares one empty
+	// set, so that an idle Client does not carry a dozen nil fields.
+	*handlers
+	keepalive    time.Duration
+	version      string        // pinned protocol revision, or "" to negotiate
+	taskPoll     time.Duration // AwaitTask's interval when the server suggests none; 0: default
+	serverStream bool          // open the listening channel at once
+	handshake    time.Duration // bound on opening a session under a context without deadline; 0: none
 
+	// invalid holds what the options said that cannot be: Connect refuses to start with it.
+	invalid error
+
+	// testHooks are set by tests only, through the options of export_test.go; other clients
+	// share the defaults.
+	*testHooks
+}
+
+// handlers are what the client does with what the server sends unprompted. Options write them
+// while newConfig runs; they are read-only after.
+type handlers struct {
+	notifications   map[string]NotificationHandler
 	requestHandlers map[string]RequestHandler
 	sampling        SamplingHandler
 	elicitation     ElicitationHandler
@@ -32,25 +51,33 @@ type config struct {
 	roots           []Root // nil: no roots capability
 	logHandler      LogHandler
 	resourceUpdated ResourceUpdatedHandler
-	keepalive       time.Duration
-	version         string // pinned protocol revision, or "" to negotiate
 	taskStatus      TaskStatusHandler
-	taskPoll        time.Duration // AwaitTask's interval when the server suggests none; 0: default
-	serverStream    bool          // open the listening channel at once
-	handshake       time.Duration // bound on opening a session under a context without deadline; 0: none
+}
 
-	// invalid holds what the options said that cannot be: Connect refuses to start with it.
-	invalid []error
+func (h *handlers) none() bool {
+	return h.notifications == nil && h.requestHandlers == nil && h.sampling == nil && h.elicitation == nil &&
+		h.urlElicitation == nil && h.roots == nil && h.logHandler == nil && h.resourceUpdated == nil && h.taskStatus == nil
+}
 
-	// Set by tests only, through the options of export_test.go.
+// noHandlers is the handler set of every client configured with none. Never written.
+var noHandlers handlers
+
+type testHooks struct {
 	inbox            inboxLimits
 	onSupersedeBuilt func()   // runs between the building of a superseding request and its sending
 	onJoin           func(ID) // runs when a caller joins the attempt loop already running for an id
 }
 
+// defaultHooks are the hooks of every client no test configured. Never written.
+var defaultHooks = testHooks{inbox: inboxLimits{soft: inboxSoftLimit, softBytes: inboxSoftLimitBytes, hardBytes: inboxHardLimitBytes}}
+
+func (h *testHooks) isDefault() bool {
+	return h.inbox == defaultHooks.inbox && h.onSupersedeBuilt == nil && h.onJoin == nil
+}
+
 // refuse records an option value that cannot be used.
 func (c *config) refuse(format string, args ...any) {
-	c.invalid = append(c.invalid, fmt.Errorf(format, args...))
+	c.invalid = errors.Join(c.invalid, fmt.Errorf(format, args...))
 }
 
 // listens reports whether the client has anything to receive from the server unprompted, so
@@ -83,8 +110,10 @@ func newConfig(opts []Option) config {
 		logger:    slog.New(slog.DiscardHandler),
 		info:      Implementation{Name: "mcpclient", Version: Version},
 		handshake: DefaultHandshakeTimeout,
-		inbox:     inboxLimits{soft: inboxSoftLimit, softBytes: inboxSoftLimitBytes, hardBytes: inboxHardLimitBytes},
+		handlers:  new(handlers),
+		testHooks: new(testHooks),
 	}
+	*c.testHooks = defaultHooks
 	for _, o := range opts {
 		if o != nil {
 			o.applyOption(&c)
@@ -100,16 +129,22 @@ func newConfig(opts []Option) config {
 		c.refuse("WithRetryPolicy: MaxServerDelay %v is negative (0 keeps the default)", p.MaxServerDelay)
 	}
 	c.retry = c.retry.withDefaults()
+	if c.handlers.none() {
+		c.handlers = &noHandlers
+	}
+	if c.testHooks.isDefault() {
+		c.testHooks = &defaultHooks
+	}
 	return c
 }
 
 // err returns the invalid option values, joined, as the *Error Connect fails with; nil when
 // there are none.
 func (c *config) err() error {
-	if len(c.invalid) == 0 {
+	if c.invalid == nil {
 		return nil
 	}
-	return &Error{Code: CodeInvalidArgument, Err: errors.Join(c.invalid...)}
+	return &Error{Code: CodeInvalidArgument, Err: c.invalid}
 }
 
 // Version is this module's version, sent as clientInfo.version unless WithClientInfo says

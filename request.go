@@ -178,7 +178,7 @@ func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error
 		return nil, err
 	}
 	if !cc.id.IsZero() {
-		if err := c.ledger.check(req); err != nil {
+		if err := c.Ledger().check(req); err != nil {
 			return nil, &Error{Code: CodeRequestIDReused, Request: req, Err: err}
 		}
 	}

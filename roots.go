@@ -18,14 +18,13 @@ type Root struct {
 	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
-// rootsState is the client's current roots.
+// rootsState is the client's current roots; nil when the client declared no roots capability.
 type rootsState struct {
 	mu    sync.Mutex
-	set   bool   // the capability is declared; written before the client is shared
 	roots []Root // guarded by mu
 }
 
-func (r *rootsState) declared() bool { return r.set }
+func (r *rootsState) declared() bool { return r != nil }
 
 func (r *rootsState) list(context.Context, json.RawMessage) (any, error) {
 	r.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/transport"
@@ -29,15 +28,6 @@ type RequestHandler func(ctx context.Context, params json.RawMessage) (any, erro
 // the server's cancellation of a request holding a slot included, and a waiting list would only
 // postpone the refusal while the handlers wait for a person.
 const maxServerRequests = 16
-
-// serverRequests tracks the server's requests a session is handling, so that the server can
-// cancel them.
-type serverRequests struct {
-	mu sync.Mutex
-	// cancels holds the requests being handled, by id: at most maxServerRequests. Made by the
-	// first request, so that a session the server never asks anything keeps none. guarded by mu.
-	cancels map[string]context.CancelFunc
-}
 
 // handlerFor returns the handler of a server request method, or nil.
 func (c *Client) handlerFor(method string) RequestHandler {
@@ -78,17 +68,18 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 		return
 	}
 	key := id.JSON()
-	ctx, cancel := context.WithCancel(s.ctx)
-	s.requests.mu.Lock()
-	_, dup := s.requests.cancels[key]
-	busy := len(s.requests.cancels) >= maxServerRequests
+	life := s.lifetime()
+	ctx, cancel := context.WithCancel(life)
+	s.mu.Lock()
+	_, dup := s.handling[key]
+	busy := len(s.handling) >= maxServerRequests
 	if !dup && !busy {
-		if s.requests.cancels == nil {
-			s.requests.cancels = make(map[string]context.CancelFunc)
+		if s.handling == nil {
+			s.handling = make(map[string]context.CancelFunc)
 		}
-		s.requests.cancels[key] = cancel
+		s.handling[key] = cancel
 	}
-	s.requests.mu.Unlock()
+	s.mu.Unlock()
 	switch {
 	case dup:
 		// Two answers under one id could not be told apart, and the server could no longer
@@ -106,12 +97,12 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 		defer s.c.wg.Done()
 		defer func() {
 			cancel()
-			s.requests.mu.Lock()
-			delete(s.requests.cancels, key)
-			s.requests.mu.Unlock()
+			s.mu.Lock()
+			delete(s.handling, key)
+			s.mu.Unlock()
 		}()
 		result, err := runRequestHandler(ctx, h, m.Params)
-		if ctx.Err() != nil && s.ctx.Err() == nil {
+		if ctx.Err() != nil && life.Err() == nil {
 			return // the server cancelled it: it expects no answer
 		}
 		s.answer(m.ID, result, err)
@@ -139,9 +130,9 @@ func (s *session) cancelServerRequest(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}
-	s.requests.mu.Lock()
-	cancel := s.requests.cancels[p.RequestID.JSON()]
-	s.requests.mu.Unlock()
+	s.mu.Lock()
+	cancel := s.handling[p.RequestID.JSON()]
+	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
@@ -166,7 +157,7 @@ func (s *session) answer(id json.RawMessage, result any, err error) {
 		body, _ := json.Marshal(rpc) // plain fields
 		frame = jsonrpc.AppendError(nil, id, body)
 	}
-	if err := s.conn.Send(s.ctx, &transport.Message{Frame: frame}); err != nil {
+	if err := s.conn.Send(s.lifetime(), &transport.Message{Frame: frame}); err != nil {
 		s.c.log.Debug("mcpclient: could not answer a server request", "err", err)
 	}
 }

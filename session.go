@@ -23,39 +23,41 @@ type session struct {
 	// conn is set by attach, under mu, once Connect returned it. Code that runs after open
 	// returned the session, or on a dispatcher, reads it without mu.
 	conn transport.Conn
-	// ctx ends when the session dies; deliveries, the dispatcher and handlers run under it.
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu      sync.Mutex
+	mu   sync.Mutex
+	// ctx ends when the session ends; deliveries, the dispatcher and handlers run under it.
+	// Made by the first of them (see lifetime): an idle session has none. guarded by mu.
+	ctx     context.Context
+	cancel  context.CancelFunc
 	pending map[string]*pendingCall // guarded by mu
+	cause   error                   // why it died; guarded by mu
+	// closed, made when a delivery waits for the connection of the ended session to be
+	// closed, is closed then. guarded by mu.
+	closed chan struct{}
 	// dead: the session takes no new requests. ended: its connection is closed and every
 	// pending call was failed. A retired session is dead but not ended until its pending calls
-	// have their answers.
-	dead  bool  // guarded by mu
-	ended bool  // guarded by mu
-	cause error // why it died; guarded by mu
+	// have their answers. guarded by mu.
+	dead, ended bool
 	// attached: attach gave the session its connection, and the client counts it as live.
 	// Until then an ended session leaves closing to attach, and the dispatcher waits
 	// (dispatchLater): its handlers may answer the server on the connection. guarded by mu.
 	attached, dispatchLater bool
 	// detach: the ended session leaves its server session open; written once with ended.
 	detach bool
-	// closing: the connection of the ended session is being closed; closed, made when a
-	// delivery waits for that, is closed then. guarded by mu.
+	// closing: the connection of the ended session is being closed. guarded by mu.
 	closing bool
-	closed  chan struct{}
 
 	// Written once by dial before the session is published, read only after.
+	stateless bool // a stateless revision: requests carry their version and capabilities
 	init      InitializeResult
 	receipts  ReceiptScope
-	stateless bool // a stateless revision: requests carry their version and capabilities
 
 	// inbound carries notifications and server requests from the connection to the dispatcher.
 	inbound *inbox
 
-	// requests are the server's requests being handled.
-	requests serverRequests
+	// handling holds the cancellation of each server request being handled, by id: at most
+	// maxServerRequests. Made by the first request, so that a session the server never asks
+	// anything keeps none. guarded by mu.
+	handling map[string]context.CancelFunc
 
 	// cancelling holds, by request key, the notifications/cancelled being sent; each channel is
 	// closed once its notice is out. guarded by mu.
@@ -74,14 +76,30 @@ type reply struct {
 }
 
 func newSession(c *Client) *session {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &session{
-		c:       c,
-		ctx:     ctx,
-		cancel:  cancel,
-		pending: make(map[string]*pendingCall),
-		inbound: newInbox(c.cfg.inbox),
+	return &session{c: c, inbound: newInbox(c.cfg.inbox)}
+}
+
+// lifetime returns the context that ends when the session ends, made on first use.
+func (s *session) lifetime() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx == nil {
+		s.ctx, s.cancel = context.WithCancel(context.Background())
+		if s.ended {
+			s.cancel()
+		}
 	}
+	return s.ctx
+}
+
+// opened lets go of what the handshake needed and an idle session does not: the map of calls
+// awaiting answers, made again by the first call.
+func (s *session) opened() {
+	s.mu.Lock()
+	if len(s.pending) == 0 {
+		s.pending = nil
+	}
+	s.mu.Unlock()
 }
 
 func (s *session) isDead() bool {
@@ -137,14 +155,19 @@ func (s *session) end(cause error, detach bool) {
 	attached := s.attached
 	pending := s.pending
 	s.pending = nil
+	cancel := s.cancel
 	s.mu.Unlock()
 
-	s.cancel()
+	if cancel != nil {
+		cancel()
+	}
 	// Pending calls learn their fate first: closing a process transport may take its shutdown
 	// timeouts.
-	lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
-	for _, p := range pending {
-		p.ch <- reply{err: lost}
+	if len(pending) > 0 {
+		lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
+		for _, p := range pending {
+			p.ch <- reply{err: lost}
+		}
 	}
 	s.inbound.close()
 	if attached {
@@ -209,11 +232,14 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 		// answers indistinguishable.
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("request %s is already awaiting an answer", req.key)}
 	}
+	if s.pending == nil {
+		s.pending = make(map[string]*pendingCall)
+	}
 	s.pending[req.key] = p
 	s.mu.Unlock()
 	// A reader waiting for room in the inbox must not wait any longer: this call's answer
 	// may come behind the messages it would hold up (see inbox).
-	signal(s.inbound.wake)
+	s.inbound.signal()
 
 	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: req.header})
 	if err != nil {
@@ -317,7 +343,7 @@ func (s *session) sendCancelled(req *Request, cause error) {
 		Reason    string          `json:"reason,omitempty"`
 	}{json.RawMessage(req.key), cause.Error()})
 	frame := jsonrpc.AppendRequest(nil, "", "notifications/cancelled", params)
-	ctx, cancel := context.WithTimeout(s.ctx, cancelNoticeTimeout)
+	ctx, cancel := context.WithTimeout(s.lifetime(), cancelNoticeTimeout)
 	defer cancel()
 	if err := s.conn.Send(ctx, &transport.Message{Frame: frame, Method: "notifications/cancelled"}); err != nil {
 		s.c.log.Debug("mcpclient: notifications/cancelled not sent", "id", req.key, "err", err)
@@ -521,7 +547,7 @@ func (s *session) route(frame []byte, awaited string) (answered bool, err error)
 					continue
 				}
 			}
-			if err := s.inbound.put(s.ctx, m, s.awaitingAnswers, s.startDispatcher); err != nil {
+			if err := s.inbound.put(s.lifetime(), m, s.awaitingAnswers, s.startDispatcher); err != nil {
 				return answered, err
 			}
 		default:
@@ -607,6 +633,7 @@ func (s *session) dispatch() {
 // notification runs the client's own handling of a notification, then the caller's handler.
 func (s *session) notification(m jsonrpc.Message) {
 	c := s.c
+	ctx := s.lifetime()
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("mcpclient: notification handler panicked", "method", m.Method, "panic", p)
@@ -623,16 +650,16 @@ func (s *session) notification(m jsonrpc.Message) {
 		if c.cfg.logHandler != nil {
 			var msg LogMessage
 			if json.Unmarshal(m.Params, &msg) == nil {
-				c.cfg.logHandler(s.ctx, &msg)
+				c.cfg.logHandler(ctx, &msg)
 			}
 		}
 	case "notifications/tasks/status":
-		c.taskStatusNotified(s.ctx, m.Params)
+		c.taskStatusNotified(ctx, m.Params)
 	case "notifications/resources/updated":
 		if c.cfg.resourceUpdated != nil {
 			var p uriParams
 			if json.Unmarshal(m.Params, &p) == nil {
-				c.cfg.resourceUpdated(s.ctx, p.URI)
+				c.cfg.resourceUpdated(ctx, p.URI)
 			}
 		}
 	}
@@ -644,5 +671,5 @@ func (s *session) notification(m jsonrpc.Message) {
 		c.log.Debug("mcpclient: notification without handler", "method", m.Method)
 		return
 	}
-	h(s.ctx, m.Method, m.Params)
+	h(ctx, m.Method, m.Params)
 }

@@ -11,7 +11,10 @@ import (
 // the client's capabilities and identity, and its log level once set. The map is shared and
 // never modified.
 func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, error) {
-	level, _ := c.logLevel.Load().(string)
+	var level string
+	if l := c.logLevel.Load(); l != nil {
+		level = *l
+	}
 	m := c.meta.Load()
 	if m == nil || m.version != version || m.level != level {
 		caps, err := json.Marshal(c.cfg.statelessCapabilities())

@@ -116,7 +116,7 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 	}
 	ack, stopWaiting := c.acks.wait(req.key)
 	defer stopWaiting()
-	runCtx, cancel := context.WithCancel(c.ctx)
+	runCtx, cancel := context.WithCancel(c.lifetime())
 	sub := &Subscription{cancel: cancel, done: make(chan struct{})}
 	c.mu.Lock()
 	if c.closed {

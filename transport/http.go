@@ -334,23 +334,26 @@ func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, m
 	}
 	h := req.Header
 	addHeaders(h, c.t.Header)
+	// One array holds every value set here, each header a slice of one element capped there,
+	// so that an append by a RoundTripper copies instead of overwriting its neighbour.
+	hv := headerValues{h: h, vals: make([]string, 0, 4+len(msgHeader))}
 	switch method {
 	case http.MethodPost:
-		h.Set("Content-Type", "application/json")
-		h.Set("Accept", "application/json, text/event-stream")
+		hv.set("Content-Type", "application/json")
+		hv.set("Accept", "application/json, text/event-stream")
 	case http.MethodGet:
-		h.Set("Accept", "text/event-stream")
+		hv.set("Accept", "text/event-stream")
 	}
 	c.mu.Lock()
 	if c.session != "" {
-		h.Set("Mcp-Session-Id", c.session)
+		hv.set("Mcp-Session-Id", c.session)
 	}
 	if c.version != "" {
-		h.Set("Mcp-Protocol-Version", c.version)
+		hv.set("Mcp-Protocol-Version", c.version)
 	}
 	c.mu.Unlock()
 	for k, v := range msgHeader {
-		h.Set(k, v)
+		hv.set(http.CanonicalHeaderKey(k), v)
 	}
 	if c.t.HeaderFunc != nil {
 		if err := c.t.HeaderFunc(ctx, h); err != nil {
@@ -1221,6 +1224,19 @@ func errorReply(body []byte) (reply []byte, id string) {
 		id = "null"
 	}
 	return msgs[0].Error, id
+}
+
+// headerValues sets headers whose values share one array.
+type headerValues struct {
+	h    http.Header
+	vals []string
+}
+
+// set sets the header named by the canonical key k to v alone.
+func (hv *headerValues) set(k, v string) {
+	hv.vals = append(hv.vals, v)
+	n := len(hv.vals)
+	hv.h[k] = hv.vals[n-1 : n : n]
 }
 
 func addHeaders(h, extra http.Header) {

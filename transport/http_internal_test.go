@@ -477,3 +477,26 @@ func TestServerStreamHasNoIdleBound(t *testing.T) {
 		}
 	})
 }
+
+// The values of the headers a request carries share one array; a RoundTripper that appends to
+// one of them, or rewrites it in place, leaves the others as they were.
+func TestHeaderValuesStayApart(t *testing.T) {
+	h := http.Header{}
+	hv := headerValues{h: h, vals: make([]string, 0, 4)}
+	hv.set("Content-Type", "application/json")
+	hv.set("Accept", "text/event-stream")
+	hv.set("Mcp-Session-Id", "abc")
+	h.Add("Content-Type", "text/plain")
+	h["Accept"][0] = "*/*"
+	h.Add("Accept", "application/json")
+	want := http.Header{
+		"Content-Type":   {"application/json", "text/plain"},
+		"Accept":         {"*/*", "application/json"},
+		"Mcp-Session-Id": {"abc"},
+	}
+	for k, v := range want {
+		if !slices.Equal(h[k], v) {
+			t.Errorf("%s = %q, want %q", k, h[k], v)
+		}
+	}
+}

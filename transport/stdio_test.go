@@ -531,7 +531,9 @@ func TestCommandSendHonorsContext(t *testing.T) {
 	callTool(t, c, 1, "stall", `{}`)
 	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"pad":%q}}}`, strings.Repeat("x", 4<<20))
 	frame := []byte(big)
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Long enough for the frame to be copied and its first bytes written on a loaded machine
+	// (a context that ends first leaves nothing written: not delivered).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := c.Send(ctx, &transport.Message{Frame: frame, ID: "2", Method: "tools/call"})
 	wantOutcome(t, err, transport.Uncertain, context.DeadlineExceeded)

@@ -1,0 +1,70 @@
+package mcpclient
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// An idle session holds only what a session needs: what the handshake used, the probe's
+// stateless _meta, the map of calls awaiting answers, the inbox's channel, the contexts of the
+// client and the session and the ledger are made again by the first work that needs them.
+// Thousands of idle sessions (an agent host with a client per user) pay for each of these.
+func TestIdleSessionHoldsNoLazyState(t *testing.T) {
+	peer := testpeer.NewHTTP(t, nil)
+	srv := httptest.NewServer(peer)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, &transport.HTTP{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if peer.Count("server/discover") != 1 {
+		t.Fatalf("server/discover sent %d times, want the probe", peer.Count("server/discover"))
+	}
+	s := c.current()
+	s.mu.Lock()
+	pending, sctx := s.pending, s.ctx
+	s.mu.Unlock()
+	s.inbound.mu.Lock()
+	changed := s.inbound.changed
+	s.inbound.mu.Unlock()
+	c.mu.Lock()
+	cctx := c.ctx
+	c.mu.Unlock()
+	for what, held := range map[string]bool{
+		"the probe's stateless _meta":       c.meta.Load() != nil,
+		"the map of calls awaiting answers": pending != nil,
+		"the session's context":             sctx != nil,
+		"the inbox's channel":               changed != nil,
+		"the client's context":              cctx != nil,
+		"the ledger":                        c.ledger.Load() != nil,
+	} {
+		if held {
+			t.Errorf("an idle session holds %s", what)
+		}
+	}
+
+	// What was let go is made again when needed, and works.
+	if _, err := c.CallTool(ctx, "echo", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if c.ledger.Load() == nil || c.Ledger().Len() != 1 {
+		t.Errorf("the ledger after a call: %v", c.Ledger())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.lifetime().Err(); err == nil {
+		t.Error("a client context made after Close has not ended")
+	}
+	if err := s.lifetime().Err(); err == nil {
+		t.Error("a session context made after its end has not ended")
+	}
+}

@@ -47,7 +47,7 @@ type Client struct {
 	acks      acks
 
 	mu      sync.Mutex
-	sess    *session      // the current session; nil before the first and after loss
+	sess    *session      // the last session opened, live or dead; nil before the first
 	dialing chan struct{} // closed when the dial under way ends; nil when none is
 	live    []*session    // sessions not yet ended: the current one, and those retiring
 	// olderServer is the revision a server that answered server/discover as an older one
@@ -314,6 +314,19 @@ func (c *Client) InitializeResult() InitializeResult {
 		return s.init
 	}
 	return InitializeResult{}
+}
+
+// Session returns what the server settled for the current session, as InitializeResult does,
+// opening a session first when there is none (the last was lost, or closed by the server). A
+// caller whose next request depends on the server's revision or capabilities asks here rather
+// than reading InitializeResult, which gives the last session's, live or not: a server that
+// restarted may have changed them.
+func (c *Client) Session(ctx context.Context) (InitializeResult, error) {
+	s, err := c.liveSession(ctx)
+	if err != nil {
+		return InitializeResult{}, returned(err)
+	}
+	return s.init, nil
 }
 
 // ServerInfo returns the server's name and version.

@@ -130,16 +130,6 @@ var (
 	ErrCallTimeout = errors.New("mcpclient: call timed out")
 	// ErrNotStateless reports a call that only the stateless revisions (2026-07-28) have.
 	ErrNotStateless = errors.New("mcpclient: the session does not speak a stateless revision")
-	// ErrTasksNotSupported: CallToolTask refused, before sending, a tool the server does not
-	// let run as a task: the server's capabilities lack tasks.requests.tools.call, or the tool
-	// is not listed, or its execution.taskSupport is "forbidden" or absent. Its Code is
-	// CodeInvalidArgument.
-	ErrTasksNotSupported = errors.New("mcpclient: task-augmented execution not supported")
-	// ErrTaskFailed: AwaitTask found the task failed; the *TaskError in the chain holds it.
-	ErrTaskFailed = errors.New("mcpclient: task failed")
-	// ErrTaskCancelled: AwaitTask found the task cancelled; the *TaskError in the chain holds
-	// it.
-	ErrTaskCancelled = errors.New("mcpclient: task cancelled")
 )
 
 var sentinels = map[Code]error{

@@ -28,7 +28,6 @@ type config struct {
 	*handlers
 	keepalive    time.Duration
 	version      string        // pinned protocol revision, or "" to negotiate
-	taskPoll     time.Duration // AwaitTask's interval when the server suggests none; 0: default
 	serverStream bool          // open the listening channel at once
 	handshake    time.Duration // bound on opening a session under a context without deadline; 0: none
 
@@ -51,12 +50,11 @@ type handlers struct {
 	roots           []Root // nil: no roots capability
 	logHandler      LogHandler
 	resourceUpdated ResourceUpdatedHandler
-	taskStatus      TaskStatusHandler
 }
 
 func (h *handlers) none() bool {
 	return h.notifications == nil && h.requestHandlers == nil && h.sampling == nil && h.elicitation == nil &&
-		h.urlElicitation == nil && h.roots == nil && h.logHandler == nil && h.resourceUpdated == nil && h.taskStatus == nil
+		h.urlElicitation == nil && h.roots == nil && h.logHandler == nil && h.resourceUpdated == nil
 }
 
 // noHandlers is the handler set of every client configured with none. Never written.
@@ -85,8 +83,7 @@ func (c *config) refuse(format string, args ...any) {
 // what comes there, or WithServerStream.
 func (c *config) listens() bool {
 	return c.serverStream || len(c.notifications) > 0 || len(c.requestHandlers) > 0 || c.sampling != nil ||
-		c.elicitation != nil || c.urlElicitation != nil || c.roots != nil || c.logHandler != nil || c.resourceUpdated != nil ||
-		c.taskStatus != nil
+		c.elicitation != nil || c.urlElicitation != nil || c.roots != nil || c.logHandler != nil || c.resourceUpdated != nil
 }
 
 // capabilities is what the client declares in initialize.
@@ -342,25 +339,6 @@ func WithLogHandler(h LogHandler) Option {
 // WithResourceUpdatedHandler receives notifications/resources/updated. Default: dropped.
 func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
 	return optionFunc(func(c *config) { c.resourceUpdated = h })
-}
-
-// WithTaskStatusHandler receives notifications/tasks/status (over Streamable HTTP, the client
-// then opens the session's GET stream, where servers send them). Default: dropped.
-func WithTaskStatusHandler(h TaskStatusHandler) Option {
-	return optionFunc(func(c *config) { c.taskStatus = h })
-}
-
-// WithTaskPollInterval sets how long AwaitTask waits between two tasks/get when the server
-// suggests no pollInterval. Default DefaultTaskPollInterval; 0 keeps the default, and Connect
-// refuses a negative d with CodeInvalidArgument.
-func WithTaskPollInterval(d time.Duration) Option {
-	return optionFunc(func(c *config) {
-		if d < 0 {
-			c.refuse("WithTaskPollInterval(%v): a negative interval", d)
-			return
-		}
-		c.taskPoll = d
-	})
 }
 
 // WithOptions bundles options into one, for plugin authors who hand out a configuration.

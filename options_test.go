@@ -21,7 +21,6 @@ func TestInvalidOptionValuesFailConnect(t *testing.T) {
 		"receipt scope":      mcpclient.WithReceipts("forever"),
 		"keepalive":          mcpclient.WithKeepalive(-time.Second),
 		"protocol version":   mcpclient.WithProtocolVersion("2099-01-01"),
-		"task poll interval": mcpclient.WithTaskPollInterval(-time.Second),
 		"retry mode":         mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryMode(9)}),
 		"retry attempts":     mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: -1}),
 		"retry server delay": mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxServerDelay: -time.Second}),

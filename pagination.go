@@ -12,6 +12,15 @@ var errCursorLoop = errors.New("the server repeated a pagination cursor")
 
 // paginate iterates over every item of a paginated list, fetching pages as the loop asks for
 // them. It yields the first error and stops; done runs once the last page was read.
+// Paginate iterates over the items of a paginated listing whose pages fetch returns, from the
+// cursor "" on, until a page gives no next cursor. It yields the first error and stops; a cursor
+// that comes back a second time (a server paging forever) ends it with CodeProtocol. It is how
+// the listings of this package page, for a method it has no call for (an extension's listing):
+// fetch sends one request, with NewRequest and Do.
+func Paginate[T any](ctx context.Context, fetch func(ctx context.Context, cursor string) (items []T, next string, err error)) iter.Seq2[T, error] {
+	return paginate(ctx, fetch, nil)
+}
+
 func paginate[T any](ctx context.Context, fetch func(ctx context.Context, cursor string) ([]T, string, error), done func()) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -44,8 +53,7 @@ func paginate[T any](ctx context.Context, fetch func(ctx context.Context, cursor
 	}
 }
 
-// MaxListItems bounds what the List methods (ListTools, ListResources, ListResourceTemplates,
-// ListPrompts, ListTasks) gather from all pages: a server that pages forever, with a new cursor
+// MaxListItems bounds what Collect gathers from all pages: a server that pages forever, with a new cursor
 // each time, must not take the client's memory with it. Range over the iterator (Tools,
 // Resources, ...) to read a longer list item by item.
 const MaxListItems = 100_000

@@ -110,8 +110,8 @@ type Tool struct {
 	Meta         json.RawMessage  `json:"_meta,omitempty"`
 }
 
-// ToolExecution is how a tool may be run (2025-11-25). TaskSupport is TaskSupportRequired,
-// TaskSupportOptional or TaskSupportForbidden; "" means forbidden. See CallToolTask.
+// ToolExecution is how a tool may be run (2025-11-25). TaskSupport is "required", "optional" or
+// "forbidden"; "" means forbidden. The tasks package calls a tool as a task.
 type ToolExecution struct {
 	TaskSupport string `json:"taskSupport,omitempty"`
 }

@@ -653,8 +653,6 @@ func (s *session) notification(m jsonrpc.Message) {
 				c.cfg.logHandler(ctx, &msg)
 			}
 		}
-	case "notifications/tasks/status":
-		c.taskStatusNotified(ctx, m.Params)
 	case "notifications/resources/updated":
 		if c.cfg.resourceUpdated != nil {
 			var p uriParams

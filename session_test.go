@@ -524,3 +524,30 @@ func TestCancellationNoticeDoesNotHoldTheCaller(t *testing.T) {
 		t.Errorf("the server saw %v, want the notice before the resend", order)
 	}
 }
+
+// Session opens a session when the last was lost, and returns what the new one settled.
+func TestSessionReopensALostSession(t *testing.T) {
+	t.Parallel()
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+		if m.Method == "x/hang-up" {
+			p.Close()
+			return true
+		}
+		return false
+	})
+	c := connect(t, srv.Transport(), mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryNever}))
+	ctx := testCtx(t)
+	if _, err := c.Do(ctx, newRequest(t, c, "x/hang-up", nil)); !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("a request whose connection dropped: %v, want ErrOutcomeUnknown", err)
+	}
+	init, err := c.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if init.ServerInfo.Name != "testpeer" || init.ProtocolVersion == "" || srv.Opened() != 2 {
+		t.Errorf("Session: %+v after %d connections, want the second session's", init, srv.Opened())
+	}
+	if again, err := c.Session(ctx); err != nil || again.ServerInfo != init.ServerInfo || srv.Opened() != 2 {
+		t.Errorf("Session on a live session: %+v, %v, %d connections; want it as it is", again, err, srv.Opened())
+	}
+}

@@ -121,18 +121,6 @@ func (x *toolIndex) headerParamsOf(name string) []headers.Param {
 	return nil
 }
 
-// taskSupport returns a listed tool's execution.taskSupport. complete is false when the index
-// holds no complete listing, so that a tool it does not know may still exist.
-func (x *toolIndex) taskSupport(name string) (support string, found, complete bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	e := x.byName[name]
-	if e != nil && e.tool.Execution != nil {
-		support = e.tool.Execution.TaskSupport
-	}
-	return support, e != nil, x.complete != nil
-}
-
 // outputSchema returns the compiled outputSchema of a listed tool, or nil when the tool is not
 // listed, declares none, or has one that cannot be compiled without fetching what it refers to.
 func (x *toolIndex) outputSchema(name string) *jsonschema.Schema {

@@ -5,13 +5,13 @@ package mcptest
 // A tool registered with Execution.TaskSupport "optional" or "required" (a field of the
 // mcpclient.Tool given to WithTool or AddTool) may be called as a task: a tools/call whose params
 // carry "task" creates one, runs the tool in the background and answers at once with
-// CreateTaskResult. Any such tool makes the server declare capabilities.tasks (list, cancel and
+// tasks.CreateResult. Any such tool makes the server declare capabilities.tasks (list, cancel and
 // requests.tools.call) and serve tasks/get, tasks/result, tasks/list and tasks/cancel. Without
 // one the server declares nothing and, as the protocol asks, runs a tools/call carrying "task"
 // as a plain call.
 //
 // The task-creating tools/call is a tools/call like any other for the server's mode: with
-// receipts, a resend under the same id with the same content gets the same CreateTaskResult and
+// receipts, a resend under the same id with the same content gets the same tasks.CreateResult and
 // creates no second task, and faults match it as they match any call of the tool
 // (DropAfterExecution creates the task and loses the answer).
 //
@@ -34,6 +34,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
+	"github.com/northstar-mcp/mcpclient/tasks"
 )
 
 // DefaultTaskPollInterval is the pollInterval a server suggests for its tasks unless
@@ -74,7 +75,7 @@ type task struct {
 	created time.Time
 	ttl     *int64 // milliseconds; nil: kept without limit
 
-	status  mcpclient.TaskStatus
+	status  tasks.Status
 	message string
 	updated time.Time
 	reply   answer        // the call's answer, once terminal
@@ -92,9 +93,9 @@ func (t *task) terminalLocked() bool {
 }
 
 // wireLocked is the task as the protocol shows it.
-func (t *task) wireLocked(poll time.Duration) *mcpclient.Task {
+func (t *task) wireLocked(poll time.Duration) *tasks.Task {
 	ms := poll.Milliseconds()
-	w := &mcpclient.Task{
+	w := &tasks.Task{
 		TaskID:        t.id,
 		Status:        t.status,
 		StatusMessage: t.message,
@@ -131,7 +132,7 @@ func taskSupportOf(tool mcpclient.Tool) string {
 }
 
 func taskCapable(support string) bool {
-	return support == mcpclient.TaskSupportOptional || support == mcpclient.TaskSupportRequired
+	return support == tasks.SupportOptional || support == tasks.SupportRequired
 }
 
 // tasksDeclared reports whether any tool may run as a task, which makes the server declare
@@ -200,7 +201,7 @@ func (s *Server) toolsCall(ctx context.Context, ep *epoch, m jsonrpc.Message, ke
 			}
 			return s.createTask(ep, call, key, p.Task)
 		})
-	case support == mcpclient.TaskSupportRequired:
+	case support == tasks.SupportRequired:
 		return s.withReceipt(ctx, ep, m, key, func() answer {
 			return errorAnswer(mcpclient.RPCMethodNotFound, "tool "+p.Name+" requires task-augmented execution", nil)
 		})
@@ -249,7 +250,7 @@ func (s *Server) createTask(ep *epoch, call *ToolCall, key string, meta json.Raw
 		ep:      ep,
 		created: now,
 		updated: now,
-		status:  mcpclient.TaskWorking,
+		status:  tasks.Working,
 		done:    make(chan struct{}),
 	}
 	if call.session != nil {
@@ -270,7 +271,7 @@ func (s *Server) createTask(ep *epoch, call *ToolCall, key string, meta json.Raw
 	s.mu.Unlock()
 
 	go s.runTask(ctx, t, call, key)
-	return resultAnswer(mcpclient.CreateTaskResult{Task: created})
+	return resultAnswer(tasks.CreateResult{Task: created})
 }
 
 func (s *Server) maxTasksLocked() int {
@@ -301,16 +302,16 @@ func (s *Server) runTask(ctx context.Context, t *task, call *ToolCall, key strin
 	defer s.wg.Done()
 	defer t.cancel()
 	a := s.execute(ctx, call, key)
-	status, message := mcpclient.TaskCompleted, ""
+	status, message := tasks.Completed, ""
 	if a.isError {
-		status = mcpclient.TaskFailed
+		status = tasks.Failed
 		var e mcpclient.RPCError
 		json.Unmarshal(a.body, &e) // our own error object
 		message = e.Message
 	} else {
 		var res mcpclient.CallToolResult
 		if json.Unmarshal(a.body, &res) == nil && res.IsError {
-			status, message = mcpclient.TaskFailed, res.Text()
+			status, message = tasks.Failed, res.Text()
 		}
 	}
 	s.settleTask(t, status, message, a)
@@ -318,7 +319,7 @@ func (s *Server) runTask(ctx context.Context, t *task, call *ToolCall, key strin
 
 // settleTask moves a task to a terminal status with its answer, unless it already is terminal
 // (cancelled).
-func (s *Server) settleTask(t *task, status mcpclient.TaskStatus, message string, a answer) {
+func (s *Server) settleTask(t *task, status tasks.Status, message string, a answer) {
 	s.mu.Lock()
 	w := s.settleLocked(t, status, message, a)
 	s.mu.Unlock()
@@ -329,7 +330,7 @@ func (s *Server) settleTask(t *task, status mcpclient.TaskStatus, message string
 
 // settleLocked moves a task to a terminal status and returns its new state; nil if it already
 // was terminal.
-func (s *Server) settleLocked(t *task, status mcpclient.TaskStatus, message string, a answer) *mcpclient.Task {
+func (s *Server) settleLocked(t *task, status tasks.Status, message string, a answer) *tasks.Task {
 	if t.terminalLocked() {
 		return nil
 	}
@@ -339,7 +340,7 @@ func (s *Server) settleLocked(t *task, status mcpclient.TaskStatus, message stri
 }
 
 // moveTask moves a task from one non-terminal status to another; false if it was not in from.
-func (s *Server) moveTask(t *task, from, to mcpclient.TaskStatus, message string) bool {
+func (s *Server) moveTask(t *task, from, to tasks.Status, message string) bool {
 	s.mu.Lock()
 	if t.status != from || t.terminalLocked() {
 		s.mu.Unlock()
@@ -354,7 +355,7 @@ func (s *Server) moveTask(t *task, from, to mcpclient.TaskStatus, message string
 
 // notifyTaskStatus sends notifications/tasks/status to the session that created the task, if it
 // is still there.
-func (s *Server) notifyTaskStatus(t *task, w *mcpclient.Task) {
+func (s *Server) notifyTaskStatus(t *task, w *tasks.Task) {
 	st := s.sessionState(t.ep, t.session)
 	if st == nil {
 		return
@@ -395,7 +396,7 @@ func (s *Server) taskMethod(ctx context.Context, ep *epoch, m jsonrpc.Message) a
 		return resultAnswer(w)
 	case "tasks/cancel":
 		status := t.status
-		w := s.settleLocked(t, mcpclient.TaskCancelled, "The task was cancelled by request.",
+		w := s.settleLocked(t, tasks.Cancelled, "The task was cancelled by request.",
 			errorAnswer(mcpclient.RPCInternalError, "task "+t.id+" was cancelled", nil))
 		s.mu.Unlock()
 		if w == nil {
@@ -441,7 +442,7 @@ func (s *Server) listTasks(ep *epoch, m jsonrpc.Message) answer {
 	s.mu.Lock()
 	s.purgeExpiredLocked(ep, time.Now())
 	ids, next, ok := page(ep.taskOrder, cursor, s.pageSize)
-	res := mcpclient.ListTasksResult{Tasks: []*mcpclient.Task{}, NextCursor: next}
+	res := tasks.ListResult{Tasks: []*tasks.Task{}, NextCursor: next}
 	for _, id := range ids {
 		res.Tasks = append(res.Tasks, ep.tasks[id].wireLocked(s.pollInterval()))
 	}
@@ -489,8 +490,8 @@ func (c *ToolCall) RequestInput(ctx context.Context, method string, params any) 
 	}
 	meta[metakeys.RelatedTask] = map[string]string{"taskId": c.task.id}
 	fields["_meta"], _ = json.Marshal(meta)
-	if c.srv.moveTask(c.task, mcpclient.TaskWorking, mcpclient.TaskInputRequired, "waiting for "+method) {
-		defer c.srv.moveTask(c.task, mcpclient.TaskInputRequired, mcpclient.TaskWorking, "")
+	if c.srv.moveTask(c.task, tasks.Working, tasks.InputRequired, "waiting for "+method) {
+		defer c.srv.moveTask(c.task, tasks.InputRequired, tasks.Working, "")
 	}
 	return c.Request(ctx, method, fields)
 }

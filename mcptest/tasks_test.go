@@ -12,6 +12,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/tasks"
 )
 
 // taskAnswer returns the next response on r, skipping the notifications sent meanwhile.
@@ -32,18 +33,18 @@ func taskRequest(t *testing.T, r *raw, id, method, params string) rpcResponse {
 	return taskAnswer(t, r)
 }
 
-func taskOf(t *testing.T, resp rpcResponse) mcpclient.Task {
+func taskOf(t *testing.T, resp rpcResponse) tasks.Task {
 	t.Helper()
-	var task mcpclient.Task
+	var task tasks.Task
 	if resp.Error != nil || json.Unmarshal(resp.Result, &task) != nil || task.TaskID == "" {
 		t.Fatalf("answer %+v is no task", resp)
 	}
 	return task
 }
 
-func createdTask(t *testing.T, resp rpcResponse) mcpclient.Task {
+func createdTask(t *testing.T, resp rpcResponse) tasks.Task {
 	t.Helper()
-	var res mcpclient.CreateTaskResult
+	var res tasks.CreateResult
 	if resp.Error != nil || json.Unmarshal(resp.Result, &res) != nil || res.Task == nil {
 		t.Fatalf("answer %+v is no CreateTaskResult", resp)
 	}
@@ -65,12 +66,12 @@ func waitForCancel(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToo
 
 func TestTasksDeclaredWithTaskTools(t *testing.T) {
 	if caps := initCaps(t, mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "plain"}, quick),
-		taskTool("no", mcpclient.TaskSupportForbidden, quick))); caps.Tasks != nil {
+		taskTool("no", tasks.SupportForbidden, quick))); caps.Tasks != nil {
 		t.Errorf("a server without task tools declares tasks %s", caps.Tasks)
 	}
-	srv := mcptest.NewTestServer(t, taskTool("opt", mcpclient.TaskSupportOptional, quick))
+	srv := mcptest.NewTestServer(t, taskTool("opt", tasks.SupportOptional, quick))
 	caps := initCaps(t, srv)
-	if got := caps.TaskCapabilities(); got != (mcpclient.TaskCapabilities{List: true, Cancel: true, ToolsCall: true}) {
+	if got := tasks.CapabilitiesOf(caps); got != (tasks.Capabilities{List: true, Cancel: true, ToolsCall: true}) {
 		t.Errorf("tasks %s", caps.Tasks)
 	}
 	r := dialRaw(t, srv)
@@ -85,8 +86,8 @@ func TestTasksDeclaredWithTaskTools(t *testing.T) {
 }
 
 func TestTaskRequestsAreChecked(t *testing.T) {
-	srv := mcptest.NewTestServer(t, taskTool("opt", mcpclient.TaskSupportOptional, quick),
-		taskTool("req", mcpclient.TaskSupportRequired, quick), taskTool("no", mcpclient.TaskSupportForbidden, quick),
+	srv := mcptest.NewTestServer(t, taskTool("opt", tasks.SupportOptional, quick),
+		taskTool("req", tasks.SupportRequired, quick), taskTool("no", tasks.SupportForbidden, quick),
 		mcptest.WithTool(mcpclient.Tool{Name: "plain"}, quick))
 	r := dialRaw(t, srv)
 	tests := []struct {
@@ -123,21 +124,21 @@ func TestTaskRequestsAreChecked(t *testing.T) {
 func TestTaskLifecycleOnTheWire(t *testing.T) {
 	release := make(chan struct{})
 	srv := mcptest.NewTestServer(t, mcptest.WithTaskPollInterval(250*time.Millisecond),
-		taskTool("gate", mcpclient.TaskSupportOptional, func(ctx context.Context, c *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		taskTool("gate", tasks.SupportOptional, func(ctx context.Context, c *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 			<-release
 			return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("opened")},
 				Meta: json.RawMessage(`{"trace":"t1"}`)}, nil
 		}),
-		taskTool("wait", mcpclient.TaskSupportOptional, waitForCancel))
+		taskTool("wait", tasks.SupportOptional, waitForCancel))
 	r := dialRaw(t, srv)
 	task := createdTask(t, taskRequest(t, r, `"c1"`, "tools/call", `{"name":"gate","task":{"ttl":60000}}`))
-	if task.Status != mcpclient.TaskWorking || task.TTL == nil || *task.TTL != 60000 || task.PollInterval == nil || *task.PollInterval != 250 ||
+	if task.Status != tasks.Working || task.TTL == nil || *task.TTL != 60000 || task.PollInterval == nil || *task.PollInterval != 250 ||
 		task.CreatedAt == "" || task.LastUpdatedAt == "" {
 		t.Errorf("created %+v", task)
 	}
 	// tasks/result waits for the end.
 	r.send(`{"jsonrpc":"2.0","id":"r1","method":"tasks/result","params":{"taskId":"` + task.TaskID + `"}}`)
-	if got := taskOf(t, taskRequest(t, r, `"g1"`, "tasks/get", `{"taskId":"`+task.TaskID+`"}`)); got.Status != mcpclient.TaskWorking {
+	if got := taskOf(t, taskRequest(t, r, `"g1"`, "tasks/get", `{"taskId":"`+task.TaskID+`"}`)); got.Status != tasks.Working {
 		t.Errorf("tasks/get %+v", got)
 	}
 	close(release)
@@ -146,9 +147,9 @@ func TestTaskLifecycleOnTheWire(t *testing.T) {
 	for !sawStatus || !sawResult {
 		resp := decode(t, r.recv())
 		if resp.Method == "notifications/tasks/status" {
-			var st mcpclient.Task
+			var st tasks.Task
 			json.Unmarshal(resp.Params, &st)
-			if st.TaskID != task.TaskID || st.Status != mcpclient.TaskCompleted || st.LastUpdatedAt == "" {
+			if st.TaskID != task.TaskID || st.Status != tasks.Completed || st.LastUpdatedAt == "" {
 				t.Errorf("notifications/tasks/status %s", resp.Params)
 			}
 			sawStatus = true
@@ -170,21 +171,21 @@ func TestTaskLifecycleOnTheWire(t *testing.T) {
 
 	// A cancelled task's result is an error; listing shows both tasks.
 	waiting := createdTask(t, taskRequest(t, r, `"c2"`, "tools/call", `{"name":"wait","task":{}}`))
-	if got := taskOf(t, taskRequest(t, r, `"x2"`, "tasks/cancel", `{"taskId":"`+waiting.TaskID+`"}`)); got.Status != mcpclient.TaskCancelled || got.TTL != nil {
+	if got := taskOf(t, taskRequest(t, r, `"x2"`, "tasks/cancel", `{"taskId":"`+waiting.TaskID+`"}`)); got.Status != tasks.Cancelled || got.TTL != nil {
 		t.Errorf("tasks/cancel %+v", got)
 	}
 	if resp := taskRequest(t, r, `"r2"`, "tasks/result", `{"taskId":"`+waiting.TaskID+`"}`); resp.Error == nil {
 		t.Errorf("tasks/result of a cancelled task: %+v", resp)
 	}
-	var list mcpclient.ListTasksResult
+	var list tasks.ListResult
 	if resp := taskRequest(t, r, `"l1"`, "tasks/list", `{}`); json.Unmarshal(resp.Result, &list) != nil || len(list.Tasks) != 2 ||
-		list.Tasks[0].Status != mcpclient.TaskCompleted || list.Tasks[1].Status != mcpclient.TaskCancelled {
+		list.Tasks[0].Status != tasks.Completed || list.Tasks[1].Status != tasks.Cancelled {
 		t.Errorf("tasks/list %+v", resp)
 	}
 }
 
 func TestTaskReceipts(t *testing.T) {
-	srv := mcptest.NewTestServer(t, taskTool("opt", mcpclient.TaskSupportOptional, quick))
+	srv := mcptest.NewTestServer(t, taskTool("opt", tasks.SupportOptional, quick))
 	r := dialRaw(t, srv)
 	first := createdTask(t, taskRequest(t, r, "7", "tools/call", `{"name":"opt","task":{"ttl":1000}}`))
 	again := createdTask(t, taskRequest(t, r, "7", "tools/call", `{"task":{"ttl":1000},"name":"opt"}`))
@@ -202,8 +203,8 @@ func TestTaskReceipts(t *testing.T) {
 
 func TestTaskStoreBounds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := mcptest.NewServer(mcptest.WithMaxTasks(2), taskTool("opt", mcpclient.TaskSupportOptional, quick),
-			taskTool("wait", mcpclient.TaskSupportOptional, waitForCancel))
+		srv := mcptest.NewServer(mcptest.WithMaxTasks(2), taskTool("opt", tasks.SupportOptional, quick),
+			taskTool("wait", tasks.SupportOptional, waitForCancel))
 		defer srv.Close()
 		r := dialRaw(t, srv)
 		done := createdTask(t, taskRequest(t, r, "1", "tools/call", `{"name":"opt","task":{"ttl":1000}}`))
@@ -218,7 +219,7 @@ func TestTaskStoreBounds(t *testing.T) {
 		if resp := taskRequest(t, r, "5", "tasks/get", `{"taskId":"`+done.TaskID+`"}`); resp.Error == nil || resp.Error.Code != mcpclient.RPCInvalidParams {
 			t.Errorf("an expired task: %+v", resp)
 		}
-		if got := taskOf(t, taskRequest(t, r, "6", "tasks/get", `{"taskId":"`+running.TaskID+`"}`)); got.Status != mcpclient.TaskWorking {
+		if got := taskOf(t, taskRequest(t, r, "6", "tasks/get", `{"taskId":"`+running.TaskID+`"}`)); got.Status != tasks.Working {
 			t.Errorf("the running task: %+v", got)
 		}
 		createdTask(t, taskRequest(t, r, "7", "tools/call", `{"name":"opt","task":{}}`))

@@ -1,4 +1,4 @@
-package mcpclient_test
+package tasks_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/tasks"
 )
 
 // taskTools are the tools of the task tests. slow and block report their task id on started;
@@ -42,28 +43,28 @@ func taskExec(support string) *mcpclient.ToolExecution {
 func (k *taskTools) options() []mcptest.Option {
 	return []mcptest.Option{
 		mcptest.WithPageSize(2),
-		mcptest.WithTool(mcpclient.Tool{Name: "slow", Execution: taskExec(mcpclient.TaskSupportOptional)},
+		mcptest.WithTool(mcpclient.Tool{Name: "slow", Execution: taskExec(tasks.SupportOptional)},
 			func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				k.started <- call.TaskID()
 				select {
 				case v := <-k.release:
-					return featText("done " + v), nil
+					return textResult("done " + v), nil
 				case <-ctx.Done():
 					return nil, ctx.Err()
 				}
 			}),
-		mcptest.WithTool(mcpclient.Tool{Name: "block", Execution: taskExec(mcpclient.TaskSupportOptional)},
+		mcptest.WithTool(mcpclient.Tool{Name: "block", Execution: taskExec(tasks.SupportOptional)},
 			func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				k.started <- call.TaskID()
 				<-ctx.Done()
 				k.stopped <- ctx.Err()
 				return nil, ctx.Err()
 			}),
-		mcptest.WithTool(mcpclient.Tool{Name: "fails", Execution: taskExec(mcpclient.TaskSupportOptional)},
+		mcptest.WithTool(mcpclient.Tool{Name: "fails", Execution: taskExec(tasks.SupportOptional)},
 			func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				return nil, errors.New("API rate limit exceeded")
 			}),
-		mcptest.WithTool(mcpclient.Tool{Name: "ask", Execution: taskExec(mcpclient.TaskSupportRequired)},
+		mcptest.WithTool(mcpclient.Tool{Name: "ask", Execution: taskExec(tasks.SupportRequired)},
 			func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				raw, err := call.RequestInput(ctx, "elicitation/create", map[string]any{
 					"message":         "the answer?",
@@ -76,27 +77,27 @@ func (k *taskTools) options() []mcptest.Option {
 				if err := json.Unmarshal(raw, &res); err != nil {
 					return nil, err
 				}
-				return featText(fmt.Sprintf("%s %v", res.Action, res.Content["answer"])), nil
+				return textResult(fmt.Sprintf("%s %v", res.Action, res.Content["answer"])), nil
 			}),
 		mcptest.WithTool(mcpclient.Tool{Name: "plain"}, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-			return featText("plain"), nil
+			return textResult("plain"), nil
 		}),
-		mcptest.WithTool(mcpclient.Tool{Name: "forbidden", Execution: taskExec(mcpclient.TaskSupportForbidden)}, nil),
+		mcptest.WithTool(mcpclient.Tool{Name: "forbidden", Execution: taskExec(tasks.SupportForbidden)}, nil),
 	}
 }
 
 // taskStatusLog collects notifications/tasks/status.
 type taskStatusLog struct {
 	mu     sync.Mutex
-	seen   map[string][]mcpclient.TaskStatus
+	seen   map[string][]tasks.Status
 	signal chan struct{}
 }
 
 func newTaskStatusLog() *taskStatusLog {
-	return &taskStatusLog{seen: map[string][]mcpclient.TaskStatus{}, signal: make(chan struct{}, 1)}
+	return &taskStatusLog{seen: map[string][]tasks.Status{}, signal: make(chan struct{}, 1)}
 }
 
-func (l *taskStatusLog) handler(_ context.Context, t *mcpclient.Task) {
+func (l *taskStatusLog) handler(_ context.Context, t *tasks.Task) {
 	l.mu.Lock()
 	l.seen[t.TaskID] = append(l.seen[t.TaskID], t.Status)
 	l.mu.Unlock()
@@ -107,7 +108,7 @@ func (l *taskStatusLog) handler(_ context.Context, t *mcpclient.Task) {
 }
 
 // await waits until the task's notifications end with status, and returns them all.
-func (l *taskStatusLog) await(t *testing.T, id string, status mcpclient.TaskStatus) []mcpclient.TaskStatus {
+func (l *taskStatusLog) await(t *testing.T, id string, status tasks.Status) []tasks.Status {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
@@ -128,7 +129,7 @@ func (l *taskStatusLog) await(t *testing.T, id string, status mcpclient.TaskStat
 // runTaskScenario exercises every task operation against a server made with taskTools.
 func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *taskTools) {
 	statuses := newTaskStatusLog()
-	c := mcptest.NewClient(t, d, mcpclient.WithTaskStatusHandler(statuses.handler),
+	c := mcptest.NewClient(t, d, tasks.WithStatusHandler(statuses.handler),
 		mcpclient.WithElicitationHandler(func(_ context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
 			if !bytes.Contains(p.Meta, []byte(metakeys.RelatedTask)) {
 				t.Errorf("elicitation _meta %s lacks %s", p.Meta, metakeys.RelatedTask)
@@ -138,104 +139,104 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 	ctx := testCtx(t)
 
 	caps := c.ServerCapabilities()
-	if got := caps.TaskCapabilities(); got != (mcpclient.TaskCapabilities{List: true, Cancel: true, ToolsCall: true}) {
+	if got := tasks.CapabilitiesOf(caps); got != (tasks.Capabilities{List: true, Cancel: true, ToolsCall: true}) {
 		t.Errorf("task capabilities %+v (%s), want all", got, caps.Tasks)
 	}
 
 	// Create, poll, await, read.
-	task, err := c.CallToolTask(ctx, "slow", map[string]string{"v": "x"}, time.Minute)
+	task, err := tasks.CallTool(ctx, c, "slow", map[string]string{"v": "x"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.Status != mcpclient.TaskWorking || task.TTL == nil || *task.TTL != 60000 || task.PollInterval == nil || task.CreatedTime().IsZero() {
+	if task.Status != tasks.Working || task.TTL == nil || *task.TTL != 60000 || task.PollInterval == nil || task.CreatedTime().IsZero() {
 		t.Errorf("created task %+v, want working with ttl 60000, a pollInterval and createdAt", task)
 	}
 	if id := recv(t, k.started, "the tool to start"); id != task.TaskID {
 		t.Errorf("the tool runs as task %q, want %q", id, task.TaskID)
 	}
-	got, err := c.GetTask(ctx, task.TaskID)
-	if err != nil || got.Status != mcpclient.TaskWorking || got.CreatedAt != task.CreatedAt || got.Terminal() {
-		t.Errorf("GetTask: %+v, %v; want the task working", got, err)
+	got, err := tasks.Get(ctx, c, task.TaskID)
+	if err != nil || got.Status != tasks.Working || got.CreatedAt != task.CreatedAt || got.Terminal() {
+		t.Errorf("Get: %+v, %v; want the task working", got, err)
 	}
 	k.release <- "x"
-	res, err := c.AwaitTask(ctx, task.TaskID)
+	res, err := tasks.Await(ctx, c, task.TaskID)
 	if err != nil || res.Text() != "done x" {
-		t.Fatalf("AwaitTask: %+v, %v", res, err)
+		t.Fatalf("Await: %+v, %v", res, err)
 	}
-	if got, err := c.GetTask(ctx, task.TaskID); err != nil || got.Status != mcpclient.TaskCompleted || !got.Terminal() {
-		t.Errorf("GetTask after the end: %+v, %v", got, err)
+	if got, err := tasks.Get(ctx, c, task.TaskID); err != nil || got.Status != tasks.Completed || !got.Terminal() {
+		t.Errorf("Get after the end: %+v, %v", got, err)
 	}
-	res, err = c.TaskResult(ctx, task.TaskID)
+	res, err = tasks.Result(ctx, c, task.TaskID)
 	if err != nil || res.Text() != "done x" || !bytes.Contains(res.Meta, []byte(task.TaskID)) {
-		t.Errorf("TaskResult: %+v, %v; want the result with the related task in _meta", res, err)
+		t.Errorf("Result: %+v, %v; want the result with the related task in _meta", res, err)
 	}
-	statuses.await(t, task.TaskID, mcpclient.TaskCompleted)
+	statuses.await(t, task.TaskID, tasks.Completed)
 
 	// A tool failing inside a task.
-	failed, err := c.CallToolTask(ctx, "fails", nil, 0)
+	failed, err := tasks.CallTool(ctx, c, "fails", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if failed.TTL != nil {
 		t.Errorf("ttl %d, want none asked and none given", *failed.TTL)
 	}
-	_, err = c.AwaitTask(ctx, failed.TaskID)
-	var te *mcpclient.TaskError
-	if !errors.Is(err, mcpclient.ErrTaskFailed) || mcpclient.CodeOf(err) != mcpclient.CodeServerError || !errors.As(err, &te) {
-		t.Fatalf("AwaitTask of a failing tool: %v, want ErrTaskFailed with a *TaskError", err)
+	_, err = tasks.Await(ctx, c, failed.TaskID)
+	var te *tasks.Error
+	if !errors.Is(err, tasks.ErrFailed) || mcpclient.CodeOf(err) != mcpclient.CodeServerError || !errors.As(err, &te) {
+		t.Fatalf("Await of a failing tool: %v, want ErrFailed with a *tasks.Error", err)
 	}
-	if te.Task.Status != mcpclient.TaskFailed || !strings.Contains(te.Task.StatusMessage, "rate limit") ||
+	if te.Task.Status != tasks.Failed || !strings.Contains(te.Task.StatusMessage, "rate limit") ||
 		te.Result == nil || !te.Result.IsError || !strings.Contains(err.Error(), failed.TaskID) {
 		t.Errorf("task error %v: task %+v, result %+v", err, te.Task, te.Result)
 	}
-	if res, err := c.TaskResult(ctx, failed.TaskID); err != nil || !res.IsError {
-		t.Errorf("TaskResult of a failed task: %+v, %v; want the isError result", res, err)
+	if res, err := tasks.Result(ctx, c, failed.TaskID); err != nil || !res.IsError {
+		t.Errorf("Result of a failed task: %+v, %v; want the isError result", res, err)
 	}
-	statuses.await(t, failed.TaskID, mcpclient.TaskFailed)
+	statuses.await(t, failed.TaskID, tasks.Failed)
 
 	// Cancel a running task.
-	blocked, err := c.CallToolTask(ctx, "block", nil, 0)
+	blocked, err := tasks.CallTool(ctx, c, "block", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recv(t, k.started, "the blocking tool to start")
-	cancelled, err := c.CancelTask(ctx, blocked.TaskID)
-	if err != nil || cancelled.Status != mcpclient.TaskCancelled {
+	cancelled, err := tasks.Cancel(ctx, c, blocked.TaskID)
+	if err != nil || cancelled.Status != tasks.Cancelled {
 		t.Fatalf("CancelTask: %+v, %v", cancelled, err)
 	}
 	if err := recv(t, k.stopped, "the tool's context to end"); !errors.Is(err, context.Canceled) {
 		t.Errorf("the tool's context ended with %v", err)
 	}
-	if _, err := c.CancelTask(ctx, blocked.TaskID); featRPCError(t, err).Code != mcpclient.RPCInvalidParams {
+	if _, err := tasks.Cancel(ctx, c, blocked.TaskID); rpcError(t, err).Code != mcpclient.RPCInvalidParams {
 		t.Errorf("cancelling a cancelled task: %v, want -32602", err)
 	}
-	if _, err := c.AwaitTask(ctx, blocked.TaskID); !errors.Is(err, mcpclient.ErrTaskCancelled) || !errors.As(err, &te) || te.Task.TaskID != blocked.TaskID {
-		t.Errorf("AwaitTask of a cancelled task: %v, want ErrTaskCancelled", err)
+	if _, err := tasks.Await(ctx, c, blocked.TaskID); !errors.Is(err, tasks.ErrCancelled) || !errors.As(err, &te) || te.Task.TaskID != blocked.TaskID {
+		t.Errorf("Await of a cancelled task: %v, want ErrCancelled", err)
 	}
-	if got, err := c.GetTask(ctx, blocked.TaskID); err != nil || got.Status != mcpclient.TaskCancelled {
+	if got, err := tasks.Get(ctx, c, blocked.TaskID); err != nil || got.Status != tasks.Cancelled {
 		t.Errorf("a cancelled task whose tool then returned: %+v, %v", got, err)
 	}
-	statuses.await(t, blocked.TaskID, mcpclient.TaskCancelled)
+	statuses.await(t, blocked.TaskID, tasks.Cancelled)
 
-	// input_required: the server's elicitation reaches the handler while AwaitTask polls.
-	asked, err := c.CallToolTask(ctx, "ask", nil, 0)
+	// input_required: the server's elicitation reaches the handler while Await polls.
+	asked, err := tasks.CallTool(ctx, c, "ask", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := c.AwaitTask(ctx, asked.TaskID); err != nil || res.Text() != "accept 42" {
-		t.Fatalf("AwaitTask with input: %+v, %v", res, err)
+	if res, err := tasks.Await(ctx, c, asked.TaskID); err != nil || res.Text() != "accept 42" {
+		t.Fatalf("Await with input: %+v, %v", res, err)
 	}
-	seq := statuses.await(t, asked.TaskID, mcpclient.TaskCompleted)
-	if want := []mcpclient.TaskStatus{mcpclient.TaskInputRequired, mcpclient.TaskWorking, mcpclient.TaskCompleted}; !slices.Equal(seq, want) {
+	seq := statuses.await(t, asked.TaskID, tasks.Completed)
+	if want := []tasks.Status{tasks.InputRequired, tasks.Working, tasks.Completed}; !slices.Equal(seq, want) {
 		t.Errorf("status notifications %v, want %v", seq, want)
 	}
 
 	// Listing, two a page.
-	page, err := c.ListTasksPage(ctx, "")
+	page, err := tasks.ListPage(ctx, c, "")
 	if err != nil || len(page.Tasks) != 2 || page.NextCursor == "" {
 		t.Errorf("first page: %+v, %v; want 2 tasks and a cursor", page, err)
 	}
-	all, err := mcpclient.Collect(c.Tasks(ctx))
+	all, err := mcpclient.Collect(tasks.List(ctx, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,22 +251,22 @@ func runTaskScenario(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, k *tas
 	// Refusals.
 	frames := srv.FramesReceived()
 	for _, name := range []string{"plain", "forbidden", "unknown"} {
-		_, err := c.CallToolTask(ctx, name, nil, 0)
-		if !errors.Is(err, mcpclient.ErrTasksNotSupported) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
-			t.Errorf("CallToolTask(%s): %v, want ErrTasksNotSupported", name, err)
+		_, err := tasks.CallTool(ctx, c, name, nil, 0)
+		if !errors.Is(err, tasks.ErrNotSupported) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			t.Errorf("CallTool(%s): %v, want ErrNotSupported", name, err)
 		}
 	}
-	if _, err := c.GetTask(ctx, ""); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
-		t.Errorf("GetTask without an id: %v", err)
+	if _, err := tasks.Get(ctx, c, ""); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+		t.Errorf("Get without an id: %v", err)
 	}
 	if n := srv.FramesReceived(); n != frames {
 		t.Errorf("local refusals sent %d frames", n-frames)
 	}
-	if _, err := c.CallTool(ctx, "ask", nil); featRPCError(t, err).Code != mcpclient.RPCMethodNotFound {
+	if _, err := c.CallTool(ctx, "ask", nil); rpcError(t, err).Code != mcpclient.RPCMethodNotFound {
 		t.Errorf("CallTool of a tool requiring tasks: %v, want -32601", err)
 	}
-	if _, err := c.GetTask(ctx, "no-such-task"); featRPCError(t, err).Code != mcpclient.RPCInvalidParams {
-		t.Errorf("GetTask of an unknown task: %v, want -32602", err)
+	if _, err := tasks.Get(ctx, c, "no-such-task"); rpcError(t, err).Code != mcpclient.RPCInvalidParams {
+		t.Errorf("Get of an unknown task: %v, want -32602", err)
 	}
 	// An optional tool called plainly runs as a plain call.
 	k.release <- "plain"
@@ -286,7 +287,7 @@ func TestTasks(t *testing.T) {
 			runTaskScenario(t, srv, srv, k)
 		})
 	})
-	for _, b := range featBackends[1:] {
+	for _, b := range networkBackends {
 		t.Run(b.name, func(t *testing.T) {
 			k := newTaskTools()
 			srv, d := b.start(t, append(k.options(), mcptest.WithTaskPollInterval(5*time.Millisecond))...)
@@ -295,86 +296,86 @@ func TestTasks(t *testing.T) {
 	}
 }
 
-// TestAwaitTaskHonoursPollInterval: AwaitTask polls at the server's pollInterval, on the
+// TestAwaitHonoursPollInterval: Await polls at the server's pollInterval, on the
 // bubble's fake clock.
-func TestAwaitTaskHonoursPollInterval(t *testing.T) {
+func TestAwaitHonoursPollInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcptest.NewTestServer(t, mcptest.WithTaskPollInterval(300*time.Millisecond),
-			mcptest.WithTool(mcpclient.Tool{Name: "sleepy", Execution: taskExec(mcpclient.TaskSupportOptional)},
+			mcptest.WithTool(mcpclient.Tool{Name: "sleepy", Execution: taskExec(tasks.SupportOptional)},
 				func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 					select {
 					case <-time.After(time.Second):
-						return featText("rested"), nil
+						return textResult("rested"), nil
 					case <-ctx.Done():
 						return nil, ctx.Err()
 					}
 				}))
 		c := mcptest.NewClient(t, srv)
 		ctx := testCtx(t)
-		if _, err := c.CachedTools(ctx); err != nil { // the listing CallToolTask needs, made beforehand
+		if _, err := c.CachedTools(ctx); err != nil { // the listing CallTool needs, made beforehand
 			t.Fatal(err)
 		}
 		start := time.Now()
-		task, err := c.CallToolTask(ctx, "sleepy", nil, 0)
+		task, err := tasks.CallTool(ctx, c, "sleepy", nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if task.PollIntervalDuration() != 300*time.Millisecond {
 			t.Errorf("pollInterval %v", task.PollIntervalDuration())
 		}
-		res, err := c.AwaitTask(ctx, task.TaskID)
+		res, err := tasks.Await(ctx, c, task.TaskID)
 		if err != nil || res.Text() != "rested" {
-			t.Fatalf("AwaitTask: %+v, %v", res, err)
+			t.Fatalf("Await: %+v, %v", res, err)
 		}
 		// Polls at 0, 300, 600, 900 ms find it working; the one at 1200 ms finds it done.
 		if d := time.Since(start); d != 1200*time.Millisecond {
-			t.Errorf("AwaitTask returned after %v, want 1.2s", d)
+			t.Errorf("Await returned after %v, want 1.2s", d)
 		}
 
 		// A caller's deadline ends the wait, not the task.
-		task, err = c.CallToolTask(ctx, "sleepy", nil, 0)
+		task, err = tasks.CallTool(ctx, c, "sleepy", nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		_, err = c.AwaitTask(short, task.TaskID)
+		_, err = tasks.Await(short, c, task.TaskID)
 		if !errors.Is(err, context.DeadlineExceeded) || mcpclient.CodeOf(err) == 0 || !strings.Contains(err.Error(), task.TaskID) {
-			t.Errorf("AwaitTask past its deadline: %v", err)
+			t.Errorf("Await past its deadline: %v", err)
 		}
 		// The deadline came between two polls: the error names the last tasks/get, answered.
 		var e *mcpclient.Error
 		if !errors.As(err, &e) || e.Request.ID().IsZero() || e.Request == nil || e.Request.ID() != e.Request.ID() ||
 			e.Request.Method() != "tasks/get" || !strings.Contains(string(e.Request.Params()), task.TaskID) {
-			t.Fatalf("AwaitTask past its deadline: %+v, want the last tasks/get named", e)
+			t.Fatalf("Await past its deadline: %+v, want the last tasks/get named", e)
 		}
 		if entry, _ := c.Ledger().Lookup(e.Request.ID()); entry.State != mcpclient.StateAnswered {
 			t.Errorf("the named request is %v, want the answered tasks/get", entry.State)
 		}
-		if res, err := c.AwaitTask(ctx, task.TaskID); err != nil || res.Text() != "rested" {
-			t.Errorf("AwaitTask again: %+v, %v", res, err)
+		if res, err := tasks.Await(ctx, c, task.TaskID); err != nil || res.Text() != "rested" {
+			t.Errorf("Await again: %+v, %v", res, err)
 		}
 	})
 }
 
-func TestCallToolTaskRefusedWithoutCapability(t *testing.T) {
+func TestCallToolRefusedWithoutCapability(t *testing.T) {
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "plain"},
 		func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-			return featText("plain"), nil
+			return textResult("plain"), nil
 		}))
 	c := mcptest.NewClient(t, srv)
 	ctx := testCtx(t)
-	if caps := c.ServerCapabilities(); caps.Tasks != nil || caps.TaskCapabilities() != (mcpclient.TaskCapabilities{}) {
+	if caps := c.ServerCapabilities(); caps.Tasks != nil || tasks.CapabilitiesOf(caps) != (tasks.Capabilities{}) {
 		t.Errorf("a server without task tools declares tasks %s", caps.Tasks)
 	}
 	if err := c.Ping(ctx); err != nil { // after notifications/initialized, in the pipe's order
 		t.Fatal(err)
 	}
 	frames := srv.FramesReceived()
-	_, err := c.CallToolTask(ctx, "plain", nil, time.Second)
-	if !errors.Is(err, mcpclient.ErrTasksNotSupported) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument ||
+	_, err := tasks.CallTool(ctx, c, "plain", nil, time.Second)
+	if !errors.Is(err, tasks.ErrNotSupported) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument ||
 		!strings.Contains(err.Error(), "capabilities") {
-		t.Errorf("CallToolTask: %v, want ErrTasksNotSupported for the capability", err)
+		t.Errorf("CallTool: %v, want ErrNotSupported for the capability", err)
 	}
 	if n := srv.FramesReceived(); n != frames {
 		t.Errorf("the refusal sent %d frames", n-frames)
@@ -396,7 +397,7 @@ func TestCallToolTaskRefusedWithoutCapability(t *testing.T) {
 // server's receipt answers with the same task.
 func TestTaskCreationResentUnderSameIDCreatesOneTask(t *testing.T) {
 	t.Parallel()
-	for _, b := range featBackends[:2] {
+	for _, b := range backends[:2] {
 		t.Run(b.name, func(t *testing.T) {
 			k := newTaskTools()
 			srv, d := b.start(t, append(k.options(), mcptest.WithTaskPollInterval(5*time.Millisecond),
@@ -404,7 +405,7 @@ func TestTaskCreationResentUnderSameIDCreatesOneTask(t *testing.T) {
 			c := mcptest.NewClient(t, d, noWait)
 			ctx := testCtx(t)
 			id := mcpclient.StringID(uuid.NewString())
-			task, err := c.CallToolTask(ctx, "slow", map[string]string{"v": "once"}, 0, mcpclient.WithRequestID(id))
+			task, err := tasks.CallTool(ctx, c, "slow", map[string]string{"v": "once"}, 0, mcpclient.WithRequestID(id))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -415,13 +416,13 @@ func TestTaskCreationResentUnderSameIDCreatesOneTask(t *testing.T) {
 			if n := srv.Tasks(); n != 1 {
 				t.Errorf("the server holds %d tasks, want 1", n)
 			}
-			tasks, err := mcpclient.Collect(c.Tasks(ctx))
-			if err != nil || len(tasks) != 1 || tasks[0].TaskID != task.TaskID {
-				t.Errorf("ListTasks: %+v, %v; want only %s", tasks, err, task.TaskID)
+			listed, err := mcpclient.Collect(tasks.List(ctx, c))
+			if err != nil || len(listed) != 1 || listed[0].TaskID != task.TaskID {
+				t.Errorf("List: %+v, %v; want only %s", listed, err, task.TaskID)
 			}
 			k.release <- "once"
-			if res, err := c.AwaitTask(ctx, task.TaskID); err != nil || res.Text() != "done once" {
-				t.Fatalf("AwaitTask: %+v, %v", res, err)
+			if res, err := tasks.Await(ctx, c, task.TaskID); err != nil || res.Text() != "done once" {
+				t.Fatalf("Await: %+v, %v", res, err)
 			}
 			if n := srv.ExecutionsOf("slow", id); n != 1 {
 				t.Errorf("the tool ran %d times under the id, want 1", n)
@@ -439,41 +440,41 @@ func TestTaskCreationResentUnderSameIDCreatesOneTask(t *testing.T) {
 func TestTaskInspectionFeedsSupersede(t *testing.T) {
 	var runs atomic.Int32
 	srv := mcptest.NewTestServer(t, mcptest.WithMode(mcptest.ModeNone), mcptest.WithTaskPollInterval(5*time.Millisecond),
-		mcptest.WithTool(mcpclient.Tool{Name: "reserve", Execution: taskExec(mcpclient.TaskSupportOptional)},
+		mcptest.WithTool(mcpclient.Tool{Name: "reserve", Execution: taskExec(tasks.SupportOptional)},
 			func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				if runs.Add(1) == 1 {
 					return nil, errors.New("backend down")
 				}
-				return featText("reserved"), nil
+				return textResult("reserved"), nil
 			}),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
 	c := mcptest.NewClient(t, srv, noWait)
 	ctx := testCtx(t)
 
 	start := time.Now()
-	_, err := c.CallToolTask(ctx, "reserve", map[string]string{"room": "12"}, 0)
+	_, err := tasks.CallTool(ctx, c, "reserve", map[string]string{"room": "12"}, 0)
 	var lost *mcpclient.Error
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.As(err, &lost) || lost.Request == nil {
-		t.Fatalf("CallToolTask: %v, want ErrOutcomeUnknown with the request", err)
+		t.Fatalf("CallTool: %v, want ErrOutcomeUnknown with the request", err)
 	}
 
 	// Inspect: the lost request created a task, which failed.
-	tasks, err := mcpclient.Collect(c.Tasks(ctx))
-	if err != nil || len(tasks) != 1 || tasks[0].CreatedTime().Before(start.Add(-time.Second)) {
-		t.Fatalf("ListTasks: %+v, %v; want the one task the lost request created", tasks, err)
+	listed, err := mcpclient.Collect(tasks.List(ctx, c))
+	if err != nil || len(listed) != 1 || listed[0].CreatedTime().Before(start.Add(-time.Second)) {
+		t.Fatalf("List: %+v, %v; want the one task the lost request created", listed, err)
 	}
-	if _, err := c.AwaitTask(ctx, tasks[0].TaskID); !errors.Is(err, mcpclient.ErrTaskFailed) {
-		t.Fatalf("AwaitTask: %v, want ErrTaskFailed", err)
+	if _, err := tasks.Await(ctx, c, listed[0].TaskID); !errors.Is(err, tasks.ErrFailed) {
+		t.Fatalf("Await: %v, want ErrFailed", err)
 	}
-	seen, err := c.GetTask(ctx, tasks[0].TaskID)
+	seen, err := tasks.Get(ctx, c, listed[0].TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	insp := mcpclient.TaskInspection(seen)
+	insp := tasks.Inspection(seen)
 	if insp.Checked != "tasks/get "+seen.TaskID || !strings.Contains(insp.Found, "failed") || !strings.Contains(insp.Found, "backend down") {
 		t.Errorf("inspection %+v", insp)
 	}
-	if _, err := c.Supersede(ctx, lost.Request, mcpclient.TaskInspection(nil), nil); !errors.Is(err, mcpclient.ErrInspectionRequired) {
+	if _, err := c.Supersede(ctx, lost.Request, tasks.Inspection(nil), nil); !errors.Is(err, mcpclient.ErrInspectionRequired) {
 		t.Errorf("Supersede with no task inspected: %v, want ErrInspectionRequired", err)
 	}
 
@@ -481,12 +482,12 @@ func TestTaskInspectionFeedsSupersede(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var created mcpclient.CreateTaskResult
+	var created tasks.CreateResult
 	if err := resp.Decode(&created); err != nil || created.Task == nil || created.Task.TaskID == seen.TaskID {
 		t.Fatalf("Supersede answered %s", resp.Result)
 	}
-	if res, err := c.AwaitTask(ctx, created.Task.TaskID); err != nil || res.Text() != "reserved" {
-		t.Fatalf("AwaitTask of the new task: %+v, %v", res, err)
+	if res, err := tasks.Await(ctx, c, created.Task.TaskID); err != nil || res.Text() != "reserved" {
+		t.Fatalf("Await of the new task: %+v, %v", res, err)
 	}
 	next, ok := c.Ledger().Lookup(resp.Request.ID())
 	if !ok || next.Supersedes != lost.Request.ID() || next.Reason != insp.String() {
@@ -513,14 +514,14 @@ func TestCancelTaskResentAfterLostAnswer(t *testing.T) {
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Method: "tasks/cancel"}))...)
 	c := mcptest.NewClient(t, srv, noWait)
 	ctx := testCtx(t)
-	task, err := c.CallToolTask(ctx, "block", nil, 0)
+	task, err := tasks.CallTool(ctx, c, "block", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recv(t, k.started, "the tool to start")
 	id := mcpclient.StringID(uuid.NewString())
-	got, err := c.CancelTask(ctx, task.TaskID, mcpclient.WithRequestID(id))
-	if err != nil || got.Status != mcpclient.TaskCancelled {
+	got, err := tasks.Cancel(ctx, c, task.TaskID, mcpclient.WithRequestID(id))
+	if err != nil || got.Status != tasks.Cancelled {
 		t.Fatalf("CancelTask: %+v, %v", got, err)
 	}
 	if n := len(srv.Received(id)); n != 2 {

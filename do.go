@@ -324,7 +324,7 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 	}
 	if r.reissueNext {
 		r.reissueNext = false
-		if fail := r.reissue(); fail != nil {
+		if fail := r.reissue(s); fail != nil {
 			return stepEnd(StateUncertain, fail)
 		}
 	}
@@ -407,10 +407,16 @@ func (r *attemptLoop) fail(code Code, cause error) *Error {
 }
 
 // reissue replaces cur by the same method and params under a new id, as the protocol asks of a
-// safe request whose stream broke. The old entry stays in the ledger, marked superseded.
-func (r *attemptLoop) reissue() *Error {
+// safe request whose stream broke. The old entry stays in the ledger, marked superseded. The new
+// request is written for s, the session it is sent on: a reconnection may have found the server
+// speaking another revision than the lost session did.
+func (r *attemptLoop) reissue(s *session) *Error {
 	spec := r.cur.requestSpec
 	spec.id = ID{}
+	spec.version = ""
+	if s.stateless {
+		spec.version = s.init.ProtocolVersion
+	}
 	spec.supersedes, spec.automatic = r.cur.id, true
 	spec.reason = "re-issued under a new id after an uncertain attempt; the request is safe to repeat"
 	// Its progress token is its own id: reports of the first execution, which may still run,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -633,5 +634,42 @@ func TestReconnectionToAServerThatLeftTheStatelessRevisionInitializes(t *testing
 	}
 	if res.Text() != "ok" || c.ProtocolVersion() == mcpclient.ProtocolVersion20260728 {
 		t.Errorf("result %q in %q", res.Text(), c.ProtocolVersion())
+	}
+}
+
+// A safe request re-issued after its stateless session was lost is written for the session it
+// goes to: on a server that came back older, without the stateless revision's _meta.
+func TestReissueAfterTheServerLeftTheStatelessRevisionIsWrittenForTheNewSession(t *testing.T) {
+	var reissued atomic.Pointer[testpeer.Msg]
+	srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+		switch {
+		case p.N == 0 && m.Method == "server/discover":
+			p.Send(testpeer.Result(m.ID, testpeer.StatelessDiscoverResult))
+			return true
+		case p.N == 0 && m.Method == "tools/call":
+			p.Close() // the server goes away, and comes back older
+			return true
+		case m.Method == "tools/call":
+			reissued.Store(&m)
+		}
+		return false
+	})
+	c := connect(t, srv.Transport())
+	first, err := c.NewRequest("tools/call", mcpclient.CallToolParams{Name: "reserve"}, mcpclient.WithIdempotent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(testCtx(t), first)
+	if err != nil {
+		t.Fatalf("the call after the server came back older: %v", err)
+	}
+	m := reissued.Load()
+	if m == nil || resp.Request.ID() == first.ID() {
+		t.Fatalf("not re-issued under a new id: %+v", resp.Request)
+	}
+	for key := range m.Meta() {
+		if strings.HasPrefix(key, "io.modelcontextprotocol/") {
+			t.Errorf("the re-issue to a %s session carries the stateless _meta %s: %s", c.ProtocolVersion(), key, m.Params)
+		}
 	}
 }

@@ -148,10 +148,10 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sw.close()
 	v := h.process(t.ctx, t.ep, session, m, key, out)
-	switch {
-	case v.refuse != nil:
-		h.refuse(w, v)
+	if h.refused(w, v) {
 		return
+	}
+	switch {
 	case v.drop:
 		// Resets the connection; an SSE stream already open breaks, and its events are
 		// forgotten: a resumption finds nothing.
@@ -306,6 +306,15 @@ func (h *HTTPServer) start(w http.ResponseWriter, session string, m jsonrpc.Mess
 // fault names no delay: the header is what tells a client the server itself refused the request
 // unread, where a gateway's 503 may follow its execution), or 404 for a session the server does
 // not know.
+// refused answers a request the server refused, and reports whether it was.
+func (h *HTTPServer) refused(w http.ResponseWriter, v verdict) bool {
+	if v.refuse == nil {
+		return false
+	}
+	h.refuse(w, v)
+	return true
+}
+
 func (h *HTTPServer) refuse(w http.ResponseWriter, v verdict) {
 	if !errors.Is(v.refuse, ErrUnavailable) {
 		http.Error(w, "session not found", http.StatusNotFound)

@@ -141,11 +141,10 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 	defer h.untrack(session, key, t)
 	out := &legacyRequest{ls: ls, w: w}
 	v := h.process(t.ctx, t.ep, session, m, key, out)
-	switch {
-	case v.refuse != nil:
-		h.refuse(w, v)
+	if h.refused(w, v) {
 		return
-	case v.drop:
+	}
+	if v.drop {
 		out.accept()
 		ls.end()
 		return

@@ -80,27 +80,28 @@ func (st *sessionState) lose() { st.lostOnce.Do(func() { close(st.lost) }) }
 // notify sends a notification to the session: on its connection, or to its GET stream's outbox
 // (dropped when full, as for a client that does not listen).
 func (st *sessionState) notify(ctx context.Context, frame []byte) error {
-	st.mu.Lock()
-	direct := st.direct
-	st.mu.Unlock()
-	if direct != nil {
-		return direct.send(ctx, frame)
-	}
-	select {
-	case st.outbox <- frame:
-	default:
-	}
-	return nil
+	return st.deliver(ctx, frame, false)
 }
 
 // send sends a frame that must not be dropped (a server request): on the session's connection,
 // or through its GET stream's outbox, waiting for room.
 func (st *sessionState) send(ctx context.Context, frame []byte) error {
+	return st.deliver(ctx, frame, true)
+}
+
+func (st *sessionState) deliver(ctx context.Context, frame []byte, wait bool) error {
 	st.mu.Lock()
 	direct := st.direct
 	st.mu.Unlock()
 	if direct != nil {
 		return direct.send(ctx, frame)
+	}
+	if !wait {
+		select {
+		case st.outbox <- frame:
+		default:
+		}
+		return nil
 	}
 	select {
 	case st.outbox <- frame:

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/northstar-mcp/mcpclient"
 )
 
 // BenchmarkSessionStart: the time and requests until the first tools/call can be sent (Connect,
@@ -14,8 +16,12 @@ import (
 // connection is reused and the figure is the session's. reqs/op counts the requests issued while
 // connecting; reqs-total/op also those issued after it returned and at Close (a GET stream, a
 // DELETE). Close is outside the timed part and outside cpu-ns/op.
+//
+// http-json-2025-11-25 is http-json with ours pinned to 2025-11-25, the revision the peers and
+// the server speak: the same two requests for every client, without the server/discover probe
+// by which ours, preferring 2026-07-28, learns that the server is older.
 func BenchmarkSessionStart(b *testing.B) {
-	for _, tr := range []string{"http-json", "http-sse", "memory-pipe"} {
+	for _, tr := range []string{"http-json", "http-json-2025-11-25", "http-sse", "memory-pipe"} {
 		for _, name := range httpClients {
 			b.Run(fmt.Sprintf("transport=%s/client=%s", tr, name), func(b *testing.B) {
 				cnt := &counter{}
@@ -24,6 +30,11 @@ func BenchmarkSessionStart(b *testing.B) {
 				connect := func(ctx context.Context) (client, error) {
 					switch tr {
 					case "http-json":
+						return connectHTTP(ctx, name, serverURL+"/json", hc)
+					case "http-json-2025-11-25":
+						if name == ours {
+							return connectOurs(ctx, oursHTTP(serverURL+"/json", hc), mcpclient.WithProtocolVersion("2025-11-25"))
+						}
 						return connectHTTP(ctx, name, serverURL+"/json", hc)
 					case "http-sse":
 						return connectHTTP(ctx, name, serverURL+"/sse", hc)

@@ -208,6 +208,11 @@ type attemptLoop struct {
 	hint          *hintedBackOff
 	// reissueNext: cur is to be re-issued under a new id before the next send.
 	reissueNext bool
+	// tries counts the attempts as RetryPolicy.MaxAttempts does: sends, and reconnections that
+	// failed before one.
+	tries int
+	// event is the last attempt's, for the attempt hook, told once the wait after it is known.
+	event *AttemptEvent
 	// followProgress moves the call's progress handler and idle timeout to a re-issue's token.
 	followProgress func(token string)
 }
@@ -230,7 +235,6 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 	}()
 	b := backoff.WithContext(r.hint, waitCtx)
 	var final step
-	tries := 0 // the failed attempts as MaxAttempts counts them: sends, and reconnections before one
 	resp, err := backoff.RetryNotifyWithData(func() (*Response, error) {
 		st := r.attempt(ctx)
 		if st.final != nil {
@@ -242,12 +246,13 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 		if stopWatching == nil {
 			stopWatching = context.AfterFunc(r.c.lifetime(), func() { endWait(ErrClosed) })
 		}
-		tries++
-		r.c.log.Debug("mcpclient: retrying", "id", r.cur.key, "method", r.cur.method, "attempt", tries, "delay", d, "err", err)
+		r.c.log.Debug("mcpclient: retrying", "id", r.cur.key, "method", r.cur.method, "attempt", r.tries, "delay", d, "err", err)
+		r.told(d)
 		if p.OnRetry != nil {
-			p.OnRetry(tries, err, d)
+			p.OnRetry(r.tries, err, d)
 		}
 	})
+	r.told(0)
 	switch {
 	case err == nil:
 		return resp, StateAnswered, nil
@@ -288,11 +293,32 @@ func stepEnd(state State, err *Error) step { return step{state: state, final: er
 // stepRetry asks for another attempt after the loop's wait, cause being why.
 func stepRetry(cause error) step { return step{retry: cause} }
 
+// noteAttempt records the outcome of the attempt just made in its event, if the hook wants one.
+func (r *attemptLoop) noteAttempt(start time.Time, outcome transport.Outcome, err error) {
+	if r.event != nil {
+		r.event.finish(start, outcome, err)
+	}
+}
+
+// told hands the last attempt's event to the attempt hook, with the wait before the next.
+func (r *attemptLoop) told(delay time.Duration) {
+	if ev := r.event; ev != nil {
+		r.event = nil
+		ev.Delay = delay
+		r.c.cfg.onAttempt(*ev)
+	}
+}
+
 // attempt sends cur once, on the live session, and reads its outcome.
 func (r *attemptLoop) attempt(ctx context.Context) step {
 	c, p := r.c, r.c.cfg.retry
+	r.tries++
 	s, err := c.session(ctx)
 	if err != nil {
+		if c.cfg.onAttempt != nil {
+			// No request went out: the session it would have gone on could not be opened.
+			r.event = &AttemptEvent{Method: r.cur.method, Attempt: r.tries, Outcome: transport.NotDelivered, Err: err}
+		}
 		var e *Error
 		if errors.As(err, &e) { // the client is closed, or the server refused the session
 			if e.Code == CodeClosed { // named once, by the code or the cause, not once per layer
@@ -329,18 +355,32 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		}
 	}
 
+	var start time.Time
+	if c.cfg.onAttempt != nil {
+		ev := attemptEvent(r.cur, s, r.tries, false)
+		r.event, start = &ev, time.Now()
+	}
+	result, refused, err := c.send(ctx, s, r.cur, r.tries, false)
+	if refused {
+		r.noteAttempt(start, transport.NotDelivered, err)
+		if r.everUncertain {
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: %w", ErrRefused, err)))
+		}
+		return stepEnd(r.undeliveredState(), r.fail(CodeRefused, err))
+	}
 	r.attempts++
 	c.Ledger().attempted(r.cur.key)
-	result, err := s.exchange(ctx, r.cur)
 	var malformed *errMalformedAnswer
 	if errors.As(err, &malformed) || errors.Is(err, transport.ErrMessageTooLarge) {
 		// The server answered the id with something that is no usable answer (both result and
 		// error, an error that is no object, more bytes than the limit): the request may have
 		// run, and a resend would only fetch the same thing again.
 		r.reached, r.everUncertain = true, true
+		r.noteAttempt(start, transport.Uncertain, err)
 		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
 	}
 	outcome := p.Classify(err, r.resent)
+	r.noteAttempt(start, outcome, err)
 	if outcome != transport.NotDelivered {
 		r.reached = true
 	}

@@ -39,6 +39,9 @@ const (
 	// the outputSchema the tool was listed with (see ErrStructuredContent). Unlike every other
 	// Code, it comes with the result: CallTool returns both.
 	CodeStructuredContent
+	// CodeRefused: an interceptor refused the request before anything was sent (see
+	// WithInterceptors); its error is in the chain.
+	CodeRefused
 )
 
 var codeNames = [...]string{
@@ -53,6 +56,7 @@ var codeNames = [...]string{
 	CodeInvalidArgument:    "invalid argument",
 	CodeClosed:             "client closed",
 	CodeStructuredContent:  "structuredContent mismatch",
+	CodeRefused:            "refused by an interceptor",
 }
 
 func (c Code) String() string {
@@ -128,6 +132,8 @@ var (
 	ErrListTooLong = errors.New("mcpclient: the server listed more items than MaxListItems")
 	// ErrCallTimeout is the cause of a call ended by WithTimeouts.
 	ErrCallTimeout = errors.New("mcpclient: call timed out")
+	// ErrRefused: an interceptor refused the request before anything was sent (CodeRefused).
+	ErrRefused = errors.New("mcpclient: refused by an interceptor")
 	// ErrNotStateless reports a call that only the stateless revisions (2026-07-28) have.
 	ErrNotStateless = errors.New("mcpclient: the session does not speak a stateless revision")
 )
@@ -141,6 +147,7 @@ var sentinels = map[Code]error{
 	CodeUnsupportedVersion: ErrUnsupportedVersion,
 	CodeClosed:             ErrClosed,
 	CodeStructuredContent:  ErrStructuredContent,
+	CodeRefused:            ErrRefused,
 }
 
 // Error is the one error type the Client returns.

@@ -157,8 +157,12 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	if err != nil {
 		return err
 	}
-	raw, err := s.exchange(ctx, req)
+	raw, err := c.sendHandshake(ctx, s, req)
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) { // refused by an interceptor
+			return err
+		}
 		if errors.Is(err, transport.ErrInvalidSessionID) {
 			// Not a refusal: the server answered with a session id no request may carry.
 			return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: err}
@@ -268,8 +272,12 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 			return lifecycle{}, err
 		}
 		probeCtx, cancel := context.WithTimeoutCause(ctx, discoverTimeout, errNoDiscoverAnswer)
-		raw, err := s.exchange(probeCtx, req)
+		raw, err := c.sendHandshake(probeCtx, s, req)
 		cancel()
+		var e *Error
+		if errors.As(err, &e) { // refused by an interceptor
+			return lifecycle{}, err
+		}
 		if errors.Is(err, errNoDiscoverAnswer) && ctx.Err() == nil {
 			return older, nil // no answer within reason: an older server
 		}

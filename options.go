@@ -50,11 +50,18 @@ type handlers struct {
 	roots           []Root // nil: no roots capability
 	logHandler      LogHandler
 	resourceUpdated ResourceUpdatedHandler
+
+	// Set by WithInterceptors and WithAttemptHook: intercept is the chain of interceptors,
+	// composed once options are applied; nil when there is none.
+	interceptors []Interceptor
+	intercept    Handler
+	onAttempt    func(AttemptEvent)
 }
 
 func (h *handlers) none() bool {
 	return h.notifications == nil && h.requestHandlers == nil && h.sampling == nil && h.elicitation == nil &&
-		h.urlElicitation == nil && h.roots == nil && h.logHandler == nil && h.resourceUpdated == nil
+		h.urlElicitation == nil && h.roots == nil && h.logHandler == nil && h.resourceUpdated == nil &&
+		h.interceptors == nil && h.onAttempt == nil
 }
 
 // noHandlers is the handler set of every client configured with none. Never written.
@@ -126,6 +133,9 @@ func newConfig(opts []Option) config {
 		c.refuse("WithRetryPolicy: MaxServerDelay %v is negative (0 keeps the default)", p.MaxServerDelay)
 	}
 	c.retry = c.retry.withDefaults()
+	if len(c.interceptors) > 0 {
+		c.intercept = chain(c.interceptors)
+	}
 	if c.handlers.none() {
 		c.handlers = &noHandlers
 	}

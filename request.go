@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
@@ -29,7 +30,7 @@ type Request struct {
 	params json.RawMessage // as sent
 	frame  []byte
 	fp     Fingerprint
-	header map[string]string // transport headers naming the request (stateless revisions)
+	header http.Header // transport headers naming the request (stateless revisions); never modified
 	owner  *Client
 }
 
@@ -97,11 +98,17 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 	req.frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
 	req.fp = sha256.Sum256(req.frame)
 	if spec.version != "" {
-		req.header = headers.Standard(spec.method, spec.name, spec.uri, spec.version)
+		named := headers.Standard(spec.method, spec.name, spec.uri, spec.version)
 		if spec.method == "tools/call" {
-			if err := c.addParamHeaders(req.header, spec.name, spec.args); err != nil {
+			if err := c.addParamHeaders(named, spec.name, spec.args); err != nil {
 				return nil, &Error{Code: CodeInvalidArgument, Err: err}
 			}
+		}
+		req.header = make(http.Header, len(named))
+		vals := make([]string, 0, len(named))
+		for k, v := range named {
+			vals = append(vals, v)
+			req.header[http.CanonicalHeaderKey(k)] = vals[len(vals)-1 : len(vals) : len(vals)]
 		}
 	}
 	return req, nil
@@ -253,6 +260,20 @@ func (r *Request) ID() ID {
 
 // Method returns the JSON-RPC method.
 func (r *Request) Method() string { return r.method }
+
+// Name returns the name the request is about: the tool of a tools/call, the prompt of a
+// prompts/get; "" for other methods.
+func (r *Request) Name() string {
+	switch r.method {
+	case "tools/call", "prompts/get":
+		return r.name
+	}
+	return ""
+}
+
+// Header returns a copy of the HTTP headers that name the request in a stateless revision
+// (Mcp-Method, Mcp-Name, Mcp-Param-*, MCP-Protocol-Version); nil in the older ones.
+func (r *Request) Header() http.Header { return r.header.Clone() }
 
 // Bytes returns a copy of the exact bytes every attempt sends.
 func (r *Request) Bytes() []byte { return bytes.Clone(r.frame) }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +64,21 @@ type session struct {
 	// cancelling holds, by request key, the notifications/cancelled being sent; each channel is
 	// closed once its notice is out. guarded by mu.
 	cancelling map[string]chan struct{}
+}
+
+// withHeaders returns the headers that name a request, with extra's besides; the request's win.
+func withHeaders(own, extra http.Header) http.Header {
+	if len(extra) == 0 {
+		return own
+	}
+	h := make(http.Header, len(own)+len(extra))
+	for k, vs := range extra {
+		h[http.CanonicalHeaderKey(k)] = slices.Clone(vs)
+	}
+	for k, vs := range own {
+		h[k] = vs
+	}
+	return h
 }
 
 // A pendingCall waits for the answer to one request sent on the session. ch is buffered and
@@ -211,8 +228,9 @@ func (s *session) attach(conn transport.Conn) {
 	}
 }
 
-// exchange sends req once on the session and waits for its answer.
-func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, error) {
+// exchange sends req once on the session, with the HTTP headers extra besides its own, and waits
+// for its answer.
+func (s *session) exchange(ctx context.Context, req *Request, extra http.Header) (json.RawMessage, error) {
 	if err := s.awaitCancelNotice(ctx, req.key); err != nil {
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 	}
@@ -241,7 +259,7 @@ func (s *session) exchange(ctx context.Context, req *Request) (json.RawMessage, 
 	// may come behind the messages it would hold up (see inbox).
 	s.inbound.signal()
 
-	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: req.header})
+	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: withHeaders(req.header, extra)})
 	if err != nil {
 		if !s.forget(req.key, p) {
 			// Something was routed to the call before Send gave up (an answer on a legacy

@@ -310,7 +310,17 @@ func TestAwaitHonoursPollInterval(t *testing.T) {
 						return nil, ctx.Err()
 					}
 				}))
-		c := mcptest.NewClient(t, srv)
+		// The polls are requests like any other: the client's interceptors see each.
+		var polls atomic.Int32
+		countPolls := func(next mcpclient.Handler) mcpclient.Handler {
+			return func(ctx context.Context, x *mcpclient.Exchange) (*mcpclient.Response, error) {
+				if x.Request.Method() == "tasks/get" {
+					polls.Add(1)
+				}
+				return next(ctx, x)
+			}
+		}
+		c := mcptest.NewClient(t, srv, mcpclient.WithInterceptors(countPolls))
 		ctx := testCtx(t)
 		if _, err := c.CachedTools(ctx); err != nil { // the listing CallTool needs, made beforehand
 			t.Fatal(err)
@@ -328,8 +338,8 @@ func TestAwaitHonoursPollInterval(t *testing.T) {
 			t.Fatalf("Await: %+v, %v", res, err)
 		}
 		// Polls at 0, 300, 600, 900 ms find it working; the one at 1200 ms finds it done.
-		if d := time.Since(start); d != 1200*time.Millisecond {
-			t.Errorf("Await returned after %v, want 1.2s", d)
+		if d := time.Since(start); d != 1200*time.Millisecond || polls.Load() != 5 {
+			t.Errorf("Await returned after %v and %d polls, want 1.2s and 5", d, polls.Load())
 		}
 
 		// A caller's deadline ends the wait, not the task.

@@ -323,7 +323,7 @@ func (c *httpConn) Listen() {
 // listenTimeout bounds how long Listen waits for the server to answer the GET.
 const listenTimeout = 5 * time.Second
 
-func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, msgHeader map[string]string) (*http.Request, error) {
+func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, msgHeader http.Header) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -335,8 +335,12 @@ func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, m
 	h := req.Header
 	addHeaders(h, c.t.Header)
 	// One array holds every value set here, each header a slice of one element capped there,
-	// so that an append by a RoundTripper copies instead of overwriting its neighbour.
+	// so that an append by a RoundTripper copies instead of overwriting its neighbour. The
+	// message's headers come first, so that the session's and the content's win over them.
 	hv := headerValues{h: h, vals: make([]string, 0, 4+len(msgHeader))}
+	for k, vs := range msgHeader {
+		hv.setAll(http.CanonicalHeaderKey(k), vs)
+	}
 	switch method {
 	case http.MethodPost:
 		hv.set("Content-Type", "application/json")
@@ -352,9 +356,6 @@ func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, m
 		hv.set("Mcp-Protocol-Version", c.version)
 	}
 	c.mu.Unlock()
-	for k, v := range msgHeader {
-		hv.set(http.CanonicalHeaderKey(k), v)
-	}
 	if c.t.HeaderFunc != nil {
 		if err := c.t.HeaderFunc(ctx, h); err != nil {
 			return nil, err
@@ -1237,6 +1238,17 @@ func (hv *headerValues) set(k, v string) {
 	hv.vals = append(hv.vals, v)
 	n := len(hv.vals)
 	hv.h[k] = hv.vals[n-1 : n : n]
+}
+
+// setAll sets the header named by the canonical key k to a copy of vs.
+func (hv *headerValues) setAll(k string, vs []string) {
+	if len(vs) == 0 {
+		return
+	}
+	start := len(hv.vals)
+	hv.vals = append(hv.vals, vs...)
+	n := len(hv.vals)
+	hv.h[k] = hv.vals[start:n:n]
 }
 
 func addHeaders(h, extra http.Header) {

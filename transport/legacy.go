@@ -200,10 +200,14 @@ func (c *sseConn) Send(ctx context.Context, msg *Message) error {
 	if err != nil {
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
 	}
-	if err := c.headers(ctx, req.Header); err != nil {
-		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
-	}
+	addHeaders(req.Header, c.t.Header)
+	addHeaders(req.Header, msg.Header)
 	req.Header.Set("Content-Type", "application/json")
+	if c.t.HeaderFunc != nil {
+		if err := c.t.HeaderFunc(ctx, req.Header); err != nil {
+			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
+		}
+	}
 	resp, err := c.client.Do(req)
 	trace.done()
 	if err != nil {

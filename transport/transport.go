@@ -16,6 +16,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"net/http"
 )
 
 // A Transport opens connections to one MCP server.
@@ -147,10 +148,12 @@ type Message struct {
 	// Method is the JSON-RPC method, or empty for responses.
 	Method string
 
-	// Header holds transport headers that name the message (Mcp-Method, Mcp-Name,
-	// Mcp-Param-*, MCP-Protocol-Version of the stateless revisions), already encoded. Transports
-	// without headers ignore it.
-	Header map[string]string
+	// Header holds HTTP headers for the message: those that name it in the stateless revisions
+	// (Mcp-Method, Mcp-Name, Mcp-Param-*, MCP-Protocol-Version), already encoded, and those the
+	// client's interceptors added. They win over an HTTP transport's configured Header, and the
+	// protocol's own (the session's, Content-Type) over them. Transports must not modify it;
+	// those without headers ignore it.
+	Header http.Header
 }
 
 // IsRequest reports whether m carries a request, which expects an answer.

@@ -1,10 +1,11 @@
 package mcpclient
 
 // The life of a call, in the order it is lived: Do hands a frozen request to the rounds of its
-// revision (do), each round runs one attempt loop under one id (doOnce, run), each attempt sends
-// the bytes once and reads what happened (attempt), the outcome decides between an answer, a
-// resend, a re-issue under a new id, or an error (step), and the ledger records how the id ended
-// (settle). Resend and Supersede, the caller's two ways on after an unknown outcome, follow.
+// revision (do, rounds), each round runs one attempt loop under one id (doOnce, run), each
+// attempt sends the bytes once and reads what happened (attempt), the outcome decides between an
+// answer, a resend, a re-issue under a new id, or an error (step), and the ledger records how the
+// id ended (settle). Resend and Supersede, the caller's two ways on after an unknown outcome,
+// follow.
 
 import (
 	"bytes"
@@ -40,7 +41,17 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 // the re-issues that answer the server's input requests or correct a refused revision or header.
 const MaxRounds = 8
 
-// do sends req and, in a stateless revision, carries the call through the rounds the protocol
+// do sends req and carries the call through the rounds of its revision (see rounds), then fills
+// the caller's Response (WithResponse) with the answer.
+func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
+	resp, err := c.rounds(ctx, req)
+	if err == nil && req.response != nil {
+		*req.response = *resp
+	}
+	return resp, err
+}
+
+// rounds sends req and, in a stateless revision, carries the call through the rounds the protocol
 // defines. Each round is a new request with a new id, linked to the one before in the ledger:
 //   - input_required: the client answers the input requests with its handlers (elicitation,
 //     sampling, roots) and sends the request again with inputResponses and the server's
@@ -52,7 +63,7 @@ const MaxRounds = 8
 // Both refusals come before execution, so the re-issue cannot run anything twice. A complete
 // answer ends the call in any round; when the answer to round MaxRounds would need one more
 // round, the call ends with ErrRoundLimit before anything more is sent.
-func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
+func (c *Client) rounds(ctx context.Context, req *Request) (*Response, error) {
 	corrected := map[int64]bool{}
 	for round := 1; ; round++ {
 		resp, err := c.doOnce(ctx, req)

@@ -1,7 +1,9 @@
 package mcpclient_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -385,5 +387,49 @@ func TestInterceptorsSeeEachRound(t *testing.T) {
 	exchanges, events := log.since(x0, e0)
 	if len(exchanges) != 2 || exchanges[0].id == exchanges[1].id || exchanges[1].supersedes != exchanges[0].id || len(events) != 2 {
 		t.Errorf("rounds %+v, events %d: want two exchanges, the second replacing the first", exchanges, len(events))
+	}
+}
+
+// WithResponse gives a typed call's id and attempts; WithMeta puts a member in the request's
+// _meta, part of its bytes: a resend carries it alike.
+func TestWithResponseAndWithMeta(t *testing.T) {
+	t.Parallel()
+	var k counter
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(unsafeTool, k.tool))
+	c := mcptest.NewClient(t, srv, noWait)
+	ctx := testCtx(t)
+	srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"})
+	var resp mcpclient.Response
+	trace := map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	if _, err := c.CallTool(ctx, "reserve", nil, mcpclient.WithResponse(&resp), mcpclient.WithMeta("trace", trace)); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Request == nil || resp.Attempts != 2 || len(resp.Result) == 0 {
+		t.Fatalf("WithResponse: %+v, want the request, sent twice, and its result", resp)
+	}
+	frames := srv.Received(resp.Request.ID())
+	if len(frames) != 2 || !bytes.Equal(frames[0], frames[1]) || !bytes.Equal(frames[0], resp.Request.Bytes()) {
+		t.Fatalf("the resend's bytes differ: %q", frames)
+	}
+	var sent struct {
+		Params struct {
+			Meta map[string]map[string]string `json:"_meta"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(frames[0], &sent); err != nil || sent.Params.Meta["trace"]["traceparent"] != trace["traceparent"] {
+		t.Errorf("_meta sent: %s", frames[0])
+	}
+	if e, _ := c.Ledger().Lookup(resp.Request.ID()); e.State != mcpclient.StateAnswered || e.Attempts != 2 {
+		t.Errorf("ledger %+v", e)
+	}
+
+	for _, opt := range []mcpclient.CallOption{
+		mcpclient.WithMeta("progressToken", 1),
+		mcpclient.WithMeta("io.modelcontextprotocol/protocolVersion", "x"),
+		mcpclient.WithMeta("bad", func() {}),
+	} {
+		if _, err := c.CallTool(ctx, "reserve", nil, opt); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			t.Errorf("WithMeta refused nothing: %v", err)
+		}
 	}
 }

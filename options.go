@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -374,6 +375,8 @@ type callConfig struct {
 	idempotent bool
 	progress   ProgressHandler
 	idle, max  time.Duration
+	meta       map[string]json.RawMessage
+	response   *Response
 	invalid    []error // what the options said that cannot be: the request is refused
 }
 
@@ -382,6 +385,36 @@ type callConfig struct {
 // caller persisted before sending, to Resend after a restart; never use a counter.
 func WithRequestID(id ID) CallOption {
 	return callOptionFunc(func(c *callConfig) { c.id = id })
+}
+
+// WithMeta sets key in the request's params._meta to value, encoded as JSON: a trace context, a
+// correlation id. It is part of the request's bytes, frozen with its id, and every resend
+// carries it alike; re-issues under a new id and the rounds of a stateless revision carry it too.
+// The keys the client writes itself (progressToken, and those under io.modelcontextprotocol/)
+// are refused with CodeInvalidArgument, as is a value that does not encode.
+func WithMeta(key string, value any) CallOption {
+	return callOptionFunc(func(c *callConfig) {
+		if key == "progressToken" || strings.HasPrefix(key, "io.modelcontextprotocol/") {
+			c.invalid = append(c.invalid, fmt.Errorf("WithMeta(%q): a key the client writes itself", key))
+			return
+		}
+		raw, err := json.Marshal(value)
+		if err != nil {
+			c.invalid = append(c.invalid, fmt.Errorf("WithMeta(%q): %w", key, err))
+			return
+		}
+		if c.meta == nil {
+			c.meta = make(map[string]json.RawMessage)
+		}
+		c.meta[key] = raw
+	})
+}
+
+// WithResponse has a call that succeeds fill *resp with its Response: the request last sent
+// (its id), how many times its bytes were sent, and the raw result. Typed calls return only the
+// decoded result; tests and metrics that need the id or the attempts pass this.
+func WithResponse(resp *Response) CallOption {
+	return callOptionFunc(func(c *callConfig) { c.response = resp })
 }
 
 // WithIdempotent vouches that running the request twice does no harm, so that after an uncertain

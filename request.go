@@ -51,6 +51,7 @@ type requestSpec struct {
 	version string // the stateless revision the request is written in; "" for older ones
 
 	idempotent bool // the caller vouched that running it twice does no harm
+	response   *Response // filled with the call's Response when it succeeds (WithResponse)
 	progress   ProgressHandler
 	idle, max  time.Duration
 
@@ -180,6 +181,14 @@ func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error
 	spec.id = cc.id
 	spec.idempotent = cc.idempotent
 	spec.progress, spec.idle, spec.max = cc.progress, cc.idle, cc.max
+	spec.response = cc.response
+	if len(cc.meta) > 0 {
+		meta := cc.meta
+		for k, v := range spec.meta { // the client's own members win
+			meta[k] = v
+		}
+		spec.meta = meta
+	}
 	req, err := c.build(spec)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,117 @@
+package mcpclient_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+type userKey struct{}
+
+// An interceptor adds a token chosen for the caller (from the call's context) and denies a tool
+// before anything is sent.
+func ExampleWithInterceptors() {
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "greet"}, greet), mcptest.WithTool(mcpclient.Tool{Name: "delete_all"}, greet))
+	defer srv.Close()
+
+	errDenied := errors.New("denied by policy")
+	policy := func(next mcpclient.Handler) mcpclient.Handler {
+		return func(ctx context.Context, x *mcpclient.Exchange) (*mcpclient.Response, error) {
+			if x.Request.Method() == "tools/call" && x.Request.Name() == "delete_all" {
+				return nil, errDenied
+			}
+			if user, ok := ctx.Value(userKey{}).(string); ok {
+				x.Header.Set("Authorization", "Bearer token-of-"+user) // HTTP transports send it
+			}
+			return next(ctx, x)
+		}
+	}
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithInterceptors(policy))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	ctx := context.WithValue(context.Background(), userKey{}, "ada")
+	res, err := c.CallTool(ctx, "greet", nil)
+	fmt.Println(res.Text(), err)
+	_, err = c.CallTool(ctx, "delete_all", nil)
+	fmt.Println(mcpclient.CodeOf(err), errors.Is(err, errDenied), srv.Executions("delete_all"))
+	// Output:
+	// hello  <nil>
+	// refused by an interceptor true 0
+}
+
+// The attempt hook hears each attempt: here a reply lost after the tool ran, and the resend
+// under the same id that the server's receipt answers.
+func ExampleWithAttemptHook() {
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "greet"}, greet))
+	defer srv.Close()
+	hook := func(ev mcpclient.AttemptEvent) {
+		if !ev.Handshake {
+			fmt.Println(ev.Method, ev.Tool, "attempt", ev.Attempt, ev.Outcome)
+		}
+	}
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithAttemptHook(hook),
+		mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{NewBackOff: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "greet"})
+	if _, err := c.CallTool(context.Background(), "greet", nil); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("executions:", srv.Executions("greet"))
+	// Output:
+	// tools/call greet attempt 1 uncertain
+	// tools/call greet attempt 2 answered
+	// executions: 1
+}
+
+// A plugin decorates a client by embedding the Caller it wraps and overriding what it changes.
+type readOnly struct{ mcpclient.Caller }
+
+func (r readOnly) CallTool(ctx context.Context, name string, args any, opts ...mcpclient.CallOption) (*mcpclient.CallToolResult, error) {
+	tools, err := r.CachedTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tools {
+		if t.Name == name && t.Annotations != nil && t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint {
+			return r.Caller.CallTool(ctx, name, args, opts...)
+		}
+	}
+	return nil, fmt.Errorf("%s is not read-only", name)
+}
+
+func ExampleCaller() {
+	yes := true
+	srv := mcptest.NewServer(
+		mcptest.WithTool(mcpclient.Tool{Name: "greet", Annotations: &mcpclient.ToolAnnotations{ReadOnlyHint: &yes}}, greet),
+		mcptest.WithTool(mcpclient.Tool{Name: "reserve"}, greet))
+	defer srv.Close()
+	c, err := mcpclient.Connect(context.Background(), srv.Transport())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	var caller mcpclient.Caller = readOnly{c}
+	_, err = caller.CallTool(context.Background(), "greet", nil)
+	fmt.Println(err)
+	_, err = caller.CallTool(context.Background(), "reserve", nil)
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// reserve is not read-only
+}

@@ -50,7 +50,7 @@ type requestSpec struct {
 	meta    map[string]json.RawMessage
 	version string // the stateless revision the request is written in; "" for older ones
 
-	idempotent bool // the caller vouched that running it twice does no harm
+	idempotent bool      // the caller vouched that running it twice does no harm
 	response   *Response // filled with the call's Response when it succeeds (WithResponse)
 	progress   ProgressHandler
 	idle, max  time.Duration

@@ -43,6 +43,10 @@ type Fault struct {
 	// Times is how many matching requests the fault hits: 0 means once, a negative number every
 	// matching request.
 	Times int
+	// After is how many matching requests the fault lets through before its first hit. It
+	// sequences faults over the attempts of one call: Fail, then DropAfterExecution with
+	// After 1, fails the first attempt and loses the reply to the second.
+	After int
 	// Delay is how long a Delay fault holds a request.
 	Delay time.Duration
 	// RetryAfter is the delay hint a Fail fault gives the client.
@@ -52,6 +56,7 @@ type Fault struct {
 type activeFault struct {
 	Fault
 	left   int           // hits left; negative for unlimited
+	skip   int           // matching requests still to let through
 	random *randomFaults // set for the entry of RandomFaults (see random.go), which draws its own kind
 }
 
@@ -71,7 +76,7 @@ func (s *Server) injectLocked(f Fault) {
 	if left == 0 {
 		left = 1
 	}
-	s.faults = append(s.faults, &activeFault{Fault: f, left: left})
+	s.faults = append(s.faults, &activeFault{Fault: f, left: left, skip: max(f.After, 0)})
 }
 
 // ClearFaults removes every fault not yet used up.
@@ -125,7 +130,11 @@ func (s *Server) takeFaults(method, tool string) faultPlan {
 			kept = append(kept, f)
 			continue
 		}
-		if f.matches(method, tool) {
+		switch {
+		case !f.matches(method, tool):
+		case f.skip > 0:
+			f.skip--
+		default:
 			p.add(f.Kind, f.RetryAfter, f.Delay)
 			if f.left > 0 {
 				f.left--

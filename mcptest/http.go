@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,51 @@ type HTTPServer struct {
 	// URL is the MCP endpoint, set by Start.
 	URL string
 	ts  *httptest.Server
+
+	recordMu sync.Mutex
+	recorded []HTTPRequest // the last maxRecorded; guarded by recordMu
+}
+
+// An HTTPRequest is an HTTP request the server received, as a test asserts on it (the
+// Authorization a plugin added, the headers a client sent with one request).
+type HTTPRequest struct {
+	// Method is the HTTP method: POST, GET or DELETE.
+	Method string
+	// RPCMethod and ID are the JSON-RPC method and request id a POST carried: "" and the zero
+	// ID for a response, a GET, a DELETE or a body that is no JSON-RPC message; the zero ID for a
+	// notification.
+	RPCMethod string
+	ID        mcpclient.ID
+	// Header is a copy of the request's headers.
+	Header http.Header
+}
+
+// maxRecorded bounds the requests an HTTPServer remembers for Requests.
+const maxRecorded = 10_000
+
+// Requests returns the HTTP requests the server received, oldest first: the last 10,000, those
+// of the legacy HTTP+SSE transport included.
+func (h *HTTPServer) Requests() []HTTPRequest {
+	h.recordMu.Lock()
+	defer h.recordMu.Unlock()
+	return slices.Clone(h.recorded)
+}
+
+// record remembers r, and the JSON-RPC message its body carried, if any.
+func (h *HTTPServer) record(r *http.Request, m *jsonrpc.Message) {
+	rec := HTTPRequest{Method: r.Method, Header: r.Header.Clone()}
+	if m != nil {
+		rec.RPCMethod = m.Method
+		if m.Kind() == jsonrpc.KindRequest {
+			json.Unmarshal(m.ID, &rec.ID)
+		}
+	}
+	h.recordMu.Lock()
+	defer h.recordMu.Unlock()
+	if len(h.recorded) == maxRecorded {
+		h.recorded = slices.Delete(h.recorded, 0, 1)
+	}
+	h.recorded = append(h.recorded, rec)
 }
 
 // maxRequestBody bounds a POST body.
@@ -70,6 +116,7 @@ func (h *HTTPServer) Close() error {
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == legacyStreamPath && r.Method == http.MethodGet:
+		h.record(r, nil)
 		h.legacyStream(w, r)
 		return
 	case r.URL.Path == legacyMessagePath && r.Method == http.MethodPost:
@@ -80,8 +127,10 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		h.post(w, r)
 	case http.MethodGet:
+		h.record(r, nil)
 		h.get(w, r)
 	case http.MethodDelete:
+		h.record(r, nil)
 		h.delete(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -105,10 +154,12 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs, err := jsonrpc.Decode(body)
 	if err != nil || len(msgs) != 1 {
+		h.record(r, nil)
 		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCParseError, "a POST carries exactly one JSON-RPC message")
 		return
 	}
 	m := msgs[0]
+	h.record(r, &m)
 	session := r.Header.Get("Mcp-Session-Id")
 	switch m.Kind() {
 	case jsonrpc.KindNotification, jsonrpc.KindResponse:

@@ -113,10 +113,12 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 	h.countFrame()
 	msgs, err := jsonrpc.Decode(body)
 	if err != nil || len(msgs) != 1 || len(body) > maxRequestBody {
+		h.record(r, nil)
 		http.Error(w, "a POST carries one JSON-RPC message", http.StatusBadRequest)
 		return
 	}
 	m := msgs[0]
+	h.record(r, &m)
 	ls.mu.Lock()
 	session := ls.session
 	ls.mu.Unlock()

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/transport"
@@ -32,16 +35,28 @@ type Dialer interface {
 }
 
 // NewClient connects a client to s, logging to tb, and closes it in tb's cleanup (before a
-// server made by NewTestServer earlier is closed). A failed connect fails the test.
+// server made by NewTestServer earlier is closed). A failed connect fails the test. The client
+// retries under FastRetryPolicy, so that the faults a test injects cost it no real time; a
+// WithRetryPolicy among opts replaces it.
 func NewClient(tb testing.TB, s Dialer, opts ...mcpclient.Option) *mcpclient.Client {
 	tb.Helper()
-	opts = append([]mcpclient.Option{mcpclient.WithLogger(TestLogger(tb))}, opts...)
+	opts = append([]mcpclient.Option{mcpclient.WithLogger(TestLogger(tb)), mcpclient.WithRetryPolicy(FastRetryPolicy())}, opts...)
 	c, err := mcpclient.Connect(context.Background(), s.Transport(), opts...)
 	if err != nil {
 		tb.Fatalf("mcptest: connect: %v", err)
 	}
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// FastRetryPolicy is the client's default retry policy without its waits: attempts follow one
+// another at once, and a server's delay hint (Retry-After) is capped at a millisecond. It is for
+// tests, which should not sleep through backoff meant for real servers.
+func FastRetryPolicy() mcpclient.RetryPolicy {
+	return mcpclient.RetryPolicy{
+		NewBackOff:     func() backoff.BackOff { return &backoff.ZeroBackOff{} },
+		MaxServerDelay: time.Millisecond,
+	}
 }
 
 // TestLogger returns a debug-level logger that writes through tb.Log, so that the records of a

@@ -224,6 +224,8 @@ type attemptLoop struct {
 	tries int
 	// event is the last attempt's, for the attempt hook, told once the wait after it is known.
 	event *AttemptEvent
+	// ctx is the call's, for the attempt hook.
+	ctx context.Context
 	// followProgress moves the call's progress handler and idle timeout to a re-issue's token.
 	followProgress func(token string)
 }
@@ -233,6 +235,7 @@ type attemptLoop struct {
 // hints say.
 func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 	p := r.c.cfg.retry
+	r.ctx = ctx
 	r.hint = &hintedBackOff{BackOff: backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), max: p.MaxServerDelay}
 	// The waits between attempts end with the caller's context, and when the client closes; the
 	// client is watched from the first wait on, so that a call that needs none costs it nothing.
@@ -316,7 +319,7 @@ func (r *attemptLoop) told(delay time.Duration) {
 	if ev := r.event; ev != nil {
 		r.event = nil
 		ev.Delay = delay
-		r.c.cfg.onAttempt(*ev)
+		r.c.cfg.onAttempt(r.ctx, *ev)
 	}
 }
 

@@ -53,7 +53,7 @@ func ExampleWithInterceptors() {
 func ExampleWithAttemptHook() {
 	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "greet"}, greet))
 	defer srv.Close()
-	hook := func(ev mcpclient.AttemptEvent) {
+	hook := func(_ context.Context, ev mcpclient.AttemptEvent) {
 		if !ev.Handshake {
 			fmt.Println(ev.Method, ev.Tool, "attempt", ev.Attempt, ev.Outcome)
 		}

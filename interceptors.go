@@ -125,7 +125,7 @@ func (c *Client) sendHandshake(ctx context.Context, s *session, req *Request) (j
 			outcome = transport.NotDelivered
 		}
 		ev.finish(start, outcome, err)
-		c.cfg.onAttempt(ev)
+		c.cfg.onAttempt(ctx, ev)
 	}
 	if refused {
 		return nil, &Error{Code: CodeRefused, Request: req, Err: err}
@@ -163,9 +163,11 @@ type AttemptEvent struct {
 
 // WithAttemptHook calls h once per attempt, after its outcome is known and, when another
 // follows, the wait before it: every attempt of a call (resends, re-issues, rounds), and each
-// handshake request. It runs on the calling goroutine: it must not block. RetryPolicy.OnRetry is
-// the special case of the attempts that another follows.
-func WithAttemptHook(h func(AttemptEvent)) Option {
+// handshake request. ctx is the call's context (for a handshake, that of the call or Connect
+// that opened the session), with its values: a span to add the attempt to. h runs on the
+// calling goroutine: it must not block. RetryPolicy.OnRetry is the special case of the attempts
+// that another follows.
+func WithAttemptHook(h func(ctx context.Context, ev AttemptEvent)) Option {
 	return optionFunc(func(c *config) { c.onAttempt = h })
 }
 

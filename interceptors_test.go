@@ -46,7 +46,7 @@ func (l *exchangeLog) interceptor(next mcpclient.Handler) mcpclient.Handler {
 	}
 }
 
-func (l *exchangeLog) hook(ev mcpclient.AttemptEvent) {
+func (l *exchangeLog) hook(_ context.Context, ev mcpclient.AttemptEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, ev)
@@ -183,7 +183,7 @@ func TestInterceptorsSeeEveryAttempt(t *testing.T) {
 }
 
 // Interceptors run in the order given, the first outermost, under the caller's context, and see
-// what the server answered.
+// what the server answered; the attempt hook hears of the attempt under the same context.
 func TestInterceptorsOrderAndContext(t *testing.T) {
 	t.Parallel()
 	type key struct{}
@@ -207,11 +207,18 @@ func TestInterceptorsOrderAndContext(t *testing.T) {
 		}
 	}
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(unsafeTool, (&counter{}).tool))
-	c := mcptest.NewClient(t, srv, mcpclient.WithInterceptors(named("a"), named("b")), mcpclient.WithInterceptors(named("c")))
+	hook := func(ctx context.Context, ev mcpclient.AttemptEvent) {
+		if !ev.Handshake {
+			mu.Lock()
+			trail = append(trail, "hook in "+fmt.Sprint(ctx.Value(key{})))
+			mu.Unlock()
+		}
+	}
+	c := mcptest.NewClient(t, srv, mcpclient.WithInterceptors(named("a"), named("b")), mcpclient.WithInterceptors(named("c")), mcpclient.WithAttemptHook(hook))
 	if _, err := c.CallTool(context.WithValue(testCtx(t), key{}, "ctx-value"), "reserve", nil); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"a in ctx-value", "b in ctx-value", "c in ctx-value", "c out {", "b out {", "a out {"}
+	want := []string{"a in ctx-value", "b in ctx-value", "c in ctx-value", "c out {", "b out {", "a out {", "hook in ctx-value"}
 	if !slices.Equal(trail, want) {
 		t.Errorf("trail %q, want %q", trail, want)
 	}

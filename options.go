@@ -56,7 +56,7 @@ type handlers struct {
 	// composed once options are applied; nil when there is none.
 	interceptors []Interceptor
 	intercept    Handler
-	onAttempt    func(AttemptEvent)
+	onAttempt    func(context.Context, AttemptEvent)
 }
 
 func (h *handlers) none() bool {

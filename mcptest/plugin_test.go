@@ -25,7 +25,7 @@ func TestFaultsSequencedOverAttempts(t *testing.T) {
 	h.Inject(mcptest.Fault{Kind: mcptest.Fail, Tool: "book", RetryAfter: 30 * time.Second})
 	h.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "book", After: 1})
 	var outcomes []transport.Outcome
-	c := mcptest.NewClient(t, h, mcpclient.WithAttemptHook(func(ev mcpclient.AttemptEvent) {
+	c := mcptest.NewClient(t, h, mcpclient.WithAttemptHook(func(_ context.Context, ev mcpclient.AttemptEvent) {
 		if !ev.Handshake {
 			outcomes = append(outcomes, ev.Outcome)
 		}

@@ -20,7 +20,7 @@
 //
 // The package is built on the client's public API alone (NewRequest, Do, CachedTools, Session,
 // notification handlers): an extension of the protocol can be written the same way outside this
-// module.
+// module. Its calls take a mcpclient.Caller: a *mcpclient.Client, or a plugin that decorates one.
 package tasks
 
 import (
@@ -271,7 +271,7 @@ func refused(format string, args ...any) error {
 
 // checkSupport refuses, locally, a task-augmented call the server does not allow: the protocol
 // says a client MUST NOT send one. It lists the tools when the client holds no listing.
-func checkSupport(ctx context.Context, c *mcpclient.Client, name string) error {
+func checkSupport(ctx context.Context, c mcpclient.Caller, name string) error {
 	init, err := c.Session(ctx)
 	if err != nil {
 		return err
@@ -322,7 +322,7 @@ type cursorParams struct {
 
 // call sends method with params and decodes the answer into out, whose UnmarshalJSON checks
 // what it decodes: a malformed answer is a protocol error naming the request.
-func call(ctx context.Context, c *mcpclient.Client, method string, params, out any, opts []mcpclient.CallOption) (*mcpclient.Response, error) {
+func call(ctx context.Context, c mcpclient.Caller, method string, params, out any, opts []mcpclient.CallOption) (*mcpclient.Response, error) {
 	req, err := c.NewRequest(method, params, opts...)
 	if err != nil {
 		return nil, err
@@ -406,7 +406,7 @@ func idArgument(method, taskID string) error {
 // rules: its id is a fresh UUID unless pinned, a server with receipts answers a resend under it
 // with the task it already created, and after ErrOutcomeUnknown (no receipts, tool not safe to
 // repeat) a task may or may not exist. Inspect before deciding: see Inspection.
-func CallTool(ctx context.Context, c *mcpclient.Client, name string, args any, ttl time.Duration, opts ...mcpclient.CallOption) (*Task, error) {
+func CallTool(ctx context.Context, c mcpclient.Caller, name string, args any, ttl time.Duration, opts ...mcpclient.CallOption) (*Task, error) {
 	if ttl < 0 {
 		return nil, refused("negative task ttl %v", ttl)
 	}
@@ -448,13 +448,13 @@ func marshalArguments(args any) (json.RawMessage, error) {
 
 // Get returns the task's current state (tasks/get). It is read-only: after an uncertain attempt
 // it is re-issued under a new id.
-func Get(ctx context.Context, c *mcpclient.Client, taskID string, opts ...mcpclient.CallOption) (*Task, error) {
+func Get(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpclient.CallOption) (*Task, error) {
 	t, _, err := get(ctx, c, taskID, opts)
 	return t, err
 }
 
 // get is Get, returning the tasks/get response too.
-func get(ctx context.Context, c *mcpclient.Client, taskID string, opts []mcpclient.CallOption) (*Task, *mcpclient.Response, error) {
+func get(ctx context.Context, c mcpclient.Caller, taskID string, opts []mcpclient.CallOption) (*Task, *mcpclient.Response, error) {
 	if err := idArgument("tasks/get", taskID); err != nil {
 		return nil, nil, err
 	}
@@ -470,7 +470,7 @@ func get(ctx context.Context, c *mcpclient.Client, taskID string, opts []mcpclie
 // have returned without a task, a JSON-RPC error included (CodeServerError). The server holds
 // the answer until the task is terminal; ctx bounds the wait. Read-only: re-issued under a new
 // id after an uncertain attempt.
-func ResultRaw(ctx context.Context, c *mcpclient.Client, taskID string, opts ...mcpclient.CallOption) (*mcpclient.Response, error) {
+func ResultRaw(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpclient.CallOption) (*mcpclient.Response, error) {
 	if err := idArgument("tasks/result", taskID); err != nil {
 		return nil, err
 	}
@@ -482,7 +482,7 @@ func ResultRaw(ctx context.Context, c *mcpclient.Client, taskID string, opts ...
 // tool's answer and is returned as a result; a JSON-RPC error is CodeServerError. Unlike
 // CallTool it does not check structuredContent against the tool's outputSchema, since a task
 // does not name its tool. Await polls first and turns a failed task into an error.
-func Result(ctx context.Context, c *mcpclient.Client, taskID string, opts ...mcpclient.CallOption) (*mcpclient.CallToolResult, error) {
+func Result(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpclient.CallOption) (*mcpclient.CallToolResult, error) {
 	resp, err := ResultRaw(ctx, c, taskID, opts...)
 	if err != nil {
 		return nil, err
@@ -512,7 +512,7 @@ func decodeResult(resp *mcpclient.Response, taskID string) (*mcpclient.CallToolR
 // server refuses (CodeServerError, -32602) to cancel a task already terminal. The request is
 // idempotent: after an uncertain attempt it is re-issued, and should the re-issue find the task
 // cancelled already (by the first attempt), Cancel returns that state rather than the refusal.
-func Cancel(ctx context.Context, c *mcpclient.Client, taskID string, opts ...mcpclient.CallOption) (*Task, error) {
+func Cancel(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpclient.CallOption) (*Task, error) {
 	if err := idArgument("tasks/cancel", taskID); err != nil {
 		return nil, err
 	}
@@ -532,7 +532,7 @@ func Cancel(ctx context.Context, c *mcpclient.Client, taskID string, opts ...mcp
 }
 
 // ListPage returns one page of tasks/list, starting at cursor ("" for the first page).
-func ListPage(ctx context.Context, c *mcpclient.Client, cursor string, opts ...mcpclient.CallOption) (*ListResult, error) {
+func ListPage(ctx context.Context, c mcpclient.Caller, cursor string, opts ...mcpclient.CallOption) (*ListResult, error) {
 	var res checkedList
 	if _, err := call(ctx, c, "tasks/list", cursorParams{cursor}, &res, opts); err != nil {
 		return nil, err
@@ -542,7 +542,7 @@ func ListPage(ctx context.Context, c *mcpclient.Client, cursor string, opts ...m
 
 // List iterates over every task the server lists, fetching pages as needed; it yields the first
 // error and stops. mcpclient.Collect gathers them.
-func List(ctx context.Context, c *mcpclient.Client) iter.Seq2[*Task, error] {
+func List(ctx context.Context, c mcpclient.Caller) iter.Seq2[*Task, error] {
 	return mcpclient.Paginate(ctx, func(ctx context.Context, cursor string) ([]*Task, string, error) {
 		page, err := ListPage(ctx, c, cursor)
 		if err != nil {
@@ -587,7 +587,7 @@ func PollInterval(d time.Duration) AwaitOption {
 // tasks/get or tasks/result that failed, or, when ctx ends between two polls, the last
 // tasks/get, whose answer is the task's last known state (the message gives that state and the
 // task id).
-func Await(ctx context.Context, c *mcpclient.Client, taskID string, opts ...AwaitOption) (*mcpclient.CallToolResult, error) {
+func Await(ctx context.Context, c mcpclient.Caller, taskID string, opts ...AwaitOption) (*mcpclient.CallToolResult, error) {
 	if err := idArgument("Await", taskID); err != nil {
 		return nil, err
 	}

@@ -99,17 +99,11 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 	req.frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
 	req.fp = sha256.Sum256(req.frame)
 	if spec.version != "" {
-		named := headers.Standard(spec.method, spec.name, spec.uri, spec.version)
+		req.header = headers.Standard(spec.method, spec.name, spec.uri, spec.version)
 		if spec.method == "tools/call" {
-			if err := c.addParamHeaders(named, spec.name, spec.args); err != nil {
+			if err := c.addParamHeaders(req.header, spec.name, spec.args); err != nil {
 				return nil, &Error{Code: CodeInvalidArgument, Err: err}
 			}
-		}
-		req.header = make(http.Header, len(named))
-		vals := make([]string, 0, len(named))
-		for k, v := range named {
-			vals = append(vals, v)
-			req.header[http.CanonicalHeaderKey(k)] = vals[len(vals)-1 : len(vals) : len(vals)]
 		}
 	}
 	return req, nil

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"encoding/json"
+	"net/http"
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
@@ -72,7 +73,7 @@ func (c *Client) stateless() bool {
 // addParamHeaders adds the Mcp-Param-* headers a tools/call with arguments args carries, from
 // the listed tool's x-mcp-header declarations. An unlisted tool gets none; a server that
 // requires them answers -32020, and the call is sent again after listing the tools.
-func (c *Client) addParamHeaders(h map[string]string, tool string, args json.RawMessage) error {
+func (c *Client) addParamHeaders(h http.Header, tool string, args json.RawMessage) error {
 	decl := c.tools.headerParamsOf(tool)
 	if len(decl) == 0 {
 		return nil
@@ -82,7 +83,7 @@ func (c *Client) addParamHeaders(h map[string]string, tool string, args json.Raw
 		return err
 	}
 	for k, v := range extra {
-		h[k] = v
+		h.Set(k, v)
 	}
 	return nil
 }

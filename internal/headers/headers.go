@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -166,14 +167,22 @@ func integerText(n json.Number) (string, error) {
 
 // Standard returns the headers every request of a stateless revision carries over HTTP: its
 // method and revision, and the name (tools/call, prompts/get) or URI (resources/read) it is
-// about.
-func Standard(method, name, uri, version string) map[string]string {
-	h := map[string]string{"Mcp-Method": method, "Mcp-Protocol-Version": version}
+// about. The values share one array, each header's slice capped at its one value.
+func Standard(method, name, uri, version string) http.Header {
+	vals := make([]string, 0, 3)
+	h := make(http.Header, 3)
+	set := func(k, v string) {
+		vals = append(vals, v)
+		n := len(vals)
+		h[k] = vals[n-1 : n : n]
+	}
+	set("Mcp-Method", method)
+	set("Mcp-Protocol-Version", version)
 	switch method {
 	case "tools/call", "prompts/get":
-		h["Mcp-Name"] = EncodeValue(name)
+		set("Mcp-Name", EncodeValue(name))
 	case "resources/read":
-		h["Mcp-Name"] = EncodeValue(uri)
+		set("Mcp-Name", EncodeValue(uri))
 	}
 	return h
 }

@@ -128,7 +128,7 @@ table() { go run ./cmd/benchtable "$@"; }
 		stat -format csv -col /client -filter '.name:IdleSession' | table -units goroutines/session,reqs/session,gets/session
 	fi
 	if has Retry/; then
-		echo '### Our retry machinery on the happy path (1 KiB echo, sequential)'
+		echo '### Our retry machinery, and a plugin (an interceptor and an attempt hook), on the happy path (1 KiB echo, sequential)'
 		echo
 		stat -format csv -col /policy -filter '.name:Retry' | table -ratios retry -units cpu-sec/op,sec/op,B/op,allocs/op
 	fi

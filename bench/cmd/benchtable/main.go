@@ -3,7 +3,7 @@
 // benchstat's median, and ratio columns:
 //
 //	-ratios peers   ours / the best of gosdk and mcpgo, and ours / raw (with -col /client)
-//	-ratios retry   default / never (with -col /policy)
+//	-ratios retry   default / never and plugin / default (with -col /policy)
 //
 // -noraw leaves ours / raw empty in the rows it matches, where raw is no floor.
 //
@@ -140,7 +140,7 @@ func print(w io.Writer, t *table, ratios string, noRawRows *regexp.Regexp) {
 	case "peers":
 		header = append(header, "ours / best peer", "ours / raw")
 	case "retry":
-		header = append(header, "default / never")
+		header = append(header, "default / never", "plugin / default")
 	}
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
 	for _, r := range t.rows {
@@ -167,7 +167,8 @@ func print(w io.Writer, t *table, ratios string, noRawRows *regexp.Regexp) {
 		case "retry":
 			d, dok := r.values["default"]
 			n, nok := r.values["never"]
-			cells = append(cells, ratio(d, dok, n, nok))
+			p, pok := r.values["plugin"]
+			cells = append(cells, ratio(d, dok, n, nok), ratio(p, pok, d, dok))
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}

@@ -2,6 +2,7 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -114,4 +115,73 @@ func ExampleCaller() {
 	// Output:
 	// <nil>
 	// reserve is not read-only
+}
+
+// A tool asks the client's model for a completion; the client answers with its handler.
+func ExampleWithSamplingHandler() {
+	summarize := func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		res, err := call.Request(ctx, "sampling/createMessage", map[string]any{
+			"messages":  []map[string]any{{"role": "user", "content": map[string]string{"type": "text", "text": "Summarize: MCP."}}},
+			"maxTokens": 50,
+		})
+		if err != nil {
+			return nil, err
+		}
+		var m mcpclient.CreateMessageResult
+		if err := json.Unmarshal(res, &m); err != nil || len(m.Content) == 0 {
+			return nil, fmt.Errorf("no completion: %s", res)
+		}
+		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(m.Model + " said: " + m.Content[0].Text)}}, nil
+	}
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "summarize"}, summarize))
+	defer srv.Close()
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(),
+		mcpclient.WithSamplingHandler(func(_ context.Context, p *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {
+			// An application asks its model here, after the user approved the request.
+			return &mcpclient.CreateMessageResult{Role: "assistant", Model: "tiny-model",
+				Content: mcpclient.SamplingContent{mcpclient.TextContent("a protocol for tools")}}, nil
+		}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	res, err := c.CallTool(context.Background(), "summarize", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Text())
+	// Output: tiny-model said: a protocol for tools
+}
+
+// Progress reports of one call reach the handler given with it, before the call returns.
+func ExampleWithProgress() {
+	steps := func(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		for i := 1; i <= 3; i++ {
+			call.Progress(float64(i), 3, fmt.Sprintf("step %d", i))
+		}
+		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("done")}}, nil
+	}
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "steps"}, steps))
+	defer srv.Close()
+	c, err := mcpclient.Connect(context.Background(), srv.Transport())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	res, err := c.CallTool(context.Background(), "steps", nil, mcpclient.WithProgress(func(p mcpclient.Progress) {
+		fmt.Printf("%.0f/%.0f %s\n", p.Progress, p.Total, p.Message)
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Text())
+	// Output:
+	// 1/3 step 1
+	// 2/3 step 2
+	// 3/3 step 3
+	// done
 }

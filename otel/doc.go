@@ -1,0 +1,53 @@
+// Package mcpotel instruments an mcpclient.Caller with OpenTelemetry, after the semantic
+// conventions for the Model Context Protocol: a CLIENT span per request, the trace context in
+// each request's params._meta, a span event per attempt, and the metrics
+// mcp.client.operation.duration and mcp.client.session.duration.
+//
+//	c, err := mcpclient.Connect(ctx, tr, mcpotel.AttemptHook())
+//	if err != nil { ... }
+//	caller := mcpotel.Wrap(c) // the global providers and propagator; see the Options
+//	defer caller.Close()      // closes c and records the session's duration
+//	res, err := caller.CallTool(ctx, "search", args)
+//
+// # Spans
+//
+// Each call of the wrapper is a CLIENT span, named "{mcp.method.name} {target}": the target is
+// the tool of a tools/call, the prompt of a prompts/get (or of a completion/complete of a prompt's
+// argument), or with WithResourceURITarget the URI of a resources/read, subscribe or unsubscribe;
+// other spans are named after their method. Attributes: mcp.method.name, jsonrpc.request.id (the
+// id last sent, a re-issue's after a re-issue under a new id), mcp.session.id, mcp.protocol.version,
+// gen_ai.tool.name and gen_ai.operation.name "execute_tool" (tools/call), gen_ai.prompt.name,
+// mcp.resource.uri, those of WithAttributes, and on failure error.type with an ERROR status.
+//
+// error.type is, as the conventions ask, the JSON-RPC error code ("-32602") when the server
+// answered one, which rpc.response.status_code carries too and whose message is the status
+// description; "tool_error" for a tool result with isError set; otherwise the String of the
+// error's mcpclient.Code: "outcome unknown", "not delivered", "request in flight", "request id
+// reused", "ledger full", "server error", "unsupported protocol version", "protocol error",
+// "invalid argument", "client closed", "structuredContent mismatch", "refused by an
+// interceptor"; "_OTHER" for an error without a Code.
+//
+// # Propagation
+//
+// The span's context is injected into params._meta with mcpclient.WithMeta before the request is
+// frozen, so it is part of the request's bytes: a resend under the same id, a re-issue under a
+// new id, and the rounds of a stateless revision carry it unchanged. The conventions write the
+// keys unprefixed (traceparent, tracestate, baggage). A request frozen before the call (Do,
+// Resend) cannot take its span's context; freeze it with Inject's options instead.
+//
+// # Attempts
+//
+// With AttemptHook, every attempt of a call is an event of its span, named AttemptEvent, with the
+// attempt's number, outcome, latency, HTTP status and the wait before the next: a reply lost and
+// read again from the server's receipt is two events on one span. Handshake requests are events
+// too (AttemptHandshakeKey), of the span of the call that opened the session.
+//
+// # Metrics
+//
+// mcp.client.operation.duration (histogram, s, the buckets the conventions advise) is recorded
+// per call, retries and waits included, with the span's attributes but the request and session
+// ids. mcp.client.session.duration (histogram, s) is recorded by Close (or Detach), from Wrap or
+// from the handshake of the session that replaced a lost one; a session replaced so is recorded
+// with error.type "session lost" when its successor opens, which only AttemptHook lets the
+// wrapper see.
+package mcpotel

@@ -1,0 +1,40 @@
+package mcpotel
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/northstar-mcp/mcpclient"
+)
+
+// Inject returns the call options that write ctx's trace context into a request's params._meta
+// (traceparent, tracestate, baggage: whatever the propagator of opts writes, the global one by
+// default), for a request frozen with NewRequest and sent with Do, which the wrapper cannot add
+// to:
+//
+//	req, err := c.NewRequest("tools/call", params, mcpotel.Inject(ctx)...)
+//
+// The server's span is then a child of the span in ctx, beside the span Wrap makes for Do.
+func Inject(ctx context.Context, opts ...Option) []mcpclient.CallOption {
+	return inject(ctx, newConfig(opts).propagator, nil)
+}
+
+// inject appends to dst a WithMeta for each key p writes for ctx, in the order of the keys. A
+// key the client writes itself (progressToken, io.modelcontextprotocol/...) is left out: the
+// client would refuse the request for it.
+func inject(ctx context.Context, p propagation.TextMapPropagator, dst []mcpclient.CallOption) []mcpclient.CallOption {
+	carrier := propagation.MapCarrier{}
+	p.Inject(ctx, carrier)
+	keys := carrier.Keys()
+	slices.Sort(keys)
+	for _, k := range keys {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		dst = append(dst, mcpclient.WithMeta(k, carrier[k]))
+	}
+	return dst
+}

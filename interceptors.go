@@ -166,9 +166,20 @@ type AttemptEvent struct {
 // handshake request. ctx is the call's context (for a handshake, that of the call or Connect
 // that opened the session), with its values: a span to add the attempt to. h runs on the
 // calling goroutine: it must not block. RetryPolicy.OnRetry is the special case of the attempts
-// that another follows.
+// that another follows. Each WithAttemptHook adds a hook; they are called in the order given.
 func WithAttemptHook(h func(ctx context.Context, ev AttemptEvent)) Option {
-	return optionFunc(func(c *config) { c.onAttempt = h })
+	return optionFunc(func(c *config) {
+		switch prev := c.onAttempt; {
+		case h == nil:
+		case prev == nil:
+			c.onAttempt = h
+		default:
+			c.onAttempt = func(ctx context.Context, ev AttemptEvent) {
+				prev(ctx, ev)
+				h(ctx, ev)
+			}
+		}
+	})
 }
 
 // attemptEvent starts the event of an attempt of req.

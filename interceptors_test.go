@@ -214,11 +214,19 @@ func TestInterceptorsOrderAndContext(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	c := mcptest.NewClient(t, srv, mcpclient.WithInterceptors(named("a"), named("b")), mcpclient.WithInterceptors(named("c")), mcpclient.WithAttemptHook(hook))
+	second := func(ctx context.Context, ev mcpclient.AttemptEvent) {
+		if !ev.Handshake {
+			mu.Lock()
+			trail = append(trail, "second hook")
+			mu.Unlock()
+		}
+	}
+	c := mcptest.NewClient(t, srv, mcpclient.WithInterceptors(named("a"), named("b")), mcpclient.WithInterceptors(named("c")),
+		mcpclient.WithAttemptHook(hook), mcpclient.WithAttemptHook(second))
 	if _, err := c.CallTool(context.WithValue(testCtx(t), key{}, "ctx-value"), "reserve", nil); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"a in ctx-value", "b in ctx-value", "c in ctx-value", "c out {", "b out {", "a out {", "hook in ctx-value"}
+	want := []string{"a in ctx-value", "b in ctx-value", "c in ctx-value", "c out {", "b out {", "a out {", "hook in ctx-value", "second hook"}
 	if !slices.Equal(trail, want) {
 		t.Errorf("trail %q, want %q", trail, want)
 	}

@@ -6,8 +6,9 @@
 // and asks its client (sampling, elicitation, roots, ...) through its ToolCall. SessionInfos and
 // NotificationsReceived show what clients declared and sent.
 //
-// A Server works outside tests too (the quickstart uses one). In tests, NewTestServer and
-// NewClient wire cleanup and logging to testing.TB.
+// A Server works outside tests too (the quickstart uses one), in memory (Transport), over
+// Streamable HTTP (NewHTTPServer), or over a byte stream such as a process's stdin and stdout
+// (ServeStream). In tests, NewTestServer and NewClient wire cleanup and logging to testing.TB.
 package mcptest
 
 import (

@@ -17,9 +17,14 @@ import (
 type conn struct {
 	srv *Server
 	mc  *transport.MemoryConn
+	// stream: the connection stands for a byte stream (see ServeStream), which cannot report a
+	// refused exchange: a refusal is answered with a JSON-RPC error instead.
+	stream bool
 
 	mu      sync.Mutex
-	session string // set by initialize; guarded by mu
+	session string        // set by initialize; guarded by mu
+	running int           // requests started and not yet answered; guarded by mu
+	idle    chan struct{} // closed when running drops to 0, for awaitIdle; guarded by mu
 }
 
 // errDropped is the cause of an exchange a Drop fault or a restart broke.
@@ -28,21 +33,31 @@ var errDropped = errors.New("mcptest: connection reset (injected fault)")
 func (c *conn) serve() {
 	s := c.srv
 	defer s.wg.Done()
-	defer func() {
-		c.mc.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		if st := s.sessionState(nil, c.sessionID()); st != nil {
-			st.lose() // its pending server requests will get no answer
-		}
-	}()
+	defer c.finish()
 	for {
 		frame, err := c.mc.Receive(s.ctx)
 		if err != nil {
 			return
 		}
 		c.onFrame(frame)
+	}
+}
+
+// finish ends the connection: it closes it, forgets it, and loses its session.
+func (c *conn) finish() {
+	s := c.srv
+	c.mc.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.loseSession()
+}
+
+// loseSession fails the pending server requests of the connection's session: they will get no
+// answer.
+func (c *conn) loseSession() {
+	if st := c.srv.sessionState(nil, c.sessionID()); st != nil {
+		st.lose()
 	}
 }
 
@@ -87,10 +102,16 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 	if !ok {
 		return
 	}
+	c.mu.Lock()
+	c.running++
+	c.mu.Unlock()
 	go func() {
+		defer c.answered()
 		defer s.untrack(session, key, t)
 		v := s.process(t.ctx, t.ep, session, m, key, outletFunc(c.send))
 		switch {
+		case v.refuse != nil && c.stream:
+			c.reply(m, refusalAnswer(v.refuse))
 		case v.refuse != nil:
 			c.failExchange(key, transport.NotDelivered, v.refuse, v.retryAfter)
 		case v.drop:
@@ -107,6 +128,46 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 			c.reply(m, v.answer)
 		}
 	}()
+}
+
+// answered counts a request of the connection done.
+func (c *conn) answered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running--; c.running == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+// awaitIdle waits until no request of the connection is running, or ctx ends (its cause is
+// returned).
+func (c *conn) awaitIdle(ctx context.Context) error {
+	c.mu.Lock()
+	if c.running == 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	if c.idle == nil {
+		c.idle = make(chan struct{})
+	}
+	idle := c.idle
+	c.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// refusalAnswer is the JSON-RPC error with which a byte stream, which has no other way to turn
+// a request away, answers one refused before it ran.
+func refusalAnswer(err error) answer {
+	if errors.Is(err, transport.ErrSessionNotFound) {
+		return errorAnswer(mcpclient.RPCInvalidRequest, "no session: "+err.Error(), nil)
+	}
+	return errorAnswer(mcpclient.RPCInternalError, err.Error(), nil)
 }
 
 // send is the connection's outlet: what the server sends its client unasked.

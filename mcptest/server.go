@@ -6,8 +6,9 @@
 // and asks its client (sampling, elicitation, roots, ...) through its ToolCall. SessionInfos and
 // NotificationsReceived show what clients declared and sent.
 //
-// A Server works outside tests too (the quickstart uses one). In tests, NewTestServer and
-// NewClient wire cleanup and logging to testing.TB.
+// A Server works outside tests too (the quickstart uses one), in memory (Transport), over
+// Streamable HTTP (NewHTTPServer), or over a byte stream such as a process's stdin and stdout
+// (ServeStream). In tests, NewTestServer and NewClient wire cleanup and logging to testing.TB.
 package mcptest
 
 import (
@@ -280,16 +281,26 @@ var errServerClosed = errors.New("mcptest: server closed")
 // transport.Memory (to install a SendHook, say).
 func (s *Server) Accept(server *transport.MemoryConn) error {
 	c := &conn{srv: s, mc: server}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.addConn(c, true) {
 		return errServerClosed
 	}
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
 	go c.serve()
 	return nil
+}
+
+// addConn registers c among the open connections, which Close closes, and reports false once
+// the server is closed. served counts c's serving goroutine among those Close waits for.
+func (s *Server) addConn(c *conn, served bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	if served {
+		s.wg.Add(1)
+	}
+	return true
 }
 
 // Restart simulates a server restart: receipts, sessions and in-flight ids are forgotten, running

@@ -369,3 +369,24 @@ func TestProgressReachesCallAndNotificationHandler(t *testing.T) {
 		t.Fatalf("call saw %v", reports)
 	}
 }
+
+// A call's timeout that ends it while the client waits to resume a broken response stream (the
+// server asked for a long retry delay) is named as the timeout, as anywhere else; here the server
+// keeps no receipts, so the call ends with that attempt.
+func TestTimeoutWhileAwaitingAStreamResumption(t *testing.T) {
+	t.Parallel()
+	h := mcptest.NewTestHTTPServer(t, mcptest.WithSSEResponses(10*time.Second), mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithTool(mcpclient.Tool{Name: "slow"}, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			return &mcpclient.CallToolResult{}, nil
+		}))
+	for _, kind := range []mcptest.FaultKind{mcptest.BreakStream, mcptest.DropAfterExecution} {
+		h.Inject(mcptest.Fault{Kind: kind, Tool: "slow"})
+		c := mcptest.NewClient(t, h)
+		start := time.Now()
+		_, err := c.CallTool(testCtx(t), "slow", nil, mcpclient.WithTimeouts(300*time.Millisecond, 0))
+		featAssertTimedOut(t, err)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the call took %v: the timeout did not end the wait", d)
+		}
+	}
+}

@@ -384,7 +384,9 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 		cancel()
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: ErrClosed}
 	}
-	stop := context.AfterFunc(ctx, cancel)
+	// The caller's context ending ends the request with its cause (a call's timeout), which a
+	// failure read later names.
+	stop := context.AfterFunc(ctx, func() { abort(context.Cause(ctx)) })
 	release := func() { stop(); c.untrack(x); cancel() }
 
 	trace, traced := traceRequest(reqCtx, c.headerTimeout, abort)
@@ -1018,7 +1020,7 @@ func (st *stream) resume(ctx context.Context, delay bool) (io.ReadCloser, error)
 		}
 		if delay || st.failures > 0 {
 			if !wait.For(ctx, st.wait()) {
-				return nil, ctx.Err()
+				return nil, context.Cause(ctx)
 			}
 			st.unsettled++
 		}

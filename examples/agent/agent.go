@@ -76,6 +76,11 @@ type inspector func(ctx context.Context, c mcpclient.Caller, args map[string]any
 //     since a resend would run the call again;
 //   - it left no trace: SupersedeToolCall sends it anew under a new id, with the inspection
 //     recorded as the reason.
+//
+// "No trace" is evidence only once the lost request can no longer run: over stdio a call ends by
+// its idle timeout while the server may still be working on it. A real agent looks again after
+// the server's own time limit, or asks a service that tags each booking with a key of the
+// caller's, before it supersedes.
 func (a *agent) settle(ctx context.Context, e *mcpclient.Error, name string, args map[string]any) (*mcpclient.CallToolResult, error) {
 	inspect, ok := a.inspectors[name]
 	if !ok {

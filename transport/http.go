@@ -377,16 +377,16 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 
 	// A response stream outlives Send: it lives as long as the connection and the caller's
 	// interest in the answer. It keeps the caller's values, for HeaderFunc and RoundTrippers.
+	// Ending the request names the caller's cause, if the caller's context ended (a call's
+	// timeout), so that a failure read later says what ended it.
 	reqCtx, abort := context.WithCancelCause(context.WithoutCancel(ctx))
-	cancel := func() { abort(nil) }
+	cancel := func() { abort(context.Cause(ctx)) }
 	x := c.track(cancel)
 	if x == nil {
 		cancel()
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: ErrClosed}
 	}
-	// The caller's context ending ends the request with its cause (a call's timeout), which a
-	// failure read later names.
-	stop := context.AfterFunc(ctx, func() { abort(context.Cause(ctx)) })
+	stop := context.AfterFunc(ctx, cancel)
 	release := func() { stop(); c.untrack(x); cancel() }
 
 	trace, traced := traceRequest(reqCtx, c.headerTimeout, abort)

@@ -131,7 +131,7 @@ func (s *callState) session() string {
 }
 
 // sessionLost is the error.type of a session that ended because the client had to open another.
-const sessionLost = "session lost"
+const sessionLost = "session_lost"
 
 // sessionClock times the client's session for mcp.client.session.duration.
 type sessionClock struct {

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -275,8 +276,8 @@ func (o *op) end(err error, toolError bool) {
 
 // failure classifies a call's failure: error.type, with rpc.response.status_code and the
 // status description. A JSON-RPC error is its code, as the conventions ask; a tool result with
-// isError is tool_error; any other error of the client is its mcpclient.Code's String ("outcome
-// unknown", "not delivered", ...), and an error without one _OTHER.
+// isError is tool_error; any other error of the client is its mcpclient.Code, written as an
+// identifier (codeType: "outcome_unknown", "not_delivered", ...), and an error without one _OTHER.
 func failure(err error, toolError bool) (errType, rpcCode, message string) {
 	if err == nil {
 		if toolError {
@@ -290,9 +291,14 @@ func failure(err error, toolError bool) (errType, rpcCode, message string) {
 		return code, code, rpc.Message
 	}
 	if code := mcpclient.CodeOf(err); code != 0 {
-		return code.String(), "", err.Error()
+		return codeType(code), "", err.Error()
 	}
 	return semconv.ErrorTypeOther.Value.AsString(), "", err.Error()
+}
+
+// codeType writes code as error.type values are written: lower case, words joined by "_".
+func codeType(code mcpclient.Code) string {
+	return strings.ReplaceAll(strings.ToLower(code.String()), " ", "_")
 }
 
 // isToolError reports whether a tools/call result carries isError: true.

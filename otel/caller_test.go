@@ -166,7 +166,7 @@ func TestErrorType(t *testing.T) {
 			t.Fatalf("err %v, want not delivered", err)
 		}
 		s := tel.span(t, "tools/call greet")
-		wantAttrs(t, "span", attrs(s.Attributes), map[attribute.Key]string{"error.type": "not delivered"})
+		wantAttrs(t, "span", attrs(s.Attributes), map[attribute.Key]string{"error.type": "not_delivered"})
 		if s.Status.Code != codes.Error || s.Status.Description != err.Error() {
 			t.Errorf("status %+v, want ERROR with the error", s.Status)
 		}
@@ -310,7 +310,7 @@ func TestSessionReplaced(t *testing.T) {
 		}
 	}
 	slices.Sort(errTypes)
-	if !slices.Equal(errTypes, []string{"", "session lost"}) {
+	if !slices.Equal(errTypes, []string{"", "session_lost"}) {
 		t.Errorf("sessions ended with error.type %q, want one lost and one closed", errTypes)
 	}
 }

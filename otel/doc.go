@@ -21,11 +21,11 @@
 //
 // error.type is, as the conventions ask, the JSON-RPC error code ("-32602") when the server
 // answered one, which rpc.response.status_code carries too and whose message is the status
-// description; "tool_error" for a tool result with isError set; otherwise the String of the
-// error's mcpclient.Code: "outcome unknown", "not delivered", "request in flight", "request id
-// reused", "ledger full", "server error", "unsupported protocol version", "protocol error",
-// "invalid argument", "client closed", "structuredContent mismatch", "refused by an
-// interceptor"; "_OTHER" for an error without a Code.
+// description; "tool_error" for a tool result with isError set; otherwise the error's
+// mcpclient.Code as an identifier: "outcome_unknown", "not_delivered", "request_in_flight",
+// "request_id_reused", "ledger_full", "server_error", "unsupported_protocol_version",
+// "protocol_error", "invalid_argument", "client_closed", "structuredcontent_mismatch",
+// "refused_by_an_interceptor"; "_OTHER" for an error without a Code.
 //
 // # Propagation
 //
@@ -48,6 +48,6 @@
 // per call, retries and waits included, with the span's attributes but the request and session
 // ids. mcp.client.session.duration (histogram, s) is recorded by Close (or Detach), from Wrap or
 // from the handshake of the session that replaced a lost one; a session replaced so is recorded
-// with error.type "session lost" when its successor opens, which only AttemptHook lets the
+// with error.type "session_lost" when its successor opens, which only AttemptHook lets the
 // wrapper see.
 package mcpotel

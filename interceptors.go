@@ -33,9 +33,10 @@ type Exchange struct {
 	// SessionID is the transport's session id (Streamable HTTP's Mcp-Session-Id), or "".
 	SessionID string
 	// Header holds HTTP headers to send with this exchange alone: an interceptor may add to it
-	// (a token chosen for the caller). The transport's own headers, and those that name the
-	// request in a stateless revision, win over it. Transports without headers (stdio, memory,
-	// streams) ignore it.
+	// (a token chosen for the caller). They win over transport.HTTP's configured Header; the
+	// protocol's own (the session id, Content-Type) and those that name the request in a
+	// stateless revision win over them. Transports without headers (stdio, memory, streams)
+	// ignore it.
 	Header http.Header
 
 	s       *session
@@ -98,16 +99,19 @@ func (c *Client) send(ctx context.Context, s *session, req *Request, attempt int
 		x.SessionID = sc.SessionID()
 	}
 	resp, err := c.cfg.intercept(ctx, x)
-	switch {
-	case err != nil && !x.reached:
-		return nil, true, err
-	case err != nil:
-		return nil, false, err
-	case resp == nil:
-		return nil, false, &errMalformedAnswer{errors.New("an interceptor returned no response and no error")}
+	if err == nil && resp == nil {
+		err = errNoResponse
+		if x.reached { // the request may have run: no usable answer came
+			err = &errMalformedAnswer{err}
+		}
+	}
+	if err != nil {
+		return nil, !x.reached, err
 	}
 	return resp.Result, false, nil
 }
+
+var errNoResponse = errors.New("an interceptor returned neither a response nor an error")
 
 // sendHandshake sends a request that opens the session, through the interceptors, and tells the
 // attempt hook. A refusal is an *Error with CodeRefused: the session cannot open, and dialing

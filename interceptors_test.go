@@ -448,3 +448,62 @@ func TestWithResponseAndWithMeta(t *testing.T) {
 		}
 	}
 }
+
+// An interceptor that returns neither a response nor an error is a broken one: if it never let
+// the request through, nothing ran and the call is refused; if it did, the request may have run
+// and its outcome is unknown.
+func TestInterceptorReturningNothing(t *testing.T) {
+	t.Parallel()
+	for _, passOn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("next called=%v", passOn), func(t *testing.T) {
+			var k counter
+			srv := mcptest.NewTestServer(t, mcptest.WithMode(mcptest.ModeNone), mcptest.WithTool(unsafeTool, k.tool))
+			broken := func(next mcpclient.Handler) mcpclient.Handler {
+				return func(ctx context.Context, x *mcpclient.Exchange) (*mcpclient.Response, error) {
+					if x.Request.Method() != "tools/call" {
+						return next(ctx, x)
+					}
+					if passOn {
+						next(ctx, x)
+					}
+					return nil, nil
+				}
+			}
+			c := mcptest.NewClient(t, srv, mcpclient.WithInterceptors(broken))
+			_, err := c.CallTool(testCtx(t), "reserve", nil)
+			switch {
+			case !passOn && (mcpclient.CodeOf(err) != mcpclient.CodeRefused || k.runs != 0):
+				t.Errorf("%v after %d runs, want CodeRefused and nothing run", err, k.runs)
+			case passOn && (!errors.Is(err, mcpclient.ErrOutcomeUnknown) || k.runs != 1):
+				t.Errorf("%v after %d runs, want ErrOutcomeUnknown after one run", err, k.runs)
+			}
+		})
+	}
+}
+
+// Over the legacy HTTP+SSE transport too, an interceptor's headers go with the POST of their
+// exchange.
+func TestInterceptorHeadersOverLegacySSE(t *testing.T) {
+	t.Parallel()
+	h := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, (&counter{}).tool))
+	auth := func(next mcpclient.Handler) mcpclient.Handler {
+		return func(ctx context.Context, x *mcpclient.Exchange) (*mcpclient.Response, error) {
+			x.Header.Set("Authorization", fmt.Sprintf("Bearer attempt-%d", x.Attempt))
+			return next(ctx, x)
+		}
+	}
+	c := mcptest.NewClient(t, legacyDialer{h}, mcpclient.WithInterceptors(auth))
+	var resp mcpclient.Response
+	if _, err := c.CallTool(testCtx(t), "reserve", nil, mcpclient.WithResponse(&resp)); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.Requests() {
+		if r.RPCMethod == "tools/call" && r.ID == resp.Request.ID() {
+			if got := r.Header.Get("Authorization"); got != "Bearer attempt-1" {
+				t.Errorf("Authorization %q", got)
+			}
+			return
+		}
+	}
+	t.Fatalf("no tools/call among %+v", h.Requests())
+}

@@ -159,8 +159,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	}
 	raw, err := c.sendHandshake(ctx, s, req)
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) { // refused by an interceptor
+		if errors.Is(err, ErrRefused) {
 			return err
 		}
 		if errors.Is(err, transport.ErrInvalidSessionID) {
@@ -274,8 +273,7 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 		probeCtx, cancel := context.WithTimeoutCause(ctx, discoverTimeout, errNoDiscoverAnswer)
 		raw, err := c.sendHandshake(probeCtx, s, req)
 		cancel()
-		var e *Error
-		if errors.As(err, &e) { // refused by an interceptor
+		if errors.Is(err, ErrRefused) {
 			return lifecycle{}, err
 		}
 		if errors.Is(err, errNoDiscoverAnswer) && ctx.Err() == nil {

@@ -9,7 +9,7 @@
 # ~/.cache (or $XDG_CACHE_HOME) on first use.
 set -euo pipefail
 
-VERSION="${CONFORMANCE_VERSION:-0.2.0-alpha.10}"
+VERSION="${CONFORMANCE_VERSION:-0.2.0-alpha.12}"
 ONLY=""
 JOBS=2 # more makes the timing of sse-retry flaky on a small machine
 while [[ $# -gt 0 ]]; do

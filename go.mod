@@ -8,7 +8,7 @@ require (
 	github.com/r3labs/sse/v2 v2.10.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.uber.org/goleak v1.3.0
-	golang.org/x/oauth2 v0.38.0
+	golang.org/x/oauth2 v0.36.0
 )
 
 require (

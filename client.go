@@ -207,6 +207,10 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 		case err == nil:
 			c.sess = s
 			c.exitsAtStart = 0
+		case errors.Is(err, transport.ErrUnauthorized) && !isDefinite(err):
+			// The transport's authorizer did what it could: dialing again would be refused
+			// again.
+			err = &Error{Code: CodeUnauthorized, Err: err}
 		case errors.Is(err, transport.ErrProcessExited) && !isDefinite(err):
 			if c.exitsAtStart++; c.exitsAtStart > 1 {
 				err = &Error{Code: CodeNotDelivered, Err: fmt.Errorf("%w: %w", errExitsAtStart, err)}

@@ -414,6 +414,14 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 	case transport.NotDelivered:
 		r.lastErr = err
 		r.hint.hint = serverDelay(err)
+		if errors.Is(err, transport.ErrUnauthorized) {
+			// The transport's authorizer, if any, already did what new credentials can do:
+			// sending again would only be refused again.
+			if r.everUncertain {
+				return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
+			}
+			return stepEnd(r.undeliveredState(), r.fail(CodeUnauthorized, err))
+		}
 		return r.giveUpUnlessRetrying(err)
 	}
 

@@ -42,6 +42,11 @@ const (
 	// CodeRefused: an interceptor refused the request before anything was sent (see
 	// WithInterceptors); its error is in the chain.
 	CodeRefused
+	// CodeUnauthorized: the server refused the request for its credentials (HTTP 401, or 403)
+	// before running it, and the transport could not authorize it: no Authorizer, a refresh or
+	// an authorization that failed or was abandoned, or a server refusing every new token.
+	// Nothing ran; the request may be sent again once the cause in the chain is dealt with.
+	CodeUnauthorized
 )
 
 var codeNames = [...]string{
@@ -57,6 +62,7 @@ var codeNames = [...]string{
 	CodeClosed:             "client closed",
 	CodeStructuredContent:  "structuredContent mismatch",
 	CodeRefused:            "refused by an interceptor",
+	CodeUnauthorized:       "unauthorized",
 }
 
 func (c Code) String() string {
@@ -106,6 +112,11 @@ var (
 	// outputSchema, or is missing although the tool declares one. The tool ran: CallTool returns
 	// its result together with this error, whose Code is CodeStructuredContent.
 	ErrStructuredContent = errors.New("mcpclient: structuredContent does not match the tool's outputSchema")
+	// ErrUnauthorized: the server refused the request's credentials before running it, and no
+	// new ones could be had (CodeUnauthorized). Nothing ran. The cause in the chain says what
+	// to do: give the transport an Authorizer (package oauth), sign in again after a refresh
+	// token was revoked, or ask for the access the server wants.
+	ErrUnauthorized = errors.New("mcpclient: unauthorized")
 )
 
 // The sentinels of particular failures, found in the chain of an *Error with errors.Is.
@@ -148,6 +159,7 @@ var sentinels = map[Code]error{
 	CodeClosed:             ErrClosed,
 	CodeStructuredContent:  ErrStructuredContent,
 	CodeRefused:            ErrRefused,
+	CodeUnauthorized:       ErrUnauthorized,
 }
 
 // Error is the one error type the Client returns.

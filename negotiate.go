@@ -162,6 +162,9 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 		if errors.Is(err, ErrRefused) {
 			return err
 		}
+		if errors.Is(err, transport.ErrUnauthorized) {
+			return &Error{Code: CodeUnauthorized, Request: req, Attempts: 1, Err: err}
+		}
 		if errors.Is(err, transport.ErrInvalidSessionID) {
 			// Not a refusal: the server answered with a session id no request may carry.
 			return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: err}

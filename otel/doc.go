@@ -25,7 +25,7 @@
 // mcpclient.Code as an identifier: "outcome_unknown", "not_delivered", "request_in_flight",
 // "request_id_reused", "ledger_full", "server_error", "unsupported_protocol_version",
 // "protocol_error", "invalid_argument", "client_closed", "structuredcontent_mismatch",
-// "refused_by_an_interceptor"; "_OTHER" for an error without a Code.
+// "refused_by_an_interceptor", "unauthorized"; "_OTHER" for an error without a Code.
 //
 // # Propagation
 //

@@ -111,6 +111,12 @@ type HTTP struct {
 	// waits for the answer: a deployment where a user may take longer raises the bound.
 	ResponseIdleTimeout time.Duration
 
+	// Authorizer, if set, gives every request its credentials and, when the server refuses
+	// one with 401 (or 403 and a challenge) before running it, obtains new ones; the request is
+	// then sent again, the same bytes under the same id. Without one, such a refusal fails the
+	// request as NotDelivered with ErrUnauthorized. See package oauth.
+	Authorizer Authorizer
+
 	// Logger receives debug records about streams. Default: discard.
 	Logger *slog.Logger
 
@@ -389,18 +395,33 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	stop := context.AfterFunc(ctx, cancel)
 	release := func() { stop(); c.untrack(x); cancel() }
 
-	trace, traced := traceRequest(reqCtx, c.headerTimeout, abort)
-	req, err := c.newRequest(traced, http.MethodPost, msg.Frame, msg.Header)
-	if err != nil {
-		release()
-		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
-	}
-	resp, err := c.client.Do(req)
-	trace.done()
-	if err != nil {
-		err = timedOut(reqCtx, err)
-		release()
-		return deliveryFailure(ctx, msg.ID, trace.wrote.Load(), redactQuery(err))
+	// A refusal for want of credentials came before the server ran anything: once authorized,
+	// the same bytes go again under the same id.
+	var resp *http.Response
+	for rounds := 0; ; rounds++ {
+		trace, traced := traceRequest(reqCtx, c.headerTimeout, abort)
+		req, err := c.newRequest(traced, http.MethodPost, msg.Frame, msg.Header)
+		if err == nil {
+			err = authorize(reqCtx, c.t.Authorizer, req)
+		}
+		if err != nil {
+			release()
+			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
+		}
+		resp, err = c.client.Do(req)
+		trace.done()
+		if err != nil {
+			err = timedOut(reqCtx, err)
+			release()
+			return deliveryFailure(ctx, msg.ID, trace.wrote.Load(), redactQuery(err))
+		}
+		if !challenged(resp) {
+			break
+		}
+		if err := reauthorize(reqCtx, c.t.Authorizer, req, resp, rounds); err != nil {
+			release()
+			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
+		}
 	}
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		valid := validSessionID(sid)
@@ -704,7 +725,7 @@ func deliveryFailure(ctx context.Context, id string, wrote bool, err error) erro
 }
 
 // postFailure reads a POST's failure status as a delivery outcome: 404 on a known session
-// lost it, 409 is a conflict, 429 and 503 with the server's Retry-After turned the request away
+// lost it, 409 is a conflict, 401 and 403 refused it at the door, 429 and 503 with the server's Retry-After turned the request away
 // before reading it, another 4xx refused it, and a 5xx may follow its execution (a gateway
 // answering for a server that ran the request). A JSON-RPC error in the body is the server's
 // answer when it carries the request's id; one with another id answers another request, and one
@@ -718,6 +739,9 @@ func postFailure(resp *http.Response, id string, sessionKnown bool) error {
 		return &Error{Outcome: NotDelivered, ID: id, Err: fmt.Errorf("%w: %w", ErrSessionNotFound, status)}
 	case code == http.StatusConflict:
 		return &Error{Outcome: Conflict, ID: id, Reply: errorObject(body), Err: status}
+	case code == http.StatusUnauthorized, code == http.StatusForbidden:
+		// Refused at the door, before the MCP handler: nothing ran.
+		return &Error{Outcome: NotDelivered, ID: id, Err: fmt.Errorf("%w: %w", ErrUnauthorized, status)}
 	}
 	delay, hinted := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if hinted && (code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable) {
@@ -1057,15 +1081,13 @@ func (st *stream) resume(ctx context.Context, delay bool) (io.ReadCloser, error)
 func (st *stream) get(ctx context.Context) (*http.Response, error) {
 	ctx, abort := context.WithCancelCause(ctx)
 	trace, traced := traceRequest(ctx, st.c.headerTimeout, abort)
-	req, err := st.c.newRequest(traced, http.MethodGet, nil, nil)
-	if err != nil {
-		abort(nil)
-		return nil, err
-	}
-	if st.lastID != "" {
-		req.Header.Set("Last-Event-ID", st.lastID)
-	}
-	resp, err := st.c.client.Do(req)
+	resp, err := doAuthorized(ctx, st.c.client, st.c.t.Authorizer, func() (*http.Request, error) {
+		req, err := st.c.newRequest(traced, http.MethodGet, nil, nil)
+		if err == nil && st.lastID != "" {
+			req.Header.Set("Last-Event-ID", st.lastID)
+		}
+		return req, err
+	})
 	trace.done()
 	if err != nil {
 		err = timedOut(ctx, err)
@@ -1168,6 +1190,9 @@ func (c *httpConn) shutdown(endSession bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 		defer cancel()
 		req, err := c.newRequest(ctx, http.MethodDelete, nil, nil)
+		if err == nil {
+			err = authorize(ctx, c.t.Authorizer, req)
+		}
 		if err != nil {
 			return
 		}

@@ -56,6 +56,9 @@ type SSE struct {
 	// A larger event ends the stream, and with it the session: the requests awaiting answers
 	// become uncertain.
 	MaxMessageSize int
+	// Authorizer, if set, gives every request its credentials and obtains new ones when the
+	// server refuses one before running it (see HTTP.Authorizer).
+	Authorizer Authorizer
 	// Logger receives debug records. Default: discard.
 	Logger *slog.Logger
 }
@@ -86,15 +89,17 @@ func (t *SSE) Connect(ctx context.Context, r Receiver) (Conn, error) {
 		return nil, &Error{Outcome: NotDelivered, Err: err}
 	}
 
-	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, streamURL.String(), nil)
-	if err != nil {
-		return fail(err)
-	}
-	if err := c.headers(ctx, req.Header); err != nil {
-		return fail(err)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := c.client.Do(req)
+	resp, err := doAuthorized(ctx, c.client, t.Authorizer, func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, streamURL.String(), nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.headers(ctx, req.Header); err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		return req, nil
+	})
 	if err != nil {
 		return fail(redactQuery(err))
 	}
@@ -196,23 +201,39 @@ func (c *sseConn) Send(ctx context.Context, msg *Message) error {
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil) // the body is read before Send returns
 	trace, traced := traceRequest(ctx, timeoutOr(c.t.ResponseHeaderTimeout, DefaultResponseHeaderTimeout), abort)
-	req, err := http.NewRequestWithContext(traced, http.MethodPost, c.endpoint, bytes.NewReader(msg.Frame))
-	if err != nil {
-		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
-	}
-	addHeaders(req.Header, c.t.Header)
-	addHeaders(req.Header, msg.Header)
-	req.Header.Set("Content-Type", "application/json")
-	if c.t.HeaderFunc != nil {
-		if err := c.t.HeaderFunc(ctx, req.Header); err != nil {
+	var resp *http.Response
+	for rounds := 0; ; rounds++ {
+		req, err := http.NewRequestWithContext(traced, http.MethodPost, c.endpoint, bytes.NewReader(msg.Frame))
+		if err != nil {
+			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
+		}
+		addHeaders(req.Header, c.t.Header)
+		addHeaders(req.Header, msg.Header)
+		req.Header.Set("Content-Type", "application/json")
+		if c.t.HeaderFunc != nil {
+			err = c.t.HeaderFunc(ctx, req.Header)
+		}
+		if err == nil {
+			err = authorize(ctx, c.t.Authorizer, req)
+		}
+		if err != nil {
+			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
+		}
+		resp, err = c.client.Do(req)
+		if err != nil {
+			trace.done()
+			return deliveryFailure(ctx, msg.ID, trace.wrote.Load(), redactQuery(err)) // ctx's cause names a timeout
+		}
+		if !challenged(resp) {
+			break
+		}
+		// Refused before anything ran: once authorized, the same bytes go again.
+		if err := reauthorize(ctx, c.t.Authorizer, req, resp, rounds); err != nil {
+			trace.done()
 			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
 		}
 	}
-	resp, err := c.client.Do(req)
 	trace.done()
-	if err != nil {
-		return deliveryFailure(ctx, msg.ID, trace.wrote.Load(), redactQuery(err)) // ctx's cause names a timeout
-	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		drain(resp.Body)
 		return nil

@@ -22,10 +22,10 @@
 //	   meet: an endpoint that is no http or https URL with a host, a -header that is no
 //	   "Name: value" net/http would send, a -cmd program that cannot be run, a tools/call
 //	   without a tool name
-//	2  definite failure: a JSON-RPC error, an HTTP 4xx other than 404-session/409/429, or a
-//	   tools/call result with isError:true (which is still printed)
+//	2  definite failure: a JSON-RPC error, an HTTP 4xx other than 401/403/404-session/409/429,
+//	   or a tools/call result with isError:true (which is still printed)
 //	3  not executed: every attempt was refused before execution (dial, DNS, TLS, 429 or 503
-//	   with the server's Retry-After)
+//	   with the server's Retry-After, 401 or 403 that no authorization could clear)
 //	4  outcome unknown (a 5xx without Retry-After, a reset after sending, a malformed or
 //	   oversized answer: the request may have run)
 //	5  request-id conflict (409, MCP_REQUEST_ID_REUSED, an in-flight refusal of a resend)
@@ -365,7 +365,7 @@ func exitCode(err error) int {
 		return exitUnknown
 	case mcpclient.CodeRequestInFlight, mcpclient.CodeRequestIDReused:
 		return exitConflict
-	case mcpclient.CodeNotDelivered:
+	case mcpclient.CodeNotDelivered, mcpclient.CodeUnauthorized:
 		return exitNotExecuted
 	case mcpclient.CodeServerError, mcpclient.CodeUnsupportedVersion, mcpclient.CodeProtocol:
 		return exitFailed

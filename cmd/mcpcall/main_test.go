@@ -368,7 +368,7 @@ func hostileServer(t *testing.T) string {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"hostile","version":"0"}}}`, m.ID)
 		case m.Method == "http/error":
 			w.Header().Set("Content-Type", "text/plain")
-			w.WriteHeader(http.StatusForbidden)
+			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, terminalAttack)
 		case m.Method == "tools/call" && m.Params.Name == "result":
 			// Raw C1, DEL, U+2028 and an invalid byte are valid inside a JSON string for
@@ -462,7 +462,7 @@ func TestDefiniteFailures(t *testing.T) {
 	})
 	t.Run("HTTP 4xx", func(t *testing.T) {
 		bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "forbidden", http.StatusForbidden)
+			http.Error(w, "bad request", http.StatusBadRequest)
 		}))
 		defer bad.Close()
 		r := call(t, "", "-url", bad.URL, "ping")
@@ -485,6 +485,19 @@ func TestNotExecuted(t *testing.T) {
 		checkStderr(t, r)
 		if srv.Executions("echo") != 0 {
 			t.Error("executed")
+		}
+	})
+	t.Run("401 and 403", func(t *testing.T) {
+		for _, code := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+			bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "who are you", code)
+			}))
+			r := call(t, "", "-url", bad.URL, "ping")
+			bad.Close()
+			if r.code != exitNotExecuted || !strings.Contains(r.stderr, "unauthorized") {
+				t.Fatalf("%d: exit %d: %s", code, r.code, r.stderr)
+			}
+			checkStderr(t, r)
 		}
 	})
 	t.Run("refused dial", func(t *testing.T) {

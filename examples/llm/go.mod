@@ -1,6 +1,6 @@
 module github.com/northstar-mcp/mcpclient/examples/llm
 
-go 1.25
+go 1.25.0
 
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0

@@ -46,6 +46,10 @@ type ClientInfo struct {
 	AuthMethod string `json:"token_endpoint_auth_method,omitempty"`
 	// SecretExpiresAt is when a registered secret stops working; zero: never.
 	SecretExpiresAt time.Time `json:"client_secret_expires_at,omitzero"`
+	// RedirectURI is the one redirect URI a dynamically registered client was registered with:
+	// the authorization server accepts no other, so a client whose redirect URI changed (a
+	// loopback listener on another port) registers again.
+	RedirectURI string `json:"redirect_uri,omitempty"`
 }
 
 // A TokenStore keeps credentials between requests and, for a durable store, between runs.

@@ -41,7 +41,15 @@ func run(scenario, url string) error {
 			return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept}, nil
 		}))
 	}
-	c, err := mcpclient.Connect(ctx, &transport.HTTP{URL: url, Logger: log}, opts...)
+	auth, err := authorizer(scenario, log)
+	if err != nil {
+		return err
+	}
+	tr := &transport.HTTP{URL: url, Logger: log}
+	if auth != nil {
+		tr.Authorizer = auth
+	}
+	c, err := mcpclient.Connect(ctx, tr, opts...)
 	if err != nil {
 		return err
 	}
@@ -119,9 +127,18 @@ func run(scenario, url string) error {
 		}
 		fmt.Fprintln(os.Stderr, "elicitation:", res.Text())
 	default:
-		// The lifecycle alone: initialize, list what the server offers, shut down.
-		if _, err := c.CachedTools(ctx); err != nil {
+		// The lifecycle alone: initialize, list what the server offers, shut down; and where
+		// the server protects one, a tool call, each authorized.
+		tools, err := c.CachedTools(ctx)
+		if err != nil {
 			return err
+		}
+		for _, tool := range tools {
+			if tool.Name == "test-tool" {
+				if _, err := c.CallTool(ctx, tool.Name, map[string]any{}); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

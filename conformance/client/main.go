@@ -88,6 +88,8 @@ func run(scenario, url string) error {
 		}
 	case "http-standard-headers":
 		return touchEverything(ctx, c)
+	case "json-schema-2020-12-preservation":
+		return echoSchema(ctx, c)
 	case "http-custom-headers":
 		var scenarioContext struct {
 			ToolCalls []struct {

@@ -31,6 +31,9 @@ type config struct {
 	version      string        // pinned protocol revision, or "" to negotiate
 	serverStream bool          // open the listening channel at once
 	handshake    time.Duration // bound on opening a session under a context without deadline; 0: none
+	// extensions are the extensions the client declares, by identifier, with their settings;
+	// nil when none is.
+	extensions map[string]json.RawMessage
 
 	// invalid holds what the options said that cannot be: Connect refuses to start with it.
 	invalid error
@@ -104,6 +107,7 @@ func (c *config) capabilities() ClientCapabilities {
 		caps.Sampling = json.RawMessage(`{}`)
 	}
 	caps.Elicitation = c.elicitationCapability()
+	caps.Extensions = c.extensions
 	return caps
 }
 
@@ -350,6 +354,38 @@ func WithLogHandler(h LogHandler) Option {
 // WithResourceUpdatedHandler receives notifications/resources/updated. Default: dropped.
 func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
 	return optionFunc(func(c *config) { c.resourceUpdated = h })
+}
+
+// WithExtension declares support for the protocol extension id (such as SkillsExtension) in the
+// client's capabilities, under capabilities.extensions, with settings marshalled to a JSON
+// object; nil declares it with none ({}). A later declaration of the same id replaces the
+// earlier. Declaring an extension tells the server that the host uses what it offers: a server
+// may serve through the extension what it would otherwise offer another way. Connect refuses
+// settings that do not marshal to an object with CodeInvalidArgument. Default: none declared.
+func WithExtension(id string, settings any) Option {
+	return optionFunc(func(c *config) {
+		raw := json.RawMessage(`{}`)
+		if settings != nil {
+			b, err := json.Marshal(settings)
+			if err != nil {
+				c.refuse("WithExtension(%q): %v", id, err)
+				return
+			}
+			if len(b) == 0 || b[0] != '{' {
+				c.refuse("WithExtension(%q): settings must be a JSON object, not %s", id, truncate(b, 40))
+				return
+			}
+			raw = b
+		}
+		if id == "" {
+			c.refuse("WithExtension: an extension needs an identifier")
+			return
+		}
+		if c.extensions == nil {
+			c.extensions = make(map[string]json.RawMessage)
+		}
+		c.extensions[id] = raw
+	})
 }
 
 // WithOptions bundles options into one, for plugin authors who hand out a configuration.

@@ -25,6 +25,10 @@ func TestInvalidOptionValuesFailConnect(t *testing.T) {
 		"retry attempts":     mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxAttempts: -1}),
 		"retry server delay": mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{MaxServerDelay: -time.Second}),
 		"inside WithOptions": mcpclient.WithOptions(mcpclient.WithLedgerCapacity(-5)),
+		"extension settings": mcpclient.WithExtension("io.example/x", []int{1}),
+		"extension nil map":  mcpclient.WithExtension("io.example/x", (*struct{})(nil)),
+		"extension no id":    mcpclient.WithExtension("", nil),
+		"extension marshal":  mcpclient.WithExtension("io.example/x", map[string]any{"f": func() {}}),
 	}
 	for name, opt := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -48,12 +48,15 @@ type Implementation struct {
 
 // ClientCapabilities is what the client declares in initialize. Capabilities for the
 // server-initiated features (roots, sampling, elicitation) are declared by the client itself when
-// a handler for them is installed.
+// a handler for them is installed; extensions when WithExtension names them.
 type ClientCapabilities struct {
 	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 	Roots        *RootsCapability           `json:"roots,omitempty"`
 	Sampling     json.RawMessage            `json:"sampling,omitempty"`
 	Elicitation  json.RawMessage            `json:"elicitation,omitempty"`
+	// Extensions maps the identifier of each extension the client supports to its settings, a
+	// JSON object ({} for none).
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // RootsCapability declares the client's roots feature.
@@ -70,6 +73,9 @@ type ServerCapabilities struct {
 	Resources    *ResourcesCapability       `json:"resources,omitempty"`
 	Tools        *ListChangedCapability     `json:"tools,omitempty"`
 	Tasks        json.RawMessage            `json:"tasks,omitempty"`
+	// Extensions maps the identifier of each extension the server supports to its settings, a
+	// JSON object; see Skills for the Skills extension's.
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // ListChangedCapability declares a list feature and whether the server notifies changes.

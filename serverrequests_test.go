@@ -451,6 +451,12 @@ func TestFeaturesClientCapabilities(t *testing.T) {
 			mcpclient.WithLogHandler(func(context.Context, *mcpclient.LogMessage) {}),
 			mcpclient.WithResourceUpdatedHandler(func(context.Context, string) {}),
 		}, `{}`},
+		{"extensions", []mcpclient.Option{
+			mcpclient.WithExtension("io.modelcontextprotocol/skills", nil),
+			mcpclient.WithExtension("io.example/x", map[string]int{"level": 1}),
+			mcpclient.WithExtension("io.example/y", map[string]int{"replaced": 1}),
+			mcpclient.WithExtension("io.example/y", struct{}{}),
+		}, `{"extensions":{"io.example/x":{"level":1},"io.example/y":{},"io.modelcontextprotocol/skills":{}}}`},
 		{"all", []mcpclient.Option{
 			mcpclient.WithRoots(mcpclient.Root{URI: "file:///"}),
 			mcpclient.WithSamplingHandler(func(context.Context, *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {

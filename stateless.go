@@ -61,6 +61,10 @@ func (c *config) statelessCapabilities() map[string]json.RawMessage {
 	if e := c.elicitationCapability(); e != nil {
 		caps["elicitation"] = e
 	}
+	if c.extensions != nil {
+		b, _ := json.Marshal(c.extensions) // objects that marshalled once
+		caps["extensions"] = b
+	}
 	return caps
 }
 

@@ -673,3 +673,28 @@ func TestReissueAfterTheServerLeftTheStatelessRevisionIsWrittenForTheNewSession(
 		}
 	}
 }
+
+// TestStatelessExtensionsDeclared: the extensions the client declares ride in every request's
+// clientCapabilities, and those server/discover declares reach ServerCapabilities.
+func TestStatelessExtensionsDeclared(t *testing.T) {
+	t.Parallel()
+	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+		if r.Method == "server/discover" {
+			r.Answer(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"extensions":{"io.example/x":{"flag":true}}}}`)
+			return true
+		}
+		return false
+	}, testpeer.Stateless())
+	c := connect(t, &transport.HTTP{URL: s.URL}, mcpclient.WithExtension("io.example/y", map[string]string{"mode": "on"}))
+	if got := string(c.ServerCapabilities().Extensions["io.example/x"]); got != `{"flag":true}` {
+		t.Errorf("server extension settings %s", got)
+	}
+	if _, err := c.ListToolsPage(testCtx(t), ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Requests() {
+		if got := string(r.Meta()[metakeys.ClientCapabilities]); got != `{"extensions":{"io.example/y":{"mode":"on"}}}` {
+			t.Errorf("%s: clientCapabilities %s", r.Method, got)
+		}
+	}
+}

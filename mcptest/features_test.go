@@ -487,3 +487,57 @@ func TestToolCallRequestOverHTTP(t *testing.T) {
 		}
 	})
 }
+
+// TestMethodsAndExtensions: a method registered with WithMethod is answered with what its func
+// returns, its RPCError passed through and other errors as internal errors; a built-in method
+// keeps its handling; and the extensions declared with WithExtension are in the capabilities.
+func TestMethodsAndExtensions(t *testing.T) {
+	srv := mcptest.NewTestServer(t,
+		mcptest.WithExtension("io.example/x", map[string]bool{"flag": true}),
+		mcptest.WithExtension("io.example/none", nil),
+		mcptest.WithMethod("x/echo", func(_ context.Context, params json.RawMessage) (any, error) {
+			return map[string]json.RawMessage{"params": params}, nil
+		}),
+		mcptest.WithMethod("x/refuse", func(context.Context, json.RawMessage) (any, error) {
+			return nil, &mcpclient.RPCError{Code: mcpclient.RPCInvalidParams, Message: "no such thing"}
+		}),
+		mcptest.WithMethod("x/fail", func(context.Context, json.RawMessage) (any, error) {
+			return nil, errors.New("disk on fire")
+		}),
+		mcptest.WithMethod("x/panic", func(context.Context, json.RawMessage) (any, error) { panic("boom") }),
+		mcptest.WithMethod("ping", func(context.Context, json.RawMessage) (any, error) {
+			t.Error("the built-in ping was overridden")
+			return nil, nil
+		}))
+	c := mcptest.NewClient(t, srv)
+	ctx := context.Background()
+	ext := c.ServerCapabilities().Extensions
+	if string(ext["io.example/x"]) != `{"flag":true}` || string(ext["io.example/none"]) != `{}` || len(ext) != 2 {
+		t.Errorf("extensions %s", ext)
+	}
+	do := func(method, params string) (string, error) {
+		req, err := c.NewRequest(method, json.RawMessage(params))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		return string(resp.Result), nil
+	}
+	if got, err := do("x/echo", `{"a":[1, 2]}`); err != nil || got != `{"params":{"a":[1,2]}}` {
+		t.Errorf("x/echo: %s %v", got, err)
+	}
+	for method, code := range map[string]int64{"x/refuse": mcpclient.RPCInvalidParams, "x/fail": mcpclient.RPCInternalError,
+		"x/panic": mcpclient.RPCInternalError, "x/unknown": mcpclient.RPCMethodNotFound} {
+		_, err := do(method, `{}`)
+		var rpc *mcpclient.RPCError
+		if !errors.As(err, &rpc) || rpc.Code != code {
+			t.Errorf("%s: %v, want JSON-RPC %d", method, err, code)
+		}
+	}
+	if err := c.Ping(ctx); err != nil {
+		t.Error(err)
+	}
+}

@@ -149,7 +149,7 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	case "logging/setLevel":
 		v.answer = s.setLogLevel(s.sessionState(ep, session), m)
 	default:
-		v.answer = errorAnswer(mcpclient.RPCMethodNotFound, "method not found: "+m.Method, nil)
+		v.answer = s.callMethod(ctx, m)
 	}
 	s.mu.Lock()
 	restarted := s.epoch != ep
@@ -200,6 +200,7 @@ func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
 	if s.completion != nil {
 		caps.Completions = json.RawMessage(`{}`)
 	}
+	caps.Extensions = s.extensions
 	s.sessionSeq++
 	st := newSessionState(sid, s.sessionSeq)
 	st.version, st.client, st.caps = version, p.ClientInfo, p.Capabilities

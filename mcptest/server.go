@@ -2,7 +2,8 @@
 // receipts follow the "Northstar" receipt design, and faults can be injected at will.
 //
 // Besides tools it serves resources and resource templates (with subscriptions, see
-// ResourceUpdated), prompts, completion and logging (see Log); a running tool reports progress
+// ResourceUpdated), prompts, completion and logging (see Log), and what a test registers for an
+// extension's methods (WithMethod, WithExtension); a running tool reports progress
 // and asks its client (sampling, elicitation, roots, ...) through its ToolCall. SessionInfos and
 // NotificationsReceived show what clients declared and sent.
 //
@@ -116,6 +117,9 @@ type Server struct {
 
 	taskPoll time.Duration // pollInterval of tasks; see WithTaskPollInterval
 	maxTasks int           // bound of each epoch's task store; see WithMaxTasks
+
+	methods    map[string]MethodFunc      // see WithMethod
+	extensions map[string]json.RawMessage // declared in initialize; see WithExtension
 }
 
 // An epoch is the life of the server between restarts: its sessions, receipts and in-flight

@@ -47,6 +47,10 @@ const (
 	// an authorization that failed or was abandoned, or a server refusing every new token.
 	// Nothing ran; the request may be sent again once the cause in the chain is dealt with.
 	CodeUnauthorized
+	// CodeSkillVerification: a skill file was refused, because its entry cannot vouch for it or
+	// because what the server sent does not match the entry (see ErrSkillVerification). The
+	// *SkillVerificationError in the chain names the file and the check.
+	CodeSkillVerification
 )
 
 var codeNames = [...]string{
@@ -63,6 +67,7 @@ var codeNames = [...]string{
 	CodeStructuredContent:  "structuredContent mismatch",
 	CodeRefused:            "refused by an interceptor",
 	CodeUnauthorized:       "unauthorized",
+	CodeSkillVerification:  "skill verification failed",
 }
 
 func (c Code) String() string {
@@ -117,6 +122,11 @@ var (
 	// to do: give the transport an Authorizer (package oauth), sign in again after a refresh
 	// token was revoked, or ask for the access the server wants.
 	ErrUnauthorized = errors.New("mcpclient: unauthorized")
+	// ErrSkillVerification: a skill file was refused and its content not returned
+	// (CodeSkillVerification): the skill's entry cannot vouch for it (no manifest, a malformed
+	// one, one beyond the client's limits), or what the server sent differs from the entry in
+	// size, digest or frontmatter. errors.As gives the *SkillVerificationError.
+	ErrSkillVerification = errors.New("mcpclient: skill verification failed")
 )
 
 // The sentinels of particular failures, found in the chain of an *Error with errors.Is.
@@ -147,6 +157,14 @@ var (
 	ErrRefused = errors.New("mcpclient: refused by an interceptor")
 	// ErrNotStateless reports a call that only the stateless revisions (2026-07-28) have.
 	ErrNotStateless = errors.New("mcpclient: the session does not speak a stateless revision")
+	// ErrSkillUnverifiable reports, besides ErrSkillVerification, the files of a skill whose
+	// server publishes no manifest of them ("dynamic"): nothing vouches for what they hold. See
+	// WithUnverifiableFiles.
+	ErrSkillUnverifiable = errors.New("mcpclient: the skill has no manifest to verify its files against")
+	// ErrDirectoryReadNotDeclared reports a resources/directory/read the client did not send,
+	// with CodeInvalidArgument, because the server does not declare the Skills extension with
+	// directoryRead.
+	ErrDirectoryReadNotDeclared = errors.New("mcpclient: the server does not declare resources/directory/read")
 )
 
 var sentinels = map[Code]error{
@@ -160,6 +178,7 @@ var sentinels = map[Code]error{
 	CodeStructuredContent:  ErrStructuredContent,
 	CodeRefused:            ErrRefused,
 	CodeUnauthorized:       ErrUnauthorized,
+	CodeSkillVerification:  ErrSkillVerification,
 }
 
 // Error is the one error type the Client returns.

@@ -34,6 +34,9 @@ type config struct {
 	// extensions are the extensions the client declares, by identifier, with their settings;
 	// nil when none is.
 	extensions map[string]json.RawMessage
+	// skillFiles and skillBytes are the limits of WithSkillLimits; 0 keeps the default.
+	skillFiles int
+	skillBytes int64
 
 	// invalid holds what the options said that cannot be: Connect refuses to start with it.
 	invalid error

@@ -195,6 +195,9 @@ var methods = map[string]methodFacts{
 	"tasks/list":               {safe: true, removed: true},
 	"tasks/result":             {safe: true, removed: true}, // blocks until the task ends, reads its result
 	"tasks/cancel":             {safe: true, removed: true}, // idempotent: a repeat finds the task cancelled
+	"skills/list":              {safe: true},
+	"skills/get":               {safe: true},
+	"resources/directory/read": {safe: true},
 }
 
 // removedIn reports whether revision version took method out of the protocol.

@@ -1,0 +1,643 @@
+package mcpclient_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+const (
+	pdfSkill = "skill://pdf-processing/SKILL.md"
+	pdfForms = "skill://pdf-processing/references/FORMS.md"
+	pdfLogo  = "skill://pdf-processing/assets/logo.png"
+	pdfMD    = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\nmetadata:\n  version: 2\n  tags: [pdf, forms]\n---\n\nSkill body.\n"
+	pdfFM    = `{"name":"pdf-processing","description":"Extract, fill, and assemble PDF documents","metadata":{"tags":["pdf","forms"],"version":2}}`
+	formsMD  = "Supporting content.\n"
+)
+
+var logoPNG = []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}
+
+// fileOf is the manifest entry of a file holding data.
+func fileOf(uri string, data []byte) mcpclient.SkillFile {
+	sum := sha256.Sum256(data)
+	return mcpclient.SkillFile{URI: uri, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))}
+}
+
+// pdfEntry is the entry of the skill pdf-processing, whose files pdfFiles serves.
+func pdfEntry() *mcpclient.Skill {
+	return &mcpclient.Skill{
+		URI:         pdfSkill,
+		Frontmatter: json.RawMessage(pdfFM),
+		Files: []mcpclient.SkillFile{
+			fileOf(pdfSkill, []byte(pdfMD)),
+			fileOf(pdfForms, []byte(formsMD)),
+			fileOf(pdfLogo, logoPNG),
+		},
+	}
+}
+
+func pdfFiles() map[string]mcpclient.ResourceContents {
+	return map[string]mcpclient.ResourceContents{
+		pdfSkill: {MIMEType: "text/markdown", Text: pdfMD},
+		pdfForms: {MIMEType: "text/markdown", Text: formsMD},
+		pdfLogo:  {MIMEType: "image/png", Blob: base64.StdEncoding.EncodeToString(logoPNG)},
+	}
+}
+
+// skillServer serves skills with mcptest: the entries, two a page, by skills/list and
+// skills/get, and the files as resources, counting the reads of each.
+type skillServer struct {
+	*mcptest.Server
+	mu      sync.Mutex
+	reads   []string // the URIs read, in order
+	methods map[string]int
+}
+
+func newSkillServer(t *testing.T, entries []*mcpclient.Skill, files map[string]mcpclient.ResourceContents, opts ...mcptest.Option) *skillServer {
+	t.Helper()
+	s := &skillServer{methods: map[string]int{}}
+	count := func(method string) {
+		s.mu.Lock()
+		s.methods[method]++
+		s.mu.Unlock()
+	}
+	opts = append([]mcptest.Option{
+		mcptest.WithExtension(mcpclient.SkillsExtension, nil),
+		mcptest.WithMethod("skills/list", func(_ context.Context, params json.RawMessage) (any, error) {
+			count("skills/list")
+			var p struct{ Cursor string }
+			json.Unmarshal(params, &p)
+			start, _ := strconv.Atoi(p.Cursor)
+			end := min(start+2, len(entries))
+			res := map[string]any{"skills": entries[start:end]}
+			if end < len(entries) {
+				res["nextCursor"] = strconv.Itoa(end)
+			}
+			return res, nil
+		}),
+		mcptest.WithMethod("skills/get", func(_ context.Context, params json.RawMessage) (any, error) {
+			count("skills/get")
+			var p struct{ URI string }
+			json.Unmarshal(params, &p)
+			for _, e := range entries {
+				if e.URI == p.URI {
+					return map[string]any{"skill": e}, nil
+				}
+			}
+			if p.URI == "skill://impostor/SKILL.md" {
+				return map[string]any{"skill": entries[0]}, nil
+			}
+			return nil, &mcpclient.RPCError{Code: mcpclient.RPCInvalidParams, Message: "unknown skill"}
+		}),
+	}, opts...)
+	for uri, rc := range files {
+		opts = append(opts, mcptest.WithResource(mcpclient.Resource{URI: uri, Name: uri}, func(context.Context, string) ([]mcpclient.ResourceContents, error) {
+			s.mu.Lock()
+			s.reads = append(s.reads, uri)
+			s.mu.Unlock()
+			rc.URI = uri
+			return []mcpclient.ResourceContents{rc}, nil
+		}))
+	}
+	s.Server = mcptest.NewTestServer(t, opts...)
+	return s
+}
+
+// read returns the URIs read so far, in order.
+func (s *skillServer) read() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reads)
+}
+
+func (s *skillServer) calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.methods[method]
+}
+
+// refusal returns the *SkillVerificationError of err, failing the test unless err is the
+// *Error of a refused skill file.
+func refusal(t *testing.T, err error) *mcpclient.SkillVerificationError {
+	t.Helper()
+	var sve *mcpclient.SkillVerificationError
+	if !errors.As(err, &sve) || !errors.Is(err, mcpclient.ErrSkillVerification) || mcpclient.CodeOf(err) != mcpclient.CodeSkillVerification {
+		t.Fatalf("error %v, want a *SkillVerificationError with CodeSkillVerification", err)
+	}
+	return sve
+}
+
+func TestSkillsListPaginatesAndGetReadsNoFile(t *testing.T) {
+	t.Parallel()
+	var entries []*mcpclient.Skill
+	for _, name := range []string{"alpha", "beta", "gamma", "delta", "pdf-processing"} {
+		e := pdfEntry()
+		if name != "pdf-processing" {
+			e.URI = "skill://" + name + "/SKILL.md"
+			e.Frontmatter = json.RawMessage(`{"name":"` + name + `","description":"the ` + name + ` skill"}`)
+			e.Files = []mcpclient.SkillFile{fileOf(e.URI, []byte("x"))}
+		}
+		entries = append(entries, e)
+	}
+	entries[3].Files, entries[3].Dynamic = nil, true
+	srv := newSkillServer(t, entries, pdfFiles())
+	c := mcptest.NewClient(t, srv, mcpclient.WithExtension(mcpclient.SkillsExtension, nil))
+	ctx := testCtx(t)
+
+	if decl, ok := c.ServerCapabilities().Skills(); !ok || decl.DirectoryRead {
+		t.Errorf("server declaration %+v, %v: want the extension without directoryRead", decl, ok)
+	}
+	first, err := c.ListSkillsPage(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Skills) != 2 || first.NextCursor != "2" {
+		t.Errorf("first page: %d skills, cursor %q", len(first.Skills), first.NextCursor)
+	}
+	all, err := mcpclient.Collect(c.Skills(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range all {
+		names = append(names, s.Name())
+	}
+	if want := []string{"alpha", "beta", "gamma", "delta", "pdf-processing"}; !slices.Equal(names, want) {
+		t.Errorf("listed %v, want %v", names, want)
+	}
+	if n := srv.calls("skills/list"); n != 4 {
+		t.Errorf("%d skills/list requests, want 4 (one page, then three)", n)
+	}
+	pdf := all[4]
+	if pdf.URI != pdfSkill || pdf.Description() != "Extract, fill, and assemble PDF documents" || len(pdf.Files) != 3 || pdf.Dynamic {
+		t.Errorf("listed entry %+v", pdf)
+	}
+	if !all[3].Dynamic || all[3].Files != nil {
+		t.Errorf("dynamic entry %+v", all[3])
+	}
+
+	got, err := c.GetSkill(ctx, pdfSkill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.URI != pdfSkill || !slices.Equal(got.Files, pdf.Files) || string(got.Frontmatter) != pdfFM {
+		t.Errorf("GetSkill: %+v", got)
+	}
+	if _, err := c.GetSkill(ctx, "skill://nonexistent/SKILL.md"); featRPCError(t, err).Code != mcpclient.RPCInvalidParams {
+		t.Errorf("GetSkill of an unknown skill: %v", err)
+	}
+	if _, err := c.GetSkill(ctx, "skill://impostor/SKILL.md"); mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+		t.Errorf("GetSkill answered with another skill: %v, want CodeProtocol", err)
+	}
+	if reads := srv.read(); len(reads) != 0 {
+		t.Errorf("connecting, listing and getting read %v", reads)
+	}
+}
+
+// TestSkillFilesAreReadWhenAskedAndVerified: LoadSkill reads SKILL.md alone, ReadSkillFile the
+// one file asked for, SkillFiles one file per step of the loop; each comes back verified.
+func TestSkillFilesAreReadWhenAskedAndVerified(t *testing.T) {
+	t.Parallel()
+	srv := newSkillServer(t, []*mcpclient.Skill{pdfEntry()}, pdfFiles())
+	c := mcptest.NewClient(t, srv)
+	ctx := testCtx(t)
+	skill, err := c.GetSkill(ctx, pdfSkill)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	md, err := c.LoadSkill(ctx, skill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(md.Data) != pdfMD || !md.Verified || md.MIMEType != "text/markdown" || md.URI != pdfSkill {
+		t.Errorf("LoadSkill: %+v", md)
+	}
+	if reads := srv.read(); !slices.Equal(reads, []string{pdfSkill}) {
+		t.Errorf("LoadSkill read %v, want SKILL.md alone", reads)
+	}
+	_, body, ok := mcpclient.SplitFrontmatter(md.Data)
+	if !ok || string(body) != "\nSkill body.\n" {
+		t.Errorf("SKILL.md body %q, %v", body, ok)
+	}
+
+	logo, err := c.ReadSkillFile(ctx, skill, pdfLogo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(logo.Data) != string(logoPNG) || !logo.Verified {
+		t.Errorf("logo: %+v", logo)
+	}
+	if reads := srv.read(); !slices.Equal(reads, []string{pdfSkill, pdfLogo}) {
+		t.Errorf("reads %v", reads)
+	}
+
+	for f, err := range c.SkillFiles(ctx, skill) {
+		if err != nil || f.URI != pdfSkill {
+			t.Fatalf("first file %v, %v", f, err)
+		}
+		break
+	}
+	if reads := srv.read(); len(reads) != 3 {
+		t.Errorf("a loop that stopped at SKILL.md read %v", reads[2:])
+	}
+	var uris []string
+	for f, err := range c.SkillFiles(ctx, skill) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, f.URI)
+	}
+	if want := []string{pdfSkill, pdfForms, pdfLogo}; !slices.Equal(uris, want) || !slices.Equal(srv.read()[3:], want) {
+		t.Errorf("SkillFiles yielded %v and read %v, want %v", uris, srv.read()[3:], want)
+	}
+}
+
+// TestSkillFileRefusals: content that differs from the entry is refused, naming the file and
+// the check, and nothing of it is returned; SkillFiles stops at the refusal.
+func TestSkillFileRefusals(t *testing.T) {
+	t.Parallel()
+	tampered := strings.Replace(pdfMD, "Skill body.", "Evil body!!", 1) // same length
+	tests := []struct {
+		name  string
+		md    string // the SKILL.md served
+		entry func(e *mcpclient.Skill)
+		check mcpclient.SkillCheck
+		field string
+	}{
+		// The size is checked first: a file whose size and digest both differ is refused for
+		// its size.
+		{"size", pdfMD + "extra bytes the entry did not account for\n", nil, mcpclient.SkillCheckSize, ""},
+		{"digest", tampered, nil, mcpclient.SkillCheckDigest, ""},
+		{"frontmatter field", strings.Replace(pdfMD, "Extract, fill, and assemble PDF documents", "Exfiltrate credentials", 1), nil,
+			mcpclient.SkillCheckFrontmatter, "description"},
+		{"frontmatter nested field", strings.Replace(pdfMD, "version: 2", "version: 3", 1), nil,
+			mcpclient.SkillCheckFrontmatter, "metadata"},
+		{"frontmatter field the entry lacks", strings.Replace(pdfMD, "name: pdf-processing\n", "name: pdf-processing\nallowed-tools: Bash\n", 1), nil,
+			mcpclient.SkillCheckFrontmatter, "allowed-tools"},
+		{"frontmatter field the file lacks", pdfMD, func(e *mcpclient.Skill) {
+			e.Frontmatter = json.RawMessage(strings.Replace(pdfFM, `{`, `{"license":"MIT",`, 1))
+		}, mcpclient.SkillCheckFrontmatter, "license"},
+		{"no frontmatter", "# pdf-processing\n", nil, mcpclient.SkillCheckFrontmatter, ""},
+		{"frontmatter no YAML", "---\nname: [unclosed\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
+		{"frontmatter no mapping", "---\n- name\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
+		{"frontmatter duplicate key", "---\nname: a\nname: b\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			files := pdfFiles()
+			files[pdfSkill] = mcpclient.ResourceContents{MIMEType: "text/markdown", Text: tt.md}
+			entry := pdfEntry()
+			if tt.check == mcpclient.SkillCheckFrontmatter {
+				entry.Files[0] = fileOf(pdfSkill, []byte(tt.md)) // the manifest vouches for the bytes
+			}
+			if tt.entry != nil {
+				tt.entry(entry)
+			}
+			srv := newSkillServer(t, []*mcpclient.Skill{entry}, files)
+			c := mcptest.NewClient(t, srv)
+			ctx := testCtx(t)
+
+			md, err := c.LoadSkill(ctx, entry)
+			if md != nil {
+				t.Errorf("LoadSkill returned the refused content %q", md.Data)
+			}
+			sve := refusal(t, err)
+			if sve.Check != tt.check || sve.Field != tt.field || sve.File != pdfSkill || sve.Skill != pdfSkill {
+				t.Errorf("refusal %+v, want check %s, field %q", sve, tt.check, tt.field)
+			}
+			var e *mcpclient.Error
+			if errors.As(err, &e); e.Request == nil || e.Request.Method() != "resources/read" {
+				t.Errorf("the *Error names request %v, want the resources/read", e.Request)
+			}
+			t.Log(err)
+
+			var yielded []string
+			for f, err := range c.SkillFiles(ctx, entry) {
+				if err != nil {
+					refusal(t, err)
+					break
+				}
+				yielded = append(yielded, f.URI)
+			}
+			if len(yielded) != 0 {
+				t.Errorf("SkillFiles yielded %v before the refusal", yielded)
+			}
+			if reads := srv.read(); !slices.Equal(reads, []string{pdfSkill, pdfSkill}) {
+				t.Errorf("reads %v: want SKILL.md twice, and nothing after it was refused", reads)
+			}
+		})
+	}
+
+	t.Run("supporting file", func(t *testing.T) {
+		t.Parallel()
+		files := pdfFiles()
+		files[pdfForms] = mcpclient.ResourceContents{Text: "Supporting content!\n"}
+		files[pdfLogo] = mcpclient.ResourceContents{Blob: base64.StdEncoding.EncodeToString(logoPNG[1:])}
+		srv := newSkillServer(t, []*mcpclient.Skill{pdfEntry()}, files)
+		c := mcptest.NewClient(t, srv)
+		ctx := testCtx(t)
+		_, err := c.ReadSkillFile(ctx, pdfEntry(), pdfForms)
+		if sve := refusal(t, err); sve.Check != mcpclient.SkillCheckDigest || sve.File != pdfForms || sve.Want != pdfEntry().Files[1].Digest {
+			t.Errorf("FORMS.md: %+v", sve)
+		}
+		_, err = c.ReadSkillFile(ctx, pdfEntry(), pdfLogo)
+		if sve := refusal(t, err); sve.Check != mcpclient.SkillCheckSize || sve.Want != "8 bytes" || sve.Got != "7 bytes" {
+			t.Errorf("logo: %+v", sve)
+		}
+		var got []string
+		for f, err := range c.SkillFiles(ctx, pdfEntry()) {
+			if err != nil {
+				if refusal(t, err).File != pdfForms {
+					t.Errorf("SkillFiles refused %v", err)
+				}
+				break
+			}
+			got = append(got, f.URI)
+		}
+		if !slices.Equal(got, []string{pdfSkill}) || !slices.Equal(srv.read()[2:], []string{pdfSkill, pdfForms}) {
+			t.Errorf("SkillFiles yielded %v and read %v: it must stop at the refused FORMS.md", got, srv.read()[2:])
+		}
+	})
+}
+
+// TestSkillFrontmatterComparesAsJSON: the frontmatter matches the entry as JSON values do,
+// whatever the YAML spelling: quoting, block scalars, flow collections, aliases, numbers
+// spelled otherwise, and a field that is null in one and absent in the other.
+func TestSkillFrontmatterComparesAsJSON(t *testing.T) {
+	t.Parallel()
+	md := "\uFEFF---\r\nname: 'pdf-processing'\r\ndescription: >-\r\n  Extract, fill,\r\n  and assemble PDF documents\r\n" +
+		"metadata: &m {tags: [pdf, \"forms\"], version: 2.0}\r\ncopy: *m\r\nlicense: ~\r\nbig: 12345678901234567890\r\n--- \r\nbody\r\n"
+	entry := &mcpclient.Skill{
+		URI: pdfSkill,
+		Frontmatter: json.RawMessage(`{"name":"pdf-processing","description":"Extract, fill, and assemble PDF documents",` +
+			`"metadata":{"version":2,"tags":["pdf","forms"]},"copy":{"tags":["pdf","forms"],"version":2e0},"big":12345678901234567890}`),
+		Files: []mcpclient.SkillFile{fileOf(pdfSkill, []byte(md))},
+	}
+	srv := newSkillServer(t, nil, map[string]mcpclient.ResourceContents{pdfSkill: {Text: md}})
+	c := mcptest.NewClient(t, srv)
+	if _, err := c.LoadSkill(testCtx(t), entry); err != nil {
+		t.Fatal(err)
+	}
+	entry.Frontmatter = json.RawMessage(strings.Replace(string(entry.Frontmatter), "12345678901234567890", "12345678901234567891", 1))
+	if sve := refusal(t, second(c.LoadSkill(testCtx(t), entry))); sve.Field != "big" {
+		t.Errorf("an integer beyond float64 that differs in its last digit: %+v", sve)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// TestSkillEntryRefusedBeforeAnyRead: a skill whose entry cannot vouch for its files, or that is
+// beyond the client's limits, is refused without reading anything.
+func TestSkillEntryRefusedBeforeAnyRead(t *testing.T) {
+	t.Parallel()
+	many := func(n int) func(e *mcpclient.Skill) {
+		return func(e *mcpclient.Skill) {
+			for i := len(e.Files); i < n; i++ {
+				e.Files = append(e.Files, fileOf(fmt.Sprintf("skill://pdf-processing/f%d", i), nil))
+			}
+		}
+	}
+	tests := []struct {
+		name   string
+		opts   []mcpclient.Option
+		entry  func(e *mcpclient.Skill)
+		uri    string // the file read; "" for SKILL.md
+		check  mcpclient.SkillCheck
+		target error
+		// fileOnly: the entry is sound and the refusal is of the one file read, which
+		// SkillFiles, reading the files the manifest lists, does not meet.
+		fileOnly bool
+	}{
+		{"dynamic", nil, func(e *mcpclient.Skill) { e.Files, e.Dynamic = nil, true }, "", mcpclient.SkillCheckDynamic, mcpclient.ErrSkillUnverifiable, false},
+		{"files over the default limit", nil, many(mcpclient.DefaultSkillMaxFiles + 1), "", mcpclient.SkillCheckLimits, nil, false},
+		{"bytes over the default limit", nil, func(e *mcpclient.Skill) { e.Files[2].Size = mcpclient.DefaultSkillMaxBytes }, "", mcpclient.SkillCheckLimits, nil, false},
+		{"a size that would wrap the sum", nil, func(e *mcpclient.Skill) { e.Files[2].Size = math.MaxInt64 }, "", mcpclient.SkillCheckLimits, nil, false},
+		{"files over WithSkillLimits", []mcpclient.Option{mcpclient.WithSkillLimits(2, 0)}, nil, "", mcpclient.SkillCheckLimits, nil, false},
+		{"bytes over WithSkillLimits", []mcpclient.Option{mcpclient.WithSkillLimits(0, int64(len(pdfMD)))}, nil, "", mcpclient.SkillCheckLimits, nil, false},
+		{"no manifest", nil, func(e *mcpclient.Skill) { e.Files = nil }, "", mcpclient.SkillCheckManifest, nil, false},
+		{"no SKILL.md in the manifest", nil, func(e *mcpclient.Skill) { e.Files = e.Files[1:] }, pdfForms, mcpclient.SkillCheckManifest, nil, false},
+		{"a file listed twice", nil, func(e *mcpclient.Skill) { e.Files = append(e.Files, e.Files[1]) }, "", mcpclient.SkillCheckManifest, nil, false},
+		{"a file outside the skill", nil, func(e *mcpclient.Skill) { e.Files[1].URI = "skill://other/FORMS.md" }, "", mcpclient.SkillCheckManifest, nil, false},
+		{"a digest in capitals", nil, func(e *mcpclient.Skill) { e.Files[1].Digest = strings.ToUpper(e.Files[1].Digest) }, "", mcpclient.SkillCheckManifest, nil, false},
+		{"a digest of another hash", nil, func(e *mcpclient.Skill) { e.Files[1].Digest = "md5:" + e.Files[1].Digest[7:] }, "", mcpclient.SkillCheckManifest, nil, false},
+		{"a negative size", nil, func(e *mcpclient.Skill) { e.Files[1].Size = -1 }, "", mcpclient.SkillCheckManifest, nil, false},
+		{"a file not listed", nil, nil, "skill://pdf-processing/scripts/run.sh", mcpclient.SkillCheckManifest, nil, true},
+		{"frontmatter no object", nil, func(e *mcpclient.Skill) { e.Frontmatter = json.RawMessage(`["name"]`) }, "", mcpclient.SkillCheckManifest, nil, false},
+		{"no SKILL.md URI", nil, func(e *mcpclient.Skill) { e.URI = "skill://pdf-processing/README.md" }, pdfForms, mcpclient.SkillCheckManifest, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newSkillServer(t, nil, pdfFiles())
+			c := mcptest.NewClient(t, srv, tt.opts...)
+			ctx := testCtx(t)
+			entry := pdfEntry()
+			if tt.entry != nil {
+				tt.entry(entry)
+			}
+			uri := tt.uri
+			if uri == "" {
+				uri = entry.URI
+			}
+			_, err := c.ReadSkillFile(ctx, entry, uri)
+			sve := refusal(t, err)
+			if sve.Check != tt.check {
+				t.Errorf("refusal %v, want the %s check", err, tt.check)
+			}
+			if tt.target != nil && !errors.Is(err, tt.target) {
+				t.Errorf("%v is not %v", err, tt.target)
+			}
+			if tt.check != mcpclient.SkillCheckDynamic && errors.Is(err, mcpclient.ErrSkillUnverifiable) {
+				t.Errorf("%v is ErrSkillUnverifiable", err)
+			}
+			var e *mcpclient.Error
+			if errors.As(err, &e); e.Request != nil {
+				t.Errorf("the refusal names request %v: nothing should have been sent", e.Request.ID())
+			}
+			if !tt.fileOnly {
+				for _, err := range c.SkillFiles(ctx, entry) {
+					if sve := refusal(t, err); sve.Check != tt.check {
+						t.Errorf("SkillFiles: %v", err)
+					}
+				}
+			}
+			if reads := srv.read(); len(reads) != 0 {
+				t.Errorf("read %v", reads)
+			}
+			t.Log(err)
+		})
+	}
+
+	t.Run("negative limits", func(t *testing.T) {
+		t.Parallel()
+		if _, err := mcpclient.Connect(testCtx(t), mcptest.NewTestServer(t).Transport(), mcpclient.WithSkillLimits(-1, 0)); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			t.Errorf("Connect with a negative limit: %v", err)
+		}
+	})
+	t.Run("nil skill", func(t *testing.T) {
+		t.Parallel()
+		c := mcptest.NewClient(t, mcptest.NewTestServer(t))
+		if _, err := c.LoadSkill(testCtx(t), nil); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			t.Errorf("LoadSkill(nil): %v", err)
+		}
+	})
+}
+
+// TestSkillDynamicReadUnverified: with WithUnverifiableFiles the files of a skill without a
+// manifest are returned, not verified, within the skill's directory; its SKILL.md's frontmatter
+// is still compared with the entry's.
+func TestSkillDynamicReadUnverified(t *testing.T) {
+	t.Parallel()
+	files := pdfFiles()
+	files["skill://other/SKILL.md"] = mcpclient.ResourceContents{Text: pdfMD}
+	srv := newSkillServer(t, nil, files)
+	c := mcptest.NewClient(t, srv)
+	ctx := testCtx(t)
+	entry := pdfEntry()
+	entry.Files, entry.Dynamic = nil, true
+
+	md, err := c.LoadSkill(ctx, entry, mcpclient.WithUnverifiableFiles())
+	if err != nil || md.Verified || string(md.Data) != pdfMD {
+		t.Fatalf("LoadSkill: %+v, %v; want SKILL.md, not verified", md, err)
+	}
+	forms, err := c.ReadSkillFile(ctx, entry, pdfForms, mcpclient.WithUnverifiableFiles())
+	if err != nil || forms.Verified || string(forms.Data) != formsMD {
+		t.Fatalf("ReadSkillFile: %+v, %v", forms, err)
+	}
+	if _, err := c.ReadSkillFile(ctx, entry, "skill://other/SKILL.md", mcpclient.WithUnverifiableFiles()); refusal(t, err).Check != mcpclient.SkillCheckManifest {
+		t.Errorf("a file outside the skill: %v", err)
+	}
+	var n int
+	for f, err := range c.SkillFiles(ctx, entry, mcpclient.WithUnverifiableFiles()) {
+		if err != nil || f.URI != pdfSkill {
+			t.Fatalf("SkillFiles: %v, %v", f, err)
+		}
+		n++
+	}
+	if n != 1 {
+		t.Errorf("SkillFiles of a dynamic skill yielded %d files, want SKILL.md alone", n)
+	}
+	entry.Frontmatter = json.RawMessage(`{"name":"pdf-processing","description":"something else"}`)
+	if _, err := c.LoadSkill(ctx, entry, mcpclient.WithUnverifiableFiles()); refusal(t, err).Field != "description" {
+		t.Errorf("a dynamic skill whose frontmatter differs: %v", err)
+	}
+	if reads := srv.read(); !slices.Equal(reads, []string{pdfSkill, pdfForms, pdfSkill, pdfSkill}) {
+		t.Errorf("reads %v", reads)
+	}
+}
+
+func TestReadDirectory(t *testing.T) {
+	t.Parallel()
+	children := []*mcpclient.Resource{
+		{URI: pdfSkill, Name: "SKILL.md", MIMEType: "text/markdown"},
+		{URI: "skill://pdf-processing/references", Name: "references", MIMEType: mcpclient.MIMETypeDirectory},
+		{URI: "skill://pdf-processing/assets", Name: "assets", MIMEType: mcpclient.MIMETypeDirectory},
+	}
+	var mu sync.Mutex
+	reads := 0
+	read := mcptest.WithMethod("resources/directory/read", func(_ context.Context, params json.RawMessage) (any, error) {
+		mu.Lock()
+		reads++
+		mu.Unlock()
+		var p struct{ URI, Cursor string }
+		json.Unmarshal(params, &p)
+		if p.URI != "skill://pdf-processing" {
+			return nil, &mcpclient.RPCError{Code: mcpclient.RPCInvalidParams, Message: "not a directory"}
+		}
+		if p.Cursor == "" {
+			return mcpclient.ReadDirectoryResult{Resources: children[:2], NextCursor: "2"}, nil
+		}
+		return mcpclient.ReadDirectoryResult{Resources: children[2:]}, nil
+	})
+
+	t.Run("declared", func(t *testing.T) {
+		c := mcptest.NewClient(t, mcptest.NewTestServer(t, read, mcptest.WithExtension(mcpclient.SkillsExtension, mcpclient.SkillsCapability{DirectoryRead: true})))
+		ctx := testCtx(t)
+		got, err := mcpclient.Collect(c.ReadDirectory(ctx, "skill://pdf-processing"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 || got[1].MIMEType != mcpclient.MIMETypeDirectory || got[2].URI != "skill://pdf-processing/assets" {
+			t.Errorf("children %+v", got)
+		}
+		if _, err := c.ReadDirectoryPage(ctx, pdfSkill, ""); featRPCError(t, err).Code != mcpclient.RPCInvalidParams {
+			t.Errorf("a file read as a directory: %v", err)
+		}
+	})
+	t.Run("not declared", func(t *testing.T) {
+		for _, decl := range []mcptest.Option{nil, mcptest.WithExtension(mcpclient.SkillsExtension, nil)} {
+			mu.Lock()
+			before := reads
+			mu.Unlock()
+			c := mcptest.NewClient(t, mcptest.NewTestServer(t, read, decl))
+			_, err := c.ReadDirectoryPage(testCtx(t), "skill://pdf-processing", "")
+			if !errors.Is(err, mcpclient.ErrDirectoryReadNotDeclared) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+				t.Errorf("ReadDirectoryPage: %v, want ErrDirectoryReadNotDeclared", err)
+			}
+			if _, err := mcpclient.Collect(c.ReadDirectory(testCtx(t), "skill://pdf-processing")); !errors.Is(err, mcpclient.ErrDirectoryReadNotDeclared) {
+				t.Errorf("ReadDirectory: %v", err)
+			}
+			mu.Lock()
+			if reads != before {
+				t.Errorf("%d requests sent", reads-before)
+			}
+			mu.Unlock()
+		}
+	})
+}
+
+// TestSkillEntryJSON: an entry decodes and encodes in each of its forms, and resources that are
+// no manifest leave the entry without one rather than failing the listing.
+func TestSkillEntryJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in, out     string
+		files       int
+		dynamic     bool
+		noManifest  bool
+		name, descr string
+	}{
+		{in: `{"uri":"skill://a/SKILL.md","frontmatter":{"name":"a","description":"d"},"resources":[{"uri":"skill://a/SKILL.md","digest":"sha256:00","size":3}],"_meta":{"k":1}}`,
+			out:   `{"uri":"skill://a/SKILL.md","frontmatter":{"name":"a","description":"d"},"resources":[{"uri":"skill://a/SKILL.md","digest":"sha256:00","size":3}],"_meta":{"k":1}}`,
+			files: 1, name: "a", descr: "d"},
+		{in: `{"uri":"skill://a/SKILL.md","frontmatter":{"name":7},"resources":"dynamic"}`,
+			out: `{"uri":"skill://a/SKILL.md","frontmatter":{"name":7},"resources":"dynamic"}`, dynamic: true},
+		{in: `{"uri":"skill://a/SKILL.md","resources":[]}`, out: `{"uri":"skill://a/SKILL.md","resources":[]}`},
+		{in: `{"uri":"skill://a/SKILL.md"}`, out: `{"uri":"skill://a/SKILL.md"}`, noManifest: true},
+		{in: `{"uri":"skill://a/SKILL.md","resources":"static"}`, out: `{"uri":"skill://a/SKILL.md"}`, noManifest: true},
+		{in: `{"uri":"skill://a/SKILL.md","resources":[{"uri":1}]}`, out: `{"uri":"skill://a/SKILL.md"}`, noManifest: true},
+		{in: `{"uri":"skill://a/SKILL.md","resources":{"a":1}}`, out: `{"uri":"skill://a/SKILL.md"}`, noManifest: true},
+	}
+	for _, tt := range tests {
+		var s mcpclient.Skill
+		if err := json.Unmarshal([]byte(tt.in), &s); err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if len(s.Files) != tt.files || s.Dynamic != tt.dynamic || s.Name() != tt.name || s.Description() != tt.descr {
+			t.Errorf("%s: decoded %+v", tt.in, s)
+		}
+		if out, err := json.Marshal(s); err != nil || string(out) != tt.out {
+			t.Errorf("%s: encoded %s, %v; want %s", tt.in, out, err, tt.out)
+		}
+	}
+	var s mcpclient.Skill
+	if err := json.Unmarshal([]byte(`{"uri":1}`), &s); err == nil {
+		t.Error("an entry whose uri is no string decoded")
+	}
+}

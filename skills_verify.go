@@ -1,0 +1,709 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"math/big"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// What the client checks of a skill's files. Before reading anything it checks the entry: a
+// skill must have a well-formed manifest within the client's limits. Every file it reads is
+// checked against its manifest entry, its size first and then its digest, and the skill's own
+// SKILL.md also has its frontmatter compared with the entry's field by field. A file that fails
+// a check is never returned: the caller gets a *SkillVerificationError naming the file and the
+// check, in an *Error with CodeSkillVerification.
+
+// The limits the Skills extension sets on a skill, which WithSkillLimits can change for a
+// client: a skill whose manifest lists more files, or more bytes, is refused before any of its
+// files is read, so that a server cannot make the client fetch without bound.
+const (
+	// DefaultSkillMaxFiles bounds the files a skill's manifest may list, SKILL.md included.
+	DefaultSkillMaxFiles = 512
+	// DefaultSkillMaxBytes bounds the sizes of a skill's files, summed over its manifest:
+	// 16 MiB.
+	DefaultSkillMaxBytes = 16 << 20
+)
+
+// WithSkillLimits sets the limits of the skills whose files the client reads: at most maxFiles
+// files in a manifest, SKILL.md included, and at most maxBytes bytes summed over them. A skill
+// beyond either is refused before any of its files is read (SkillCheckLimits). A limit of 0
+// keeps its default; Connect refuses a negative one with CodeInvalidArgument. Default:
+// DefaultSkillMaxFiles and DefaultSkillMaxBytes, the limits the Skills extension sets for
+// servers.
+func WithSkillLimits(maxFiles int, maxBytes int64) Option {
+	return optionFunc(func(c *config) {
+		if maxFiles < 0 || maxBytes < 0 {
+			c.refuse("WithSkillLimits(%d, %d): a negative limit", maxFiles, maxBytes)
+			return
+		}
+		c.skillFiles, c.skillBytes = maxFiles, maxBytes
+	})
+}
+
+// skillLimits returns the limits in force.
+func (c *config) skillLimits() (maxFiles int, maxBytes int64) {
+	maxFiles, maxBytes = DefaultSkillMaxFiles, DefaultSkillMaxBytes
+	if c.skillFiles > 0 {
+		maxFiles = c.skillFiles
+	}
+	if c.skillBytes > 0 {
+		maxBytes = c.skillBytes
+	}
+	return maxFiles, maxBytes
+}
+
+// A SkillOption configures the reading of a skill's files.
+type SkillOption interface{ applySkill(*skillConfig) }
+
+type skillOptionFunc func(*skillConfig)
+
+func (f skillOptionFunc) applySkill(c *skillConfig) { f(c) }
+
+type skillConfig struct {
+	unverifiable bool
+}
+
+// WithUnverifiableFiles accepts the files of a skill that publishes no manifest (Dynamic):
+// they are returned with Verified false, having been checked for nothing but, for SKILL.md, its
+// frontmatter against the entry's, and for a URI within the skill's directory. Without it the
+// files of such a skill are refused before anything is read, with ErrSkillUnverifiable. Files
+// of a skill that has a manifest are verified whatever the option.
+func WithUnverifiableFiles() SkillOption {
+	return skillOptionFunc(func(c *skillConfig) { c.unverifiable = true })
+}
+
+// SkillCheck names a check of a skill's files against its entry.
+type SkillCheck string
+
+// The checks, in the order they are made.
+const (
+	// SkillCheckDynamic: the skill publishes no manifest ("resources": "dynamic"), so its
+	// files cannot be verified; see WithUnverifiableFiles. Found before anything is read.
+	SkillCheckDynamic SkillCheck = "dynamic"
+	// SkillCheckManifest: the entry cannot vouch for the file: it has no manifest, or a
+	// malformed one (a frontmatter that is no object, a digest not of the form sha256:{64 hex},
+	// a negative size, a file listed twice or outside the skill's directory, no entry for
+	// SKILL.md), or its manifest does not list the file. Found before anything is read.
+	SkillCheckManifest SkillCheck = "manifest"
+	// SkillCheckLimits: the manifest lists more files, or more bytes, than the client's limits
+	// (WithSkillLimits). Found before anything is read.
+	SkillCheckLimits SkillCheck = "limits"
+	// SkillCheckContent: the server's answer to resources/read holds no usable content for the
+	// file (none for its URI, both text and a blob, a blob that is no base64).
+	SkillCheckContent SkillCheck = "content"
+	// SkillCheckSize: the file's length differs from the size in the manifest. It is checked
+	// before the digest, which is then not computed.
+	SkillCheckSize SkillCheck = "size"
+	// SkillCheckDigest: the file's SHA-256 digest differs from the one in the manifest.
+	SkillCheckDigest SkillCheck = "digest"
+	// SkillCheckFrontmatter: the skill's SKILL.md has no YAML frontmatter, one that does not
+	// parse as a mapping, or one that differs from the entry's frontmatter in a field (Field).
+	SkillCheckFrontmatter SkillCheck = "frontmatter"
+)
+
+// SkillVerificationError reports a skill file the client refused, and why. It is the cause of
+// an *Error with CodeSkillVerification: errors.As finds it, and errors.Is matches
+// ErrSkillVerification, and ErrSkillUnverifiable too for SkillCheckDynamic.
+type SkillVerificationError struct {
+	// Skill is the URI of the skill's SKILL.md, as its entry gives it.
+	Skill string
+	// File is the URI of the file refused; "" when the check is of the whole skill (its
+	// manifest, its limits).
+	File string
+	// Check is the check that failed.
+	Check SkillCheck
+	// Field is, for SkillCheckFrontmatter, the first field (in sorted order) whose value differs.
+	Field string
+	// Want and Got are, for people, what the entry says and what the client found: sizes,
+	// digests, frontmatter values as JSON, limits. Empty where the check has none.
+	Want, Got string
+	// Err is the underlying cause, such as the YAML parser's error; may be nil.
+	Err error
+}
+
+func (e *SkillVerificationError) Error() string {
+	var b strings.Builder
+	b.WriteString("skill ")
+	b.WriteString(e.Skill)
+	if e.File != "" && e.File != e.Skill {
+		b.WriteString(", file ")
+		b.WriteString(e.File)
+	}
+	fmt.Fprintf(&b, ": the %s check failed", e.Check)
+	if e.Field != "" {
+		fmt.Fprintf(&b, " for field %q", e.Field)
+	}
+	if e.Want != "" || e.Got != "" {
+		fmt.Fprintf(&b, ": want %s, got %s", e.Want, e.Got)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying cause.
+func (e *SkillVerificationError) Unwrap() error { return e.Err }
+
+// Is matches ErrSkillVerification, and ErrSkillUnverifiable for a skill without a manifest.
+func (e *SkillVerificationError) Is(target error) bool {
+	return target == ErrSkillVerification || (target == ErrSkillUnverifiable && e.Check == SkillCheckDynamic)
+}
+
+// SkillFileContent is a skill file as the client read and checked it.
+type SkillFileContent struct {
+	// URI is the file's resource URI.
+	URI string
+	// MIMEType is the mimeType the server gave the content, if any.
+	MIMEType string
+	// Data is the file's bytes: the text the server sent, or its blob decoded.
+	Data []byte
+	// Verified: Data matched the file's size and digest in the manifest. It is false only for
+	// a file of a skill without a manifest, read with WithUnverifiableFiles.
+	Verified bool
+}
+
+// LoadSkill reads the skill's SKILL.md and checks it against the entry: its size and digest
+// against the manifest, its frontmatter against the entry's field by field. It reads nothing
+// else: the skill's other files stay on the server until ReadSkillFile or SkillFiles asks for
+// them. See ReadSkillFile for the checks and errors.
+func (c *Client) LoadSkill(ctx context.Context, skill *Skill, opts ...SkillOption) (*SkillFileContent, error) {
+	if skill == nil {
+		return nil, returned(&Error{Code: CodeInvalidArgument, Err: errors.New("LoadSkill: nil skill")})
+	}
+	return c.ReadSkillFile(ctx, skill, skill.URI, opts...)
+}
+
+// ReadSkillFile reads the file at uri of skill, with resources/read, and returns it once it
+// passed every check (see SkillCheck). Before reading it checks the entry: a skill without a
+// manifest (Dynamic) is refused unless WithUnverifiableFiles is given, as are a malformed
+// manifest, one beyond the client's limits (WithSkillLimits), and a file the manifest does not
+// list; nothing is read then. The file read must have the size the manifest gives it, then its
+// digest; the skill's SKILL.md must also have a YAML frontmatter equal to the entry's, field by
+// field. Content that fails a check is not returned: the error is an *Error with
+// CodeSkillVerification (ErrSkillVerification) whose cause is a *SkillVerificationError naming
+// the file and the check. A failed resources/read returns its own *Error.
+func (c *Client) ReadSkillFile(ctx context.Context, skill *Skill, uri string, opts ...SkillOption) (*SkillFileContent, error) {
+	p, err := c.planSkill(skill, opts)
+	if err != nil {
+		return nil, returned(err)
+	}
+	f, err := c.readSkillFile(ctx, p, uri)
+	return f, returned(err)
+}
+
+// SkillFiles iterates over the files of skill, reading each, with resources/read, when the loop
+// asks for it: SKILL.md first, then the others in the order of the manifest; it yields the first
+// error and stops. The entry is checked before the first read, and each file as ReadSkillFile
+// checks it. Of a skill without a manifest read WithUnverifiableFiles it yields SKILL.md alone:
+// there is no list of the other files to follow (ReadDirectory may give one).
+func (c *Client) SkillFiles(ctx context.Context, skill *Skill, opts ...SkillOption) iter.Seq2[*SkillFileContent, error] {
+	return func(yield func(*SkillFileContent, error) bool) {
+		p, err := c.planSkill(skill, opts)
+		if err != nil {
+			yield(nil, returned(err))
+			return
+		}
+		for _, uri := range p.order() {
+			f, err := c.readSkillFile(ctx, p, uri)
+			if !yield(f, returned(err)) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// A skillPlan is what the checks of an entry found before anything is read.
+type skillPlan struct {
+	skill *Skill
+	dir   string // the skill's directory URI with a trailing slash: the prefix of its files
+	// files are the manifest by URI; nil for a skill without one read unverified.
+	files       map[string]SkillFile
+	frontmatter map[string]any // the entry's, decoded with json.Number
+}
+
+// skillMD is the name of the file that describes a skill, at the root of its directory.
+const skillMD = "SKILL.md"
+
+// planSkill checks the entry of skill, before any of its files is read: its URI, frontmatter,
+// manifest and limits.
+func (c *Client) planSkill(skill *Skill, opts []SkillOption) (*skillPlan, error) {
+	if skill == nil {
+		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("no skill given")}
+	}
+	var cfg skillConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applySkill(&cfg)
+		}
+	}
+	refuse := func(check SkillCheck, file, want, got string, err error) error {
+		return &Error{Code: CodeSkillVerification, Err: &SkillVerificationError{Skill: skill.URI, File: file, Check: check, Want: want, Got: got, Err: err}}
+	}
+	dir, ok := strings.CutSuffix(skill.URI, "/"+skillMD)
+	if !ok || dir == "" || strings.HasSuffix(dir, "/") {
+		return nil, refuse(SkillCheckManifest, "", "", "", fmt.Errorf("the skill's URI names no %s", skillMD))
+	}
+	p := &skillPlan{skill: skill, dir: dir + "/"}
+	fm, err := decodeObject(skill.Frontmatter)
+	if err != nil {
+		return nil, refuse(SkillCheckManifest, "", "", "", fmt.Errorf("the entry's frontmatter: %w", err))
+	}
+	p.frontmatter = fm
+	switch {
+	case skill.Dynamic && cfg.unverifiable:
+		return p, nil
+	case skill.Dynamic:
+		return nil, refuse(SkillCheckDynamic, "", "", "", errors.New("the server publishes no manifest of the skill's files"))
+	case skill.manifestErr != nil:
+		return nil, refuse(SkillCheckManifest, "", "", "", skill.manifestErr)
+	case skill.Files == nil:
+		return nil, refuse(SkillCheckManifest, "", "", "", errors.New("the entry has no manifest"))
+	}
+	maxFiles, maxBytes := c.cfg.skillLimits()
+	if n := len(skill.Files); n > maxFiles {
+		return nil, refuse(SkillCheckLimits, "", fmt.Sprintf("at most %d files", maxFiles), fmt.Sprintf("%d files", n), nil)
+	}
+	p.files = make(map[string]SkillFile, len(skill.Files))
+	var total int64
+	for _, f := range skill.Files {
+		var problem string
+		switch _, dup := p.files[f.URI]; {
+		case dup:
+			problem = "the manifest lists the file twice"
+		case f.URI != skill.URI && !strings.HasPrefix(f.URI, p.dir):
+			problem = "the file is outside the skill's directory " + dir
+		case f.Size < 0:
+			problem = fmt.Sprintf("the manifest gives the file a negative size, %d", f.Size)
+		case !validDigest(f.Digest):
+			problem = fmt.Sprintf("the manifest gives the file the digest %q, not sha256:{64 lowercase hex digits}", f.Digest)
+		}
+		if problem != "" {
+			return nil, refuse(SkillCheckManifest, f.URI, "", "", errors.New(problem))
+		}
+		p.files[f.URI] = f
+		// Compared before adding, as total never exceeds maxBytes: a size near the largest
+		// int64 cannot wrap the sum around.
+		if f.Size > maxBytes-total {
+			got := "more than 2^63 bytes"
+			if f.Size <= math.MaxInt64-total {
+				got = fmt.Sprintf("%d bytes or more", total+f.Size)
+			}
+			return nil, refuse(SkillCheckLimits, "", fmt.Sprintf("at most %d bytes", maxBytes), got, nil)
+		}
+		total += f.Size
+	}
+	if _, ok := p.files[skill.URI]; !ok {
+		return nil, refuse(SkillCheckManifest, skill.URI, "", "", fmt.Errorf("the manifest does not list the skill's %s", skillMD))
+	}
+	return p, nil
+}
+
+// order returns the URIs of the files SkillFiles reads, in the order it reads them.
+func (p *skillPlan) order() []string {
+	uris := []string{p.skill.URI}
+	if p.files == nil {
+		return uris
+	}
+	for _, f := range p.skill.Files {
+		if f.URI != p.skill.URI {
+			uris = append(uris, f.URI)
+		}
+	}
+	return uris
+}
+
+// entry returns the manifest's entry for uri, or nil for a file of a skill read unverified;
+// an error when the client must not read the file.
+func (p *skillPlan) entry(uri string) (*SkillFile, error) {
+	var why string
+	if p.files != nil {
+		f, ok := p.files[uri]
+		if ok {
+			return &f, nil
+		}
+		why = "the manifest does not list the file"
+	} else if uri == p.skill.URI || strings.HasPrefix(uri, p.dir) {
+		return nil, nil
+	} else {
+		why = "the file is outside the skill's directory " + strings.TrimSuffix(p.dir, "/")
+	}
+	return nil, &Error{Code: CodeSkillVerification, Err: &SkillVerificationError{
+		Skill: p.skill.URI, File: uri, Check: SkillCheckManifest, Err: errors.New(why)}}
+}
+
+// readSkillFile reads one file of a checked skill and checks it.
+func (c *Client) readSkillFile(ctx context.Context, p *skillPlan, uri string) (*SkillFileContent, error) {
+	entry, err := p.entry(uri)
+	if err != nil {
+		return nil, err
+	}
+	var res ReadResourceResult
+	resp, err := c.callResponse(ctx, "resources/read", uriParams{uri}, &res, nil)
+	if err != nil {
+		return nil, err
+	}
+	f, verr := p.verify(uri, entry, res.Contents)
+	if verr != nil {
+		return nil, &Error{Code: CodeSkillVerification, Request: resp.Request, Attempts: resp.Attempts, Err: verr}
+	}
+	return f, nil
+}
+
+// verify checks the contents the server sent for the file at uri against its manifest entry
+// (nil: none, the skill is read unverified), and the frontmatter of the skill's SKILL.md against
+// the entry's.
+func (p *skillPlan) verify(uri string, entry *SkillFile, contents []ResourceContents) (*SkillFileContent, *SkillVerificationError) {
+	fail := func(check SkillCheck, want, got string, err error) *SkillVerificationError {
+		return &SkillVerificationError{Skill: p.skill.URI, File: uri, Check: check, Want: want, Got: got, Err: err}
+	}
+	i := slices.IndexFunc(contents, func(c ResourceContents) bool { return c.URI == uri })
+	if i < 0 && len(contents) == 1 {
+		i = 0 // a server that names the content otherwise, but sent nothing else
+	}
+	if i < 0 {
+		return nil, fail(SkillCheckContent, "", "", fmt.Errorf("resources/read answered %d contents, none for the file", len(contents)))
+	}
+	rc := contents[i]
+	if rc.Text != "" && rc.Blob != "" {
+		return nil, fail(SkillCheckContent, "", "", errors.New("the content has both text and a blob"))
+	}
+	// The size is known before anything is decoded or hashed: a file of the wrong length is
+	// refused without further work.
+	size := int64(len(rc.Text))
+	if rc.Blob != "" {
+		n, ok := decodedLen(rc.Blob)
+		if !ok {
+			return nil, fail(SkillCheckContent, "", "", errors.New("the blob is no base64"))
+		}
+		size = n
+	}
+	if entry != nil && size != entry.Size {
+		return nil, fail(SkillCheckSize, fmt.Sprintf("%d bytes", entry.Size), fmt.Sprintf("%d bytes", size), nil)
+	}
+	data := []byte(rc.Text)
+	if rc.Blob != "" {
+		var err error
+		if data, err = decodeBase64(rc.Blob); err != nil {
+			return nil, fail(SkillCheckContent, "", "", fmt.Errorf("the blob is no base64: %w", err))
+		}
+	}
+	if entry != nil {
+		sum := sha256.Sum256(data)
+		if got := "sha256:" + hex.EncodeToString(sum[:]); got != entry.Digest {
+			return nil, fail(SkillCheckDigest, entry.Digest, got, nil)
+		}
+	}
+	if uri == p.skill.URI {
+		if e := compareFrontmatter(data, p.frontmatter); e != nil {
+			e.Skill, e.File = p.skill.URI, uri
+			return nil, e
+		}
+	}
+	return &SkillFileContent{URI: uri, MIMEType: rc.MIMEType, Data: data, Verified: entry != nil}, nil
+}
+
+// validDigest reports whether d is a SHA-256 digest as the manifest writes it.
+func validDigest(d string) bool {
+	h, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(h) != 2*sha256.Size {
+		return false
+	}
+	for i := range len(h) {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodedLen returns the length of the bytes base64 text s decodes to, padded or not, without
+// decoding it; ok is false when no base64 text has the length of s.
+func decodedLen(s string) (n int64, ok bool) {
+	if len(s)%4 == 0 {
+		pad := len(s) - len(strings.TrimRight(s, "="))
+		if pad > 2 {
+			return 0, false
+		}
+		return int64(len(s)/4*3 - pad), true
+	}
+	if len(s)%4 == 1 {
+		return 0, false
+	}
+	return int64(len(s)/4*3 + len(s)%4 - 1), true
+}
+
+func decodeBase64(s string) ([]byte, error) {
+	if len(s)%4 == 0 {
+		return base64.StdEncoding.DecodeString(s)
+	}
+	return base64.RawStdEncoding.DecodeString(s)
+}
+
+// decodeObject decodes raw, which must be a JSON object, keeping its numbers as spelled.
+func decodeObject(raw json.RawMessage) (map[string]any, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil || m == nil {
+		return nil, fmt.Errorf("%s is no JSON object", truncate(raw, 40))
+	}
+	return m, nil
+}
+
+// SplitFrontmatter splits a SKILL.md into its YAML frontmatter and its body. The frontmatter is
+// the text between a first line "---" (after an optional byte order mark) and the next line
+// that is "---", optionally followed by spaces and tabs; lines end with "\n" or "\r\n". ok is
+// false when doc has no such block; frontmatter and body are then nil. The split is the one the
+// MCP conformance suite makes, so that a host and the suite agree on which bytes are the
+// frontmatter.
+func SplitFrontmatter(doc []byte) (frontmatter, body []byte, ok bool) {
+	rest := bytes.TrimPrefix(doc, []byte("\uFEFF"))
+	rest, found := bytes.CutPrefix(rest, []byte("---"))
+	if !found {
+		return nil, nil, false
+	}
+	if r, crlf := bytes.CutPrefix(rest, []byte("\r")); crlf {
+		rest = r
+	}
+	rest, found = bytes.CutPrefix(rest, []byte("\n"))
+	if !found {
+		return nil, nil, false
+	}
+	for i := 0; i < len(rest); i++ {
+		j := bytes.IndexByte(rest[i:], '\n')
+		if j < 0 {
+			break
+		}
+		nl := i + j
+		i = nl
+		after, found := bytes.CutPrefix(rest[nl+1:], []byte("---"))
+		if !found {
+			continue
+		}
+		after = bytes.TrimLeft(after, " \t")
+		switch {
+		case len(after) == 0:
+		case after[0] == '\n':
+			after = after[1:]
+		case len(after) > 1 && after[0] == '\r' && after[1] == '\n':
+			after = after[2:]
+		default:
+			continue
+		}
+		end := nl
+		if end > 0 && rest[end-1] == '\r' {
+			end--
+		}
+		return rest[:end:end], after, true
+	}
+	return nil, nil, false
+}
+
+// maxShown bounds a value shown in an error: the YAML of a hostile frontmatter can stand for a
+// value far larger than itself (aliases of aliases).
+const maxShown = 120
+
+// compareFrontmatter compares the YAML frontmatter of doc, a SKILL.md, with want, the entry's
+// frontmatter: field by field, a field one of them lacks counting as null. A value compares
+// equal as JSON values do: numbers by value, objects by their members.
+func compareFrontmatter(doc []byte, want map[string]any) *SkillVerificationError {
+	fail := func(field, w, g string, err error) *SkillVerificationError {
+		return &SkillVerificationError{Check: SkillCheckFrontmatter, Field: field, Want: w, Got: g, Err: err}
+	}
+	text, _, ok := SplitFrontmatter(doc)
+	if !ok {
+		return fail("", "", "", fmt.Errorf("%s begins with no frontmatter block", skillMD))
+	}
+	got, err := parseYAMLMapping(text)
+	if err != nil {
+		return fail("", "", "", err)
+	}
+	fields := make([]string, 0, len(want)+len(got))
+	for k := range want {
+		fields = append(fields, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			fields = append(fields, k)
+		}
+	}
+	slices.Sort(fields)
+	for _, k := range fields {
+		if !sameValue(want[k], got[k]) {
+			return fail(k, show(want[k]), show(got[k]), nil)
+		}
+	}
+	return nil
+}
+
+// parseYAMLMapping parses YAML text that must be a mapping. A panic of the parser is turned into
+// an error: the text is the server's, and a parser bug it finds must not end the host.
+func parseYAMLMapping(text []byte) (m map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("the YAML parser failed: %v", r)
+		}
+	}()
+	var v any
+	if err := yaml.Unmarshal(text, &v); err != nil {
+		return nil, fmt.Errorf("the frontmatter is no YAML: %w", err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("the frontmatter is no YAML mapping")
+	}
+	return m, nil
+}
+
+// sameValue reports whether got, a value the YAML parser made, equals want, a JSON value
+// decoded with json.Number. The walk follows want, a tree the size of the entry: got may share
+// its parts (YAML aliases) and stand for a much larger tree, which is never walked whole.
+func sameValue(want, got any) bool {
+	switch w := want.(type) {
+	case nil:
+		return got == nil
+	case bool:
+		g, ok := got.(bool)
+		return ok && g == w
+	case string:
+		switch g := got.(type) {
+		case string:
+			return g == w
+		case []byte: // !!binary, which encoding/json renders as base64
+			return base64.StdEncoding.EncodeToString(g) == w
+		case time.Time: // !!timestamp
+			return g.Format(time.RFC3339Nano) == w
+		}
+		return false
+	case json.Number:
+		return sameNumber(w, got)
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !sameValue(w[i], g[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for k, wv := range w {
+			gv, ok := g[k]
+			if !ok || !sameValue(wv, gv) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// sameNumber compares a JSON number with a YAML one: exactly when both are integers, as
+// float64 values otherwise, as a JavaScript host would.
+func sameNumber(w json.Number, got any) bool {
+	var gi *big.Int
+	var gf float64
+	switch g := got.(type) {
+	case int:
+		gi = big.NewInt(int64(g))
+	case int64:
+		gi = big.NewInt(g)
+	case uint64:
+		gi = new(big.Int).SetUint64(g)
+	case float64:
+		gf = g
+	default:
+		return false
+	}
+	s := w.String()
+	if gi != nil && !strings.ContainsAny(s, ".eE") {
+		wi, ok := new(big.Int).SetString(s, 10)
+		return ok && wi.Cmp(gi) == 0
+	}
+	if gi != nil {
+		gf, _ = new(big.Float).SetInt(gi).Float64()
+	}
+	wf, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return false
+	}
+	return !math.IsNaN(gf) && wf == gf
+}
+
+// show renders v, a JSON or YAML value, as JSON for an error message, cut at maxShown bytes.
+func show(v any) string {
+	var b strings.Builder
+	showTo(&b, v)
+	if b.Len() > maxShown {
+		return b.String()[:maxShown] + "…"
+	}
+	return b.String()
+}
+
+// showTo writes v to b until b holds more than maxShown bytes: every step writes a byte at
+// least, so a value that aliases make huge costs no more than that.
+func showTo(b *strings.Builder, v any) {
+	if b.Len() > maxShown {
+		return
+	}
+	switch v := v.(type) {
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if showTo(b, e); b.Len() > maxShown {
+				return
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			showTo(b, k)
+			b.WriteByte(':')
+			if showTo(b, v[k]); b.Len() > maxShown {
+				return
+			}
+		}
+		b.WriteByte('}')
+	default:
+		j, err := json.Marshal(v)
+		if err != nil {
+			fmt.Fprintf(b, "%v", v) // NaN, an infinity
+			return
+		}
+		b.Write(j)
+	}
+}

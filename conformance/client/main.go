@@ -49,6 +49,7 @@ func run(scenario, url string) error {
 	if auth != nil {
 		tr.Authorizer = auth
 	}
+	opts = append(opts, skillsOptions(scenario)...)
 	c, err := mcpclient.Connect(ctx, tr, opts...)
 	if err != nil {
 		return err
@@ -90,6 +91,8 @@ func run(scenario, url string) error {
 		return touchEverything(ctx, c)
 	case "json-schema-2020-12-preservation":
 		return echoSchema(ctx, c)
+	case "sep-2640-client-no-prefetch", "sep-2640-client-verify-digest", "sep-2640-client-verify-size", "sep-2640-client-verify-frontmatter":
+		return skills(ctx, c, scenario)
 	case "http-custom-headers":
 		var scenarioContext struct {
 			ToolCalls []struct {

@@ -46,6 +46,9 @@ type HTTPRequest struct {
 	ID        mcpclient.ID
 	// Header is a copy of the request's headers.
 	Header http.Header
+	// Refused is the status (401 or 403) with which a server made WithAuthorization refused the
+	// request before the MCP server saw it; 0 for a request it served.
+	Refused int
 }
 
 // maxRecorded bounds the requests an HTTPServer remembers for Requests.
@@ -68,6 +71,10 @@ func (h *HTTPServer) record(r *http.Request, m *jsonrpc.Message) {
 			json.Unmarshal(m.ID, &rec.ID)
 		}
 	}
+	h.remember(rec)
+}
+
+func (h *HTTPServer) remember(rec HTTPRequest) {
 	h.recordMu.Lock()
 	defer h.recordMu.Unlock()
 	if len(h.recorded) == maxRecorded {
@@ -114,6 +121,9 @@ func (h *HTTPServer) Close() error {
 
 // ServeHTTP serves the MCP endpoint.
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.Server.auth.guard(h, w, r) {
+		return
+	}
 	switch {
 	case r.URL.Path == legacyStreamPath && r.Method == http.MethodGet:
 		h.record(r, nil)

@@ -83,6 +83,7 @@ type Server struct {
 	// (nil: answer with JSON), and the status of an in-flight refusal.
 	sse            *time.Duration
 	inFlightStatus int
+	auth           *protection // WithAuthorization: the tokens requests need
 
 	// ctx ends at Close; handler contexts derive from the epoch context below.
 	ctx    context.Context

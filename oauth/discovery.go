@@ -91,7 +91,9 @@ func getJSON(ctx context.Context, hc *http.Client, u string, v any) (found bool,
 const discoveryProtocolVersion = "2025-11-25"
 
 func decodeJSON(resp *http.Response, v any) error {
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "" && mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+	// Servers label JSON carelessly (text/plain is common), and the body is parsed as JSON
+	// whatever the label; an HTML page, though, is a login page or a captive portal, and says so.
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
 		return fmt.Errorf("content type %q, want JSON", mt)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataSize+1))

@@ -89,6 +89,8 @@ type options struct {
 	retry         string
 	timeout       time.Duration
 	headers       headerFlags
+	auth          bool
+	tokenFile     string
 	method        string
 	params        json.RawMessage
 }
@@ -114,6 +116,8 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 	fs.StringVar(&o.retry, "retry", "auto", "auto | always | never")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "overall deadline")
 	fs.Var(&o.headers, "header", "extra HTTP header 'K: V', repeatable")
+	fs.BoolVar(&o.auth, "auth", false, "authorize with OAuth when the server asks: sign in through the browser (a loopback redirect), tokens kept in -token-file")
+	fs.StringVar(&o.tokenFile, "token-file", "", "where -auth keeps tokens (mode 0600; default: the user's config directory, mcpclient/tokens.json)")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -135,6 +139,10 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 		return nil, errors.New("-timeout must be positive")
 	case fs.Arg(0) == "":
 		return nil, errors.New("METHOD is empty")
+	case o.auth && o.cmd != "":
+		return nil, errors.New("-auth is for -url and -sse: a stdio server takes no OAuth")
+	case o.tokenFile != "" && !o.auth:
+		return nil, errors.New("-token-file needs -auth")
 	}
 	for name, endpoint := range map[string]string{"-url": o.url, "-sse": o.sse} {
 		if endpoint != "" {
@@ -212,11 +220,19 @@ func (o *options) transport(term *terminal) (transport.Transport, error) {
 		}
 		header.Add(k, v)
 	}
+	var auth transport.Authorizer
+	if o.auth {
+		a, err := o.authorizer(term)
+		if err != nil {
+			return nil, err
+		}
+		auth = a
+	}
 	switch {
 	case o.url != "":
-		return &transport.HTTP{URL: o.url, Header: header}, nil
+		return &transport.HTTP{URL: o.url, Header: header, Authorizer: auth}, nil
 	case o.sse != "":
-		return &transport.SSE{URL: o.sse, Header: header}, nil
+		return &transport.SSE{URL: o.sse, Header: header, Authorizer: auth}, nil
 	}
 	words, err := splitCommand(o.cmd)
 	if err != nil {

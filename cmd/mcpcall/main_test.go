@@ -256,6 +256,8 @@ func TestUsageErrors(t *testing.T) {
 		{"-url", "http://x", "-header", "no colon", "ping"},
 		{"-url", "http://x", "-timeout", "0s", "ping"},
 		{"-cmd", `"unterminated`, "ping"},
+		{"-cmd", "srv", "-auth", "ping"},
+		{"-url", "http://x", "-token-file", "/tmp/t.json", "ping"},
 		{"-nope"},
 	} {
 		r := call(t, "", args...)

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/northstar-mcp/mcpclient/oauth"
+)
+
+// openBrowser opens the authorization URL; tests replace it with a client that follows the
+// authorization server's redirect as a browser would.
+var openBrowser = oauth.OpenBrowser
+
+// authorizer is the -auth Authorizer: the authorization code flow through the user's browser,
+// back to a listener on 127.0.0.1, and the tokens in a 0600 file, so that the next run needs
+// no browser while the refresh token lasts.
+func (o *options) authorizer(term io.Writer) (*oauth.Authorizer, error) {
+	path := o.tokenFile
+	if path == "" {
+		p, err := oauth.DefaultFileStorePath()
+		if err != nil {
+			return nil, fmt.Errorf("-auth: %w (give -token-file)", err)
+		}
+		path = p
+	}
+	redirect := &oauth.Loopback{
+		Open: func(ctx context.Context, url string) error {
+			// The URL holds no secret (state and the PKCE challenge are single-use), and the
+			// user needs it whole; the terminal escaping applies all the same.
+			fmt.Fprintf(term, "mcpcall: open this URL to authorize: %s\n", url)
+			// Without a browser here (an SSH session), the user opens the printed URL
+			// elsewhere: the wait goes on.
+			if err := openBrowser(ctx, url); err != nil {
+				fmt.Fprintf(term, "mcpcall: no browser opened (%v); waiting for the sign-in\n", err)
+			}
+			return nil
+		},
+	}
+	return oauth.New(oauth.Config{
+		Grant: oauth.AuthorizationCode{Redirect: redirect, ClientName: "mcpcall"},
+		Store: oauth.NewFileStore(path),
+	})
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+// -auth signs in through the browser once, back to the loopback listener, and keeps the tokens
+// in a 0600 file, so that the next run needs no browser. The test's browser follows the
+// authorization server's redirect as a user who approves.
+func TestAuthFlow(t *testing.T) {
+	var opened int
+	restore := openBrowser
+	t.Cleanup(func() { openBrowser = restore })
+	openBrowser = func(ctx context.Context, url string) error {
+		opened++
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+
+	as := mcptest.NewTestAuthServer(t)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithAuthorization(as),
+		mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool))
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+
+	r := call(t, "", "-url", srv.URL, "-auth", "-token-file", tokens, "tools/call", `{"name":"echo","arguments":{"n":1}}`)
+	if r.code != exitOK || !strings.Contains(r.stdout, `\"n\":1`) || !strings.Contains(r.stderr, "open this URL to authorize: "+as.URL) {
+		t.Fatalf("first run: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	fi, err := os.Stat(tokens)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	r = call(t, "", "-url", srv.URL, "-auth", "-token-file", tokens, "tools/call", `{"name":"echo","arguments":{"n":2}}`)
+	if r.code != exitOK || opened != 1 || as.Stats().Authorizations != 1 {
+		t.Fatalf("second run: exit %d, browser opened %d times, %d authorizations: %q", r.code, opened, as.Stats().Authorizations, r.stderr)
+	}
+}
+
+// Without -auth a protected server's refusal is "not executed", and nothing is stored.
+func TestProtectedServerWithoutAuth(t *testing.T) {
+	as := mcptest.NewTestAuthServer(t)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithAuthorization(as))
+	r := call(t, "", "-url", srv.URL, "ping")
+	if r.code != exitNotExecuted || !strings.Contains(r.stderr, "unauthorized") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	checkStderr(t, r)
+}

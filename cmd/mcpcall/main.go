@@ -8,6 +8,11 @@
 // session is left alone so that the server's receipt for the request survives for a later
 // resend under the same id (-id).
 //
+// With -auth, a server that requires OAuth is signed in to through the browser: mcpcall prints
+// the authorization URL, opens it, and waits for the authorization server to redirect back to a
+// listener on 127.0.0.1; the tokens are kept in -token-file (mode 0600), so that later runs sign
+// in no more while the refresh token lasts.
+//
 // A tools/call result is printed as it came: mcpcall lists no tools, so it does not check
 // structuredContent against the tool's outputSchema (Client.CallTool checks only tools it has
 // listed).

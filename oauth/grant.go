@@ -44,10 +44,38 @@ var ErrGrant = errors.New("oauth: the authorization server refused the token req
 
 func grantError(err error) error {
 	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		return fmt.Errorf("%w: %s %s: %w", ErrGrant, re.ErrorCode, re.ErrorDescription, err)
+	if !errors.As(err, &re) {
+		return err
 	}
-	return err
+	msg := ErrGrant.Error()
+	if re.Response != nil {
+		msg += fmt.Sprintf(": HTTP %d", re.Response.StatusCode)
+	}
+	if re.ErrorCode != "" {
+		msg += fmt.Sprintf(": %q", re.ErrorCode)
+	}
+	if re.ErrorDescription != "" {
+		msg += fmt.Sprintf(" %q", truncate(re.ErrorDescription, 200))
+	}
+	return &refusedGrant{msg: msg, re: re}
+}
+
+// refusedGrant is ErrGrant with the server's *oauth2.RetrieveError, whose own text quotes the
+// response body, which a server may have filled with the request, secret included: the
+// message keeps the status, the error code and its description, and nothing else.
+type refusedGrant struct {
+	msg string
+	re  *oauth2.RetrieveError
+}
+
+func (e *refusedGrant) Error() string   { return e.msg }
+func (e *refusedGrant) Unwrap() []error { return []error{ErrGrant, e.re} }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // clientAuth is how the client authenticates at the token endpoint.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"golang.org/x/oauth2"
 
 	"github.com/northstar-mcp/mcpclient/oauth"
 )
@@ -338,4 +339,33 @@ func TestForeignMetadataRefused(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// A token endpoint that echoes the request in its error body puts the client's secret in the
+// answer; the error the caller logs keeps the status and the server's error code, and nothing
+// else of the body.
+func TestGrantErrorHoldsNoSecret(t *testing.T) {
+	for name, body := range map[string]func(form string) string{
+		"error code": func(form string) string { return `{"error":"invalid_client","echo":"` + form + `"}` },
+		"plain text": func(form string) string { return "bad request: " + form },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeServer(t)
+			f.meta = func(m map[string]any) { m["token_endpoint_auth_methods_supported"] = []string{"client_secret_post"} }
+			f.token = func(w http.ResponseWriter, r *http.Request) {
+				r.ParseForm()
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write([]byte(body(r.Form.Encode())))
+			}
+			a := mustNew(t, oauth.Config{Grant: oauth.ClientCredentials{ClientID: "svc", ClientSecret: "s3cret-value"}})
+			_, err := authorizeOnce(t, f, a)
+			var re *oauth2.RetrieveError
+			if !errors.Is(err, oauth.ErrGrant) || !errors.As(err, &re) {
+				t.Fatalf("err = %v, want ErrGrant with the RetrieveError", err)
+			}
+			if strings.Contains(err.Error(), "s3cret-value") || !strings.Contains(err.Error(), "400") {
+				t.Fatalf("error text %q", err)
+			}
+		})
+	}
 }

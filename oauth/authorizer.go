@@ -202,16 +202,7 @@ func (a *Authorizer) Reauthorize(ctx context.Context, req *http.Request, resp *h
 	if resp.StatusCode == http.StatusForbidden && ch.err != "insufficient_scope" {
 		return fmt.Errorf("%w: the server forbids the request (%s)", transport.ErrUnauthorized, cmpOr(ch.err, "403"))
 	}
-	return a.await(ctx, c, func(ctx context.Context) error {
-		if !stepUp && c != nil && c.Token != nil && c.Token.RefreshToken != "" {
-			if err := a.refresh(ctx, c); err == nil {
-				return nil
-			} else {
-				a.log.Debug("oauth: refresh failed, authorizing anew", "err", err)
-			}
-		}
-		return a.authorize(ctx, ch, stepUp, c)
-	})
+	return a.await(ctx, c, func(ctx context.Context) error { return a.authorize(ctx, ch, stepUp, c) })
 }
 
 func cmpOr(a, b string) string {
@@ -300,7 +291,13 @@ func (a *Authorizer) refresh(ctx context.Context, c *Credentials) error {
 	if err := checkEndpoints(endpoint, meta); err != nil {
 		return err
 	}
-	env := &grantEnv{meta: meta, resource: a.resourceFor(), client: a.tokenClient(), a: a}
+	return a.refreshAt(ctx, c, meta, cmpOr(c.Resource, a.resourceFor()))
+}
+
+// refreshAt trades c's refresh token at the authorization server of meta for a token for
+// resource.
+func (a *Authorizer) refreshAt(ctx context.Context, c *Credentials, meta *ServerMetadata, resource string) error {
+	env := &grantEnv{meta: meta, resource: resource, client: a.tokenClient(), a: a}
 	auth := clientAuth{}
 	if c.Client != nil {
 		auth = clientAuth{id: c.Client.ID, secret: c.Client.Secret, method: c.Client.AuthMethod}
@@ -386,8 +383,17 @@ func (a *Authorizer) authorize(ctx context.Context, ch authChallenge, stepUp boo
 	case prm != nil:
 		scopes = prm.ScopesSupported
 	}
-	if prior != nil && prior.Issuer != meta.Issuer {
+	switch {
+	case prior != nil && prior.Issuer != meta.Issuer:
+		// The server moved: the old issuer's tokens, refreshed or not, are refused now.
 		a.log.Debug("oauth: the authorization server changed", "from", prior.Issuer, "to", meta.Issuer)
+	case !stepUp && prior != nil && prior.Token != nil && prior.Token.RefreshToken != "":
+		// A refresh spares the user the browser; a step-up needs new consent.
+		err := a.refreshAt(ctx, prior, meta, resource)
+		if err == nil {
+			return nil
+		}
+		a.log.Debug("oauth: refresh failed, authorizing anew", "err", err)
 	}
 	env := &grantEnv{meta: meta, resource: resource, scopes: scopes, prior: prior, client: a.tokenClient(), a: a}
 	a.log.Debug("oauth: authorizing", "issuer", meta.Issuer, "scopes", scopes, "step_up", stepUp)

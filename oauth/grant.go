@@ -176,7 +176,7 @@ func (env *grantEnv) credentials(tok *oauth2.Token, client *ClientInfo) *Credent
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		scopes = strings.Fields(s)
 	}
-	return &Credentials{Token: tok, Scopes: scopes, Issuer: env.meta.Issuer, Client: client}
+	return &Credentials{Token: tok, Scopes: scopes, Issuer: env.meta.Issuer, Resource: env.resource, Client: client}
 }
 
 // randomString is n random bytes, base64url.

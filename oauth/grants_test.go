@@ -12,6 +12,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"golang.org/x/oauth2"
 
+	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/oauth"
 )
 
@@ -367,5 +369,33 @@ func TestGrantErrorHoldsNoSecret(t *testing.T) {
 				t.Fatalf("error text %q", err)
 			}
 		})
+	}
+}
+
+// A server that moves to another authorization server refuses the old one's tokens: the client
+// must not refresh with the old one (its fresh token would be refused again) but register and
+// authorize with the new one.
+func TestAuthorizationServerMigration(t *testing.T) {
+	as1, as2 := mcptest.NewTestAuthServer(t), mcptest.NewTestAuthServer(t)
+	f := newFakeServer(t)
+	current := as1.URL
+	f.prm = func(m map[string]any) { m["authorization_servers"] = []string{current} }
+	a := mustNew(t, oauth.Config{Grant: userFlow()})
+	if _, err := authorizeOnce(t, f, a); err != nil {
+		t.Fatal(err)
+	}
+	current = as2.URL
+	req, err := authorizeOnce(t, f, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := as1.Stats(); st.Refreshes != 0 || st.Tokens != 1 {
+		t.Fatalf("old server: %+v, want no refresh", st)
+	}
+	if st := as2.Stats(); st.Registrations != 1 || st.Tokens != 1 {
+		t.Fatalf("new server: %+v, want a registration and a token", st)
+	}
+	if !slices.Contains(as2.Secrets(), strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")) {
+		t.Fatalf("the request carries no token of the new server")
 	}
 }

@@ -33,6 +33,9 @@ type Credentials struct {
 	// Issuer is the authorization server that issued the token and registered the client. A
 	// token from another issuer than the one the MCP server names now is not used.
 	Issuer string `json:"issuer,omitempty"`
+	// Resource is the resource indicator the token was issued for (RFC 8707), which a refresh
+	// names again.
+	Resource string `json:"resource,omitempty"`
 	// Client is the registration with Issuer, if the client registered.
 	Client *ClientInfo `json:"client,omitempty"`
 }

@@ -103,9 +103,14 @@ func (k *DPoPKey) proof(method string, u *url.URL, accessToken, nonce string) (s
 }
 
 // proofURI is the htu claim: the request's URI without query and fragment, which the server
-// compares with the URI it received.
+// compares with the URI it received. A request line always has a path, so an origin with none
+// is "/" on the server's side.
 func proofURI(u *url.URL) string {
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+	p := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	if p.Path == "" {
+		p.Path, p.RawPath = "/", ""
+	}
+	return p.String()
 }
 
 // authorize presents accessToken on req as a DPoP-bound token, with a proof for req.

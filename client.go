@@ -368,6 +368,6 @@ func (c *Client) Ledger() *Ledger {
 		return l
 	}
 	// Made by the first request that needs it: a client that only connected holds none.
-	c.ledger.CompareAndSwap(nil, newLedger(c.cfg.ledgerCap, c.cfg.onJoin))
+	c.ledger.CompareAndSwap(nil, newLedger(c.cfg.ledgerCap, c.cfg.onJoin, c.cfg.journal))
 	return c.ledger.Load()
 }

@@ -151,7 +151,7 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	if req == nil || req.owner != c {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("the request was not made by this client")}
 	}
-	f, leader, err := c.Ledger().begin(req)
+	f, leader, err := c.beginFlight(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,8 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	}
 	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior, followProgress: followProgress,
 		// A resend inherits what earlier calls learned about the id.
-		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict}
+		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict,
+		claim: f.claim, bound: f.bound, receiptsGuard: req.receiptsGuard}
 	settled := false
 	defer func() {
 		if !settled { // a panic in a hook: release the waiters, then let it go on
@@ -177,6 +178,37 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	r.settle(resp, err, state, f)
 	settled = true
 	return resp, err
+}
+
+// beginFlight starts the ledger's flight for req and, with a journal, claims the id there before
+// anything is sent: the journal must hold the request's bytes before the first of them leaves.
+// A claim the journal refuses ends the flight as it found the id, nothing sent.
+func (c *Client) beginFlight(ctx context.Context, req *Request) (f *flight, leader bool, err error) {
+	l := c.Ledger()
+	f, leader, err = l.begin(req)
+	if err != nil || !leader || c.cfg.journal == nil {
+		return f, leader, err
+	}
+	rec := c.journalRecord(req)
+	claim, cerr := c.cfg.journal.Claim(ctx, rec)
+	if cerr != nil {
+		e := &Error{Code: journalCode(cerr), Request: req, Err: fmt.Errorf("the journal did not record the request, which was not sent: %w", cerr)}
+		l.abandon(req, f, e)
+		return nil, false, e
+	}
+	f.claim = claim
+	f.bound = rec.Receipts
+	return f, true, nil
+}
+
+// journalCode is the Code of a journal's refusal of a claim.
+func journalCode(err error) Code {
+	for _, code := range []Code{CodeRequestIDReused, CodeRequestInFlight, CodeLedgerFull} {
+		if errors.Is(err, sentinels[code]) {
+			return code
+		}
+	}
+	return CodeJournal
 }
 
 // awaitFlight waits for another caller's attempt loop for the same request.
@@ -228,6 +260,13 @@ type attemptLoop struct {
 	ctx context.Context
 	// followProgress moves the call's progress handler and idle timeout to a re-issue's token.
 	followProgress func(token string)
+	// claim is the journal's hold on cur's id, and bound the receipts it last recorded for it;
+	// claim is nil without a journal.
+	claim JournalClaim
+	bound ReceiptBinding
+	// receiptsGuard is the receipts an earlier process sent orig under, until the first session
+	// of this loop is checked against them (see Client.Recover).
+	receiptsGuard *ReceiptBinding
 }
 
 // run sends cur until an attempt settles the matter or the policy's attempts, the caller's
@@ -362,11 +401,23 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		}
 		r.uncertainIn, r.resent = nil, false
 	}
+	if under := r.receiptsGuard; under != nil {
+		r.receiptsGuard = nil
+		// An earlier process may have sent the request, and only a receipt of the same server
+		// process can answer for it without running it again.
+		if now := bindingOf(s); *under != now {
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent under %s, and the server now declares %s; a resend could run the request twice", ErrSessionLost, *under, now)))
+		}
+		r.uncertainIn = s
+	}
 	if r.reissueNext {
 		r.reissueNext = false
-		if fail := r.reissue(s); fail != nil {
+		if fail := r.reissue(ctx, s); fail != nil {
 			return stepEnd(StateUncertain, fail)
 		}
+	}
+	if st, ok := r.journalBeforeSend(ctx, s); !ok {
+		return st
 	}
 
 	var start time.Time
@@ -443,6 +494,36 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 	return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("no receipts known and the request is not safe to repeat: %w", err)))
 }
 
+// journalBeforeSend checks, before an attempt on s, that the journal's claim on cur's id still
+// holds, and records the receipts the attempt goes out under when they are not those last
+// recorded. ok is false, with the step that ends the loop, when the attempt must not be sent.
+func (r *attemptLoop) journalBeforeSend(ctx context.Context, s *session) (st step, ok bool) {
+	if r.claim == nil {
+		return step{}, true
+	}
+	var err error
+	select {
+	case <-r.claim.Lost():
+		err = errors.New("the journal's claim on the id lapsed; another holder may now send it")
+	default:
+		if b := bindingOf(s); b != r.bound {
+			if err = r.claim.Rebind(ctx, b); err == nil {
+				r.bound = b
+			}
+		}
+	}
+	if err == nil {
+		return step{}, true
+	}
+	if r.lastErr != nil {
+		err = fmt.Errorf("%w (last attempt: %w)", err, r.lastErr)
+	}
+	if r.everUncertain {
+		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: %w", ErrJournal, err))), false
+	}
+	return stepEnd(r.undeliveredState(), r.fail(CodeJournal, err)), false
+}
+
 // giveUpUnlessRetrying ends the loop after an undelivered attempt under RetryNever, and
 // otherwise asks for a retry after err.
 func (r *attemptLoop) giveUpUnlessRetrying(err error) step {
@@ -472,7 +553,7 @@ func (r *attemptLoop) fail(code Code, cause error) *Error {
 // safe request whose stream broke. The old entry stays in the ledger, marked superseded. The new
 // request is written for s, the session it is sent on: a reconnection may have found the server
 // speaking another revision than the lost session did.
-func (r *attemptLoop) reissue(s *session) *Error {
+func (r *attemptLoop) reissue(ctx context.Context, s *session) *Error {
 	spec := r.cur.requestSpec
 	spec.id = ID{}
 	spec.version = ""
@@ -487,7 +568,7 @@ func (r *attemptLoop) reissue(s *session) *Error {
 	if err != nil {
 		return r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issuing: %w (last attempt: %w)", err, r.lastErr))
 	}
-	f, _, err := r.c.Ledger().begin(next)
+	f, _, err := r.c.beginFlight(ctx, next)
 	if err != nil {
 		// The request may have run, and it stays in the ledger, unresolved: its outcome is
 		// what the caller must learn, whatever kept the re-issue from being tracked.
@@ -498,6 +579,7 @@ func (r *attemptLoop) reissue(s *session) *Error {
 			r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issued as %s after: %w", next.key, r.lastErr)))
 	}
 	r.cur, r.curFlight = next, f
+	r.claim, r.bound = f.claim, f.bound
 	r.resent, r.reached, r.uncertainIn = false, false, nil
 	if next.asksProgress() {
 		r.followProgress(next.key)

@@ -51,6 +51,9 @@ const (
 	// because what the server sent does not match the entry (see ErrSkillVerification). The
 	// *SkillVerificationError in the chain names the file and the check.
 	CodeSkillVerification
+	// CodeJournal: the client's journal could not record the request, or could not be read
+	// (see ErrJournal); nothing was sent for want of the record.
+	CodeJournal
 )
 
 var codeNames = [...]string{
@@ -68,6 +71,7 @@ var codeNames = [...]string{
 	CodeRefused:            "refused by an interceptor",
 	CodeUnauthorized:       "unauthorized",
 	CodeSkillVerification:  "skill verification failed",
+	CodeJournal:            "journal failed",
 }
 
 func (c Code) String() string {
@@ -165,6 +169,9 @@ var (
 	// with CodeInvalidArgument, because the server does not declare the Skills extension with
 	// directoryRead.
 	ErrDirectoryReadNotDeclared = errors.New("mcpclient: the server does not declare resources/directory/read")
+	// ErrJournal reports, with CodeJournal, a journal that failed to record or to read: a
+	// request it could not record was not sent.
+	ErrJournal = errors.New("mcpclient: journal failed")
 )
 
 var sentinels = map[Code]error{
@@ -179,6 +186,7 @@ var sentinels = map[Code]error{
 	CodeRefused:            ErrRefused,
 	CodeUnauthorized:       ErrUnauthorized,
 	CodeSkillVerification:  ErrSkillVerification,
+	CodeJournal:            ErrJournal,
 }
 
 // Error is the one error type the Client returns.

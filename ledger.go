@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"container/list"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -83,6 +84,9 @@ type Ledger struct {
 	evictable list.List
 	// onJoin, set by tests only, runs under mu when a caller joins a flight.
 	onJoin func(ID)
+	// journal, if set, is where the ledger's entries are written through; only Forget calls it
+	// here, the attempt loop the rest.
+	journal Journal
 }
 
 type ledgerEntry struct {
@@ -106,13 +110,19 @@ type flight struct {
 	done    chan struct{}
 	resp    *Response
 	err     error
+	// claim is the journal's hold on the id for this flight, set by its leader before the first
+	// send and released by settle; nil without a journal. sent counts the flight's sends, for
+	// the journal. guarded by the ledger's mu.
+	claim JournalClaim
+	bound ReceiptBinding // the receipts the claim recorded
+	sent  int
 }
 
-func newLedger(capacity int, onJoin func(ID)) *Ledger {
+func newLedger(capacity int, onJoin func(ID), journal Journal) *Ledger {
 	if capacity <= 0 {
 		capacity = DefaultLedgerCapacity
 	}
-	return &Ledger{capacity: capacity, onJoin: onJoin}
+	return &Ledger{capacity: capacity, onJoin: onJoin, journal: journal}
 }
 
 // Lookup returns the entry for id.
@@ -195,6 +205,11 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 		}
 		e = &ledgerEntry{Entry: Entry{ID: req.id, Method: req.method, Fingerprint: req.fp, Created: now,
 			Supersedes: req.supersedes, Reason: req.reason}}
+		if req.recovered {
+			// Read back from a journal: an earlier process may have sent it, and never learned
+			// what became of it.
+			e.State, e.reached = StateUncertain, true
+		}
 		if l.entries == nil {
 			l.entries = make(map[string]*ledgerEntry)
 		}
@@ -231,21 +246,28 @@ func (l *Ledger) evictOldest(keep *ledgerEntry) bool {
 // uncertain outcome, say) and will neither Resend nor Supersede. Afterwards the ledger no longer
 // guards the id: the request's bytes and history are gone from it, and a pinned id could carry
 // other content. Forget refuses, with ErrRequestInFlight, an entry whose attempt loop is still
-// running; forgetting an id the ledger does not hold does nothing.
+// running; forgetting an id the ledger does not hold does nothing. With a journal, the id is
+// forgotten there too (a recovered request the ledger never held included), and an error of the
+// journal's comes with CodeJournal.
 func (l *Ledger) Forget(id ID) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	e, ok := l.entries[id.JSON()]
-	if !ok {
-		return nil
-	}
-	if e.flight != nil {
+	if ok && e.flight != nil {
+		l.mu.Unlock()
 		return returned(&Error{Code: CodeRequestInFlight, Err: fmt.Errorf("an attempt loop runs for request %s; wait for its outcome before forgetting it", id.JSON())})
 	}
-	if e.elem != nil {
-		l.evictable.Remove(e.elem)
+	if ok {
+		if e.elem != nil {
+			l.evictable.Remove(e.elem)
+		}
+		delete(l.entries, id.JSON())
 	}
-	delete(l.entries, id.JSON())
+	l.mu.Unlock()
+	if l.journal != nil {
+		if err := l.journal.Forget(context.Background(), id); err != nil {
+			return returned(&Error{Code: CodeJournal, Err: err})
+		}
+	}
 	return nil
 }
 
@@ -256,6 +278,9 @@ func (l *Ledger) attempted(key string) {
 	if e, ok := l.entries[key]; ok {
 		e.Attempts++
 		e.Updated = time.Now()
+		if e.flight != nil {
+			e.flight.sent++
+		}
 	}
 }
 
@@ -271,6 +296,36 @@ func (l *Ledger) settle(key string, f *flight, state State, reached bool, resp *
 		l.markEvictableLocked(e)
 	}
 	f.resp, f.err = resp, err
+	sent := f.sent
+	l.mu.Unlock()
+	if f.claim != nil {
+		f.claim.Settle(state, sent)
+	}
+	close(f.done)
+}
+
+// abandon ends a flight that sent nothing because the journal would not record it, and leaves
+// the ledger as the flight found it: a new id is forgotten, with its link from the request it was
+// to supersede, and a known one keeps the state it had.
+func (l *Ledger) abandon(req *Request, f *flight, err error) {
+	l.mu.Lock()
+	if e, ok := l.entries[req.key]; ok && e.flight == f {
+		e.flight = nil
+		if f.prior != 0 {
+			e.State = f.prior
+			l.markEvictableLocked(e)
+		} else {
+			delete(l.entries, req.key)
+			if older := l.entries[req.supersedes.JSON()]; !req.supersedes.IsZero() && older != nil && older.SupersededBy == req.id {
+				older.SupersededBy = ID{}
+				if older.elem != nil && older.State != StateAnswered && older.State != StateFailed {
+					l.evictable.Remove(older.elem)
+					older.elem = nil
+				}
+			}
+		}
+	}
+	f.err = err
 	l.mu.Unlock()
 	close(f.done)
 }

@@ -21,9 +21,13 @@ type config struct {
 	retry     RetryPolicy
 	ledgerCap int
 	receipts  ReceiptScope
-	idVersion IDVersion
-	logger    *slog.Logger
-	info      Implementation
+	// journal, if set, records every request durably before it is sent; serverIdentity names
+	// the server in its records.
+	journal        Journal
+	serverIdentity string
+	idVersion      IDVersion
+	logger         *slog.Logger
+	info           Implementation
 	// handlers are reached through the embedded pointer; a client with none shares one empty
 	// set, so that an idle Client does not carry a dozen nil fields.
 	*handlers
@@ -182,6 +186,24 @@ func WithLedgerCapacity(n int) Option {
 		}
 		c.ledgerCap = n
 	})
+}
+
+// WithJournal has the client record every request in j, durably, before its first byte leaves
+// the process, and every change of its state after: what a restarted process needs to find its
+// unresolved requests (see [Client.Recover]) and resend them byte-identical under the same ids.
+// Several clients may share one journal; each record names its client's server (see
+// [WithServerIdentity]). The client does not close j. Default: no journal, the ledger lives in
+// memory only and a restart forgets it.
+func WithJournal(j Journal) Option {
+	return optionFunc(func(c *config) { c.journal = j })
+}
+
+// WithServerIdentity names the server in journal records, so that a restarted process recovers
+// the requests for this server and no other's. Default: the endpoint URL of an HTTP or SSE
+// transport, the command line of a server process, and "" for other transports, which then share
+// one name: give each its own when several such clients share a journal.
+func WithServerIdentity(name string) Option {
+	return optionFunc(func(c *config) { c.serverIdentity = name })
 }
 
 // WithReceipts asserts that the server keeps request receipts in scope (ReceiptScopeProcess or

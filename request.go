@@ -32,6 +32,11 @@ type Request struct {
 	fp     Fingerprint
 	header http.Header // transport headers naming the request (stateless revisions); never modified
 	owner  *Client
+	// recovered marks a request read back from a journal, which an earlier process may have
+	// sent. receiptsGuard, if set, is the receipts it went out under, which Recover found the
+	// server still declaring: a resend goes only while it does.
+	recovered     bool
+	receiptsGuard *ReceiptBinding
 }
 
 // A requestSpec describes a request before its bytes exist. Its params are the caller's object
@@ -97,7 +102,7 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 	}
 	req := &Request{requestSpec: spec, key: key, params: raw, owner: c}
 	req.frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
-	req.fp = sha256.Sum256(req.frame)
+	req.fp = fingerprintOf(req.frame)
 	if spec.version != "" {
 		req.header = headers.Standard(spec.method, spec.name, spec.uri, spec.version)
 		if spec.method == "tools/call" {
@@ -293,8 +298,22 @@ func (r *Request) Supersedes() ID { return r.supersedes }
 // Fingerprint is the SHA-256 of a request's serialized bytes.
 type Fingerprint [sha256.Size]byte
 
+func fingerprintOf(frame []byte) Fingerprint { return sha256.Sum256(frame) }
+
 // String returns the fingerprint in hex.
 func (f Fingerprint) String() string { return hex.EncodeToString(f[:]) }
+
+// MarshalText writes the fingerprint in hex, as String does.
+func (f Fingerprint) MarshalText() ([]byte, error) { return hex.AppendEncode(nil, f[:]), nil }
+
+// UnmarshalText reads a fingerprint in hex.
+func (f *Fingerprint) UnmarshalText(b []byte) error {
+	if hex.DecodedLen(len(b)) != len(f) {
+		return fmt.Errorf("mcpclient: a fingerprint is %d hex digits, not %d", 2*len(f), len(b))
+	}
+	_, err := hex.Decode(f[:], b)
+	return err
+}
 
 // A Response is the successful answer to a Request.
 type Response struct {

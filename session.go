@@ -52,6 +52,8 @@ type session struct {
 	stateless bool // a stateless revision: requests carry their version and capabilities
 	init      InitializeResult
 	receipts  ReceiptScope
+	// receiptEpoch names the server process holding the receipts, if the server declared one.
+	receiptEpoch string
 
 	// inbound carries notifications and server requests from the connection to the dispatcher.
 	inbound *inbox

@@ -1,0 +1,236 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient/internal/params"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+// A Journal is durable memory for a Client's ledger: it keeps every request's id, exact bytes and
+// state where a restarted process, or another worker sharing it, can find them. With a journal
+// (see [WithJournal]) a request is durably recorded before its first byte leaves the process, so
+// that a process that dies with the request in flight leaves behind what a resend needs: the same
+// bytes, the same id, and the receipt scope they were sent under. Package journal has one on a
+// local file; a journal shared by several processes is one a database keeps.
+//
+// The client calls a Journal from many goroutines at once, never while holding a lock of its own.
+type Journal interface {
+	// Claim takes rec.ID for one attempt loop. A new id is recorded, and Claim returns only
+	// once the record is durable. A known id is checked: other content under it is refused
+	// with an error matching ErrRequestIDReused, and an id another attempt loop holds (in this
+	// process or, for a shared journal, in another) with one matching ErrRequestInFlight. A
+	// full journal refuses a new id with one matching ErrLedgerFull and never drops an
+	// unresolved entry to make room. When rec supersedes another id, the journal links that
+	// entry to rec.ID in the same write.
+	Claim(ctx context.Context, rec JournalRecord) (JournalClaim, error)
+
+	// Unresolved yields the requests to server whose last recorded state is pending or
+	// uncertain and that no live claim holds: what a restarted process must resend or inspect.
+	Unresolved(ctx context.Context, server string) iter.Seq2[JournalRecord, error]
+
+	// Forget removes id's entry. The client calls it for [Ledger.Forget].
+	Forget(ctx context.Context, id ID) error
+}
+
+// A JournalClaim is one attempt loop's hold on an id, from Claim to Settle.
+type JournalClaim interface {
+	// Rebind durably records that the next attempt goes out under other receipts than the
+	// last recorded (a reconnection found another scope or epoch), before it is sent.
+	Rebind(ctx context.Context, b ReceiptBinding) error
+	// Settle records how the attempt loop ended, after sent more sends under the id, and
+	// releases the claim. The journal may write it
+	// with later changes (group commit): a process that dies before it is written leaves the
+	// request unresolved, to be resent or inspected, never lost.
+	Settle(state State, sent int)
+	// Lost is closed when the claim can no longer be relied on (a shared journal's lease that
+	// could not be renewed): the holder sends nothing more under the id.
+	Lost() <-chan struct{}
+}
+
+// A ReceiptBinding is the receipt scope a request was sent under: the server's declared scope,
+// and the epoch that names the server process holding the receipts, if it declared one.
+type ReceiptBinding struct {
+	Scope ReceiptScope `json:"scope,omitempty"`
+	Epoch string       `json:"epoch,omitempty"`
+}
+
+// A JournalRecord is what a journal keeps of one request.
+type JournalRecord struct {
+	ID          ID          `json:"id"`
+	Method      string      `json:"method"`
+	Frame       []byte      `json:"frame"` // the exact bytes every attempt sends
+	Fingerprint Fingerprint `json:"fingerprint"`
+	// Header holds the transport headers that name the request in a stateless revision, and
+	// Version that revision; both empty in the older ones.
+	Header  http.Header `json:"header,omitempty"`
+	Version string      `json:"version,omitempty"`
+	// Idempotent records that the caller vouched the request is safe to run twice.
+	Idempotent bool `json:"idempotent,omitempty"`
+	// Server names the server the request is for (see [WithServerIdentity]).
+	Server string `json:"server"`
+	// Receipts is the binding of the last attempt, or of the session at hand when it was
+	// claimed; the zero binding when none was known.
+	Receipts ReceiptBinding `json:"receipts"`
+	State    State          `json:"state"`
+	Attempts int            `json:"attempts,omitempty"`
+	Created  time.Time      `json:"created"`
+	Updated  time.Time      `json:"updated"`
+	// Supersedes is the id this request replaces and Reason why; SupersededBy the id of the
+	// request that replaced this one.
+	Supersedes   ID     `json:"supersedes,omitzero"`
+	Reason       string `json:"reason,omitempty"`
+	SupersededBy ID     `json:"supersededBy,omitzero"`
+}
+
+// Unresolved reports whether the record's outcome is still to be learned.
+func (r *JournalRecord) Unresolved() bool {
+	return (r.State == StatePending || r.State == StateUncertain) && r.SupersededBy.IsZero()
+}
+
+// A Recovered request is one a journal holds unresolved from an earlier process: it was
+// recorded, and may have been sent, and its outcome was never recorded.
+type Recovered struct {
+	// Request is the request as it was frozen: Resend sends its bytes under its id.
+	Request *Request
+	// Record is what the journal holds of it.
+	Record JournalRecord
+}
+
+// Recover lists the unresolved requests the client's journal holds for this client's server,
+// left by an earlier process (or, in a shared journal, by a worker whose claim lapsed).
+//
+// Each comes with a nil error when resending it cannot run it twice, and then Resend re-reads its
+// outcome: the request is safe to repeat, or it was sent under receipts that outlive the session
+// (scope process, with an epoch) and the server declares the same epoch now. Resend checks the
+// epoch again before sending anything, and ends in ErrOutcomeUnknown if it changed meanwhile. Any
+// other request comes with an *Error matching ErrOutcomeUnknown naming it, as if the process had
+// never stopped and the call had ended so: the caller inspects the server's state, then Resends
+// it (which sends the same bytes under the same id, whatever the receipts: the caller decided),
+// Supersedes it, or Forgets it. A journal that cannot be read yields its error and stops.
+func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
+	return func(yield func(Recovered, error) bool) {
+		if c.cfg.journal == nil {
+			yield(Recovered{}, returned(&Error{Code: CodeInvalidArgument, Err: errors.New("the client has no journal (WithJournal)")}))
+			return
+		}
+		for rec, err := range c.cfg.journal.Unresolved(ctx, c.serverIdentity()) {
+			if err != nil {
+				yield(Recovered{}, returned(&Error{Code: CodeJournal, Err: err}))
+				return
+			}
+			req, err := c.recovered(rec)
+			if err == nil && !c.safeToRepeat(req) {
+				if now := bindingOf(c.current()); survivesRestart(rec.Receipts) && rec.Receipts == now {
+					// Checked again before the Resend sends anything: the server may restart
+					// in between.
+					req.receiptsGuard = &rec.Receipts
+				} else {
+					err = &Error{Code: CodeOutcomeUnknown, Request: req, Attempts: rec.Attempts,
+						Err: fmt.Errorf("recovered from the journal: sent under %s, and the server now declares %s, which holds no receipt of it; the request is not safe to repeat", rec.Receipts, now)}
+				}
+			}
+			if !yield(Recovered{Request: req, Record: rec}, returned(err)) {
+				return
+			}
+		}
+	}
+}
+
+// survivesRestart reports whether receipts held under b can still answer after the client
+// restarted: only a process scope names a holder that outlives a session, and only its epoch lets
+// a later session tell whether that process is still the one holding them.
+func survivesRestart(b ReceiptBinding) bool {
+	return b.Scope == ReceiptScopeProcess && b.Epoch != ""
+}
+
+func (b ReceiptBinding) String() string {
+	switch {
+	case b.Scope == "":
+		return "no receipts"
+	case b.Epoch == "":
+		return "receipts of scope " + string(b.Scope)
+	}
+	return fmt.Sprintf("receipts of scope %s, epoch %q", b.Scope, b.Epoch)
+}
+
+// recovered rebuilds a request from its journal record: the same bytes, id and headers, owned by
+// this client. Its content is read back from the bytes, for the calls that start from it (a
+// Supersede keeping its params).
+func (c *Client) recovered(rec JournalRecord) (*Request, error) {
+	var frame struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(rec.Frame, &frame); err != nil {
+		return nil, &Error{Code: CodeJournal, Err: fmt.Errorf("record %s holds no request: %w", rec.ID.JSON(), err)}
+	}
+	spec := requestSpec{method: rec.Method, id: rec.ID, base: withoutMeta(frame.Params), version: rec.Version,
+		supersedes: rec.Supersedes, reason: rec.Reason}
+	if f, ok := params.Read(frame.Params); ok {
+		spec.name, spec.uri, spec.args = f.Name, f.URI, f.Arguments
+	}
+	spec.idempotent = rec.Idempotent
+	req := &Request{requestSpec: spec, key: rec.ID.JSON(), params: frame.Params, frame: rec.Frame,
+		fp: rec.Fingerprint, header: rec.Header, owner: c, recovered: true}
+	if req.fp != fingerprintOf(req.frame) {
+		return nil, &Error{Code: CodeJournal, Request: req, Err: errors.New("the record's bytes do not match its fingerprint")}
+	}
+	return req, nil
+}
+
+// withoutMeta returns params without its _meta member, which the client wrote for the request's
+// own id and revision and a request made from it writes afresh.
+func withoutMeta(p json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(p, &m) != nil || m["_meta"] == nil {
+		return p
+	}
+	delete(m, "_meta")
+	b, _ := json.Marshal(m) // raw values that unmarshalled
+	return b
+}
+
+// serverIdentity names the client's server in its journal records.
+func (c *Client) serverIdentity() string {
+	if c.cfg.serverIdentity != "" {
+		return c.cfg.serverIdentity
+	}
+	return transportIdentity(c.transport)
+}
+
+// transportIdentity names the server a transport reaches, for the transports that say: the
+// endpoint's URL, or the command line of a server process.
+func transportIdentity(t transport.Transport) string {
+	switch t := t.(type) {
+	case *transport.HTTP:
+		return t.URL
+	case *transport.SSE:
+		return t.URL
+	case *transport.Command:
+		return fmt.Sprintf("command %q %q", t.Path, t.Args)
+	}
+	return ""
+}
+
+// bindingOf is the receipt binding of what is sent on s.
+func bindingOf(s *session) ReceiptBinding {
+	if s == nil {
+		return ReceiptBinding{}
+	}
+	return ReceiptBinding{Scope: s.receipts, Epoch: s.receiptEpoch}
+}
+
+// journalRecord is what the journal records of req when its attempt loop begins.
+func (c *Client) journalRecord(req *Request) JournalRecord {
+	now := time.Now()
+	return JournalRecord{ID: req.id, Method: req.method, Frame: req.frame, Fingerprint: req.fp,
+		Header: req.header, Version: req.version, Idempotent: req.idempotent, Server: c.serverIdentity(),
+		Receipts: bindingOf(c.current()), State: StatePending, Created: now, Updated: now,
+		Supersedes: req.supersedes, Reason: req.reason}
+}

@@ -1,0 +1,155 @@
+package mcpclient_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+// scriptedJournal is a Journal in memory whose claims can be refused or lost, to see what the
+// client makes of a journal that fails.
+type scriptedJournal struct {
+	mu      sync.Mutex
+	refuse  error // returned by the next Claim
+	lose    bool  // claims are lost as soon as they are made
+	records map[string]mcpclient.JournalRecord
+	rebinds []mcpclient.ReceiptBinding
+	settled map[string]mcpclient.State
+}
+
+func newScriptedJournal() *scriptedJournal {
+	return &scriptedJournal{records: map[string]mcpclient.JournalRecord{}, settled: map[string]mcpclient.State{}}
+}
+
+func (j *scriptedJournal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclient.JournalClaim, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.refuse; err != nil {
+		j.refuse = nil
+		return nil, err
+	}
+	j.records[rec.ID.JSON()] = rec
+	lost := make(chan struct{})
+	if j.lose {
+		close(lost)
+	}
+	return &scriptedClaim{j: j, key: rec.ID.JSON(), lost: lost}, nil
+}
+
+func (j *scriptedJournal) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
+	return func(yield func(mcpclient.JournalRecord, error) bool) {}
+}
+
+func (j *scriptedJournal) Forget(ctx context.Context, id mcpclient.ID) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.records, id.JSON())
+	return nil
+}
+
+type scriptedClaim struct {
+	j    *scriptedJournal
+	key  string
+	lost chan struct{}
+}
+
+func (c *scriptedClaim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
+	c.j.mu.Lock()
+	defer c.j.mu.Unlock()
+	c.j.rebinds = append(c.j.rebinds, b)
+	return nil
+}
+
+func (c *scriptedClaim) Settle(state mcpclient.State, sent int) {
+	c.j.mu.Lock()
+	defer c.j.mu.Unlock()
+	c.j.settled[c.key] = state
+}
+
+func (c *scriptedClaim) Lost() <-chan struct{} { return c.lost }
+
+// A request the journal does not record is not sent, and the error says why; the ledger is left
+// as it was, so that the same request can go once the journal takes it.
+func TestJournalRefusalSendsNothing(t *testing.T) {
+	var k counter
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "book"}, k.tool))
+	defer srv.Close()
+	j := newScriptedJournal()
+	c := connect(t, srv.Transport(), mcpclient.WithJournal(j))
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		refusal error
+		want    error
+	}{
+		{errors.New("disk full"), mcpclient.ErrJournal},
+		{mcpclient.ErrLedgerFull, mcpclient.ErrLedgerFull},
+		{mcpclient.ErrRequestInFlight, mcpclient.ErrRequestInFlight},
+	} {
+		req := callReq(t, c, "book", nil)
+		j.refuse = tc.refusal
+		runs := k.runs
+		_, err := c.Do(ctx, req)
+		if !errors.Is(err, tc.want) || asError(t, err).Request != req {
+			t.Fatalf("refused with %v: err = %v, want %v naming the request", tc.refusal, err, tc.want)
+		}
+		if k.runs != runs || len(srv.Received(req.ID())) != 0 {
+			t.Fatalf("refused with %v: the request was sent", tc.refusal)
+		}
+		if _, ok := c.Ledger().Lookup(req.ID()); ok {
+			t.Fatalf("refused with %v: the ledger keeps a request that was never sent", tc.refusal)
+		}
+		if _, err := c.Do(ctx, req); err != nil {
+			t.Fatalf("once the journal takes it: %v", err)
+		}
+		if j.settled[req.ID().JSON()] != mcpclient.StateAnswered {
+			t.Fatalf("settled %v", j.settled[req.ID().JSON()])
+		}
+	}
+}
+
+// A claim that lapses before the send (another worker may own the id now) stops the attempt.
+func TestJournalLostClaimSendsNothing(t *testing.T) {
+	var k counter
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "book"}, k.tool))
+	defer srv.Close()
+	j := newScriptedJournal()
+	j.lose = true
+	c := connect(t, srv.Transport(), mcpclient.WithJournal(j))
+	req := callReq(t, c, "book", nil)
+	_, err := c.Do(testCtx(t), req)
+	if !errors.Is(err, mcpclient.ErrJournal) || k.runs != 0 {
+		t.Fatalf("err = %v, %d runs", err, k.runs)
+	}
+}
+
+// The receipts a request goes out under are in its record; a send under other receipts than
+// those recorded (a new session with another scope) is recorded first.
+func TestJournalRebindsOnNewReceipts(t *testing.T) {
+	var k counter
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "book"}, k.tool))
+	defer srv.Close()
+	j := newScriptedJournal()
+	c := connect(t, srv.Transport(), mcpclient.WithJournal(j), noWait)
+	req := callReq(t, c, "book", nil)
+	if _, err := c.Do(testCtx(t), req); err != nil {
+		t.Fatal(err)
+	}
+	rec := j.records[req.ID().JSON()]
+	if rec.Receipts.Scope != mcpclient.ReceiptScopeProcess || string(rec.Frame) != string(req.Bytes()) || len(j.rebinds) != 0 {
+		t.Fatalf("record %+v, rebinds %v", rec, j.rebinds)
+	}
+	// The session expires before the next call's first send: the new session is asked for
+	// anew, and its receipts are the same, so nothing more is written.
+	srv.Inject(mcptest.Fault{Kind: mcptest.ExpireSession, Tool: "book"})
+	if _, err := c.CallTool(testCtx(t), "book", nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.rebinds) != 0 {
+		t.Fatalf("rebinds %v for unchanged receipts", j.rebinds)
+	}
+}

@@ -9,12 +9,14 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/r3labs/sse/v2 v2.10.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	go.etcd.io/bbolt v1.5.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/oauth2 v0.36.0
 )
 
 require (
 	golang.org/x/net v0.0.0-20191116160921-f9c825593386 // indirect
+	golang.org/x/sys v0.45.0 // indirect
 	golang.org/x/text v0.14.0 // indirect
 	gopkg.in/cenkalti/backoff.v1 v1.1.0 // indirect
 )

@@ -1,0 +1,624 @@
+// Package journal keeps an mcpclient.Client's requests on disk, so that a process that dies with
+// requests in flight can find them after it restarts and resend the same bytes under the same
+// ids (see mcpclient.WithJournal and mcpclient.Client.Recover).
+//
+// A [File] is one local file, written by one process at a time: an embedded database
+// (go.etcd.io/bbolt) that needs no server. A journal that several processes share lives in a
+// database server; see the postgres module.
+package journal
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/northstar-mcp/mcpclient"
+)
+
+// Defaults of a File.
+const (
+	// DefaultCapacity is the most requests a File holds unless WithCapacity says otherwise.
+	DefaultCapacity = 100_000
+	// DefaultRetention is how long a File keeps a settled request unless WithRetention says
+	// otherwise.
+	DefaultRetention = 24 * time.Hour
+	// DefaultLockTimeout is how long OpenFile waits for another process to let go of the file.
+	DefaultLockTimeout = time.Second
+)
+
+var (
+	// ErrClosed reports a File used after Close.
+	ErrClosed = errors.New("journal: closed")
+	// ErrLocked reports a file another process (or another File of this one) has open.
+	ErrLocked = errors.New("journal: the file is open elsewhere")
+	// ErrCorrupt reports a record that does not decode.
+	ErrCorrupt = errors.New("journal: corrupt record")
+)
+
+var (
+	requestsBucket = []byte("requests")
+	// settledBucket orders the settled requests by when they settled, oldest first: its keys
+	// are the settle time (8 bytes, big-endian nanoseconds) followed by the request's key.
+	settledBucket = []byte("settled")
+)
+
+// An Option configures a File.
+type Option func(*options)
+
+type options struct {
+	capacity    int
+	retention   time.Duration
+	lockTimeout time.Duration
+	mode        os.FileMode
+}
+
+// WithCapacity bounds the File to n requests, n > 0. When it is full, a new request takes the
+// place of the oldest settled one; when every request it holds is unresolved, a new one is
+// refused with an error matching mcpclient.ErrLedgerFull. Default DefaultCapacity.
+func WithCapacity(n int) Option { return func(o *options) { o.capacity = n } }
+
+// WithRetention sets how long a settled request (answered, failed, or superseded by another) is
+// kept, d > 0: for that long its id keeps denoting its bytes, and a request under the same id with
+// other content is refused even after a restart. Unresolved requests are kept until they settle
+// or are forgotten, however old. Default DefaultRetention.
+func WithRetention(d time.Duration) Option { return func(o *options) { o.retention = d } }
+
+// WithLockTimeout sets how long OpenFile waits for a file another process holds before it fails
+// with ErrLocked. Default DefaultLockTimeout.
+func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
+
+// A File is an mcpclient.Journal in one local file. Each new request is on disk, synced, when
+// Claim returns, before its first byte is sent; state changes are written with the next write.
+// Concurrent callers share writes (group commit): while one write is being synced, the requests
+// that arrive queue up and go to disk together in the next, so that many callers pay for a few
+// syncs rather than one each.
+//
+// A File is safe for concurrent use by the clients of one process. Close it after the clients
+// that use it.
+type File struct {
+	db   *bolt.DB
+	opts options
+
+	mu sync.Mutex
+	// claimed holds the keys of the requests an attempt loop holds. guarded by mu.
+	claimed map[string]bool
+	// settling holds the states settled and not yet written, so that a read does not find the
+	// request as it was before. guarded by mu.
+	settling map[string]settling
+	seq      uint64 // numbers the settles. guarded by mu.
+	// queue is what the next write carries; wake tells the writer it is not empty. guarded by
+	// mu.
+	queue  []*op
+	closed bool
+	// count is the number of requests in the file; written by the writer only.
+	count int
+
+	wake   chan struct{}
+	exited chan struct{}
+
+	commits, requests atomic.Int64
+}
+
+// An op is one change for the writer to make in its next transaction. done, if not nil, is closed
+// once the change is on disk (or failed), with err set.
+type op struct {
+	apply func(tx *bolt.Tx, now time.Time) error
+	done  chan struct{}
+	err   error
+	// settles is the key of the request whose settled state the op writes, or "", and seq the
+	// settle's number.
+	settles string
+	seq     uint64
+}
+
+// settling is a settled state not yet written.
+type settling struct {
+	state mcpclient.State
+	seq   uint64
+}
+
+// OpenFile opens the journal in the file at path, creating it (mode 0600) if it does not exist.
+// The file is locked: another process opening it waits for the lock timeout, then fails with
+// ErrLocked.
+func OpenFile(path string, opts ...Option) (*File, error) {
+	o := options{capacity: DefaultCapacity, retention: DefaultRetention, lockTimeout: DefaultLockTimeout, mode: 0o600}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case o.capacity <= 0:
+		return nil, fmt.Errorf("journal: capacity %d: the journal needs room for one request at least", o.capacity)
+	case o.retention <= 0:
+		return nil, fmt.Errorf("journal: retention %v must be positive", o.retention)
+	}
+	db, err := bolt.Open(path, o.mode, &bolt.Options{Timeout: o.lockTimeout})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j := &File{db: db, opts: o, claimed: map[string]bool{}, settling: map[string]settling{}, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(requestsBucket)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(settledBucket); err != nil {
+			return err
+		}
+		j.count = b.Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	go j.write()
+	return j, nil
+}
+
+// Close writes what is queued, then closes the file. Claims still held stay unresolved in it, to
+// be recovered by the next process. Close is idempotent.
+func (j *File) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		<-j.exited
+		return nil
+	}
+	j.closed = true
+	j.mu.Unlock()
+	j.signal()
+	<-j.exited
+	return j.db.Close()
+}
+
+// Path returns the file's path.
+func (j *File) Path() string { return j.db.Path() }
+
+// Stats are counts since the File was opened.
+type Stats struct {
+	// Commits is the number of synced writes: with group commit, fewer than the changes they
+	// carried.
+	Commits int64
+	// Requests is the number of requests newly recorded.
+	Requests int64
+	// Held is the number of requests in the file now.
+	Held int
+}
+
+// Stats returns the File's counts.
+func (j *File) Stats() Stats {
+	var held int
+	j.db.View(func(tx *bolt.Tx) error {
+		held = tx.Bucket(requestsBucket).Stats().KeyN
+		return nil
+	})
+	return Stats{Commits: j.commits.Load(), Requests: j.requests.Load(), Held: held}
+}
+
+// Claim records rec if its id is new, durably, before returning; see mcpclient.Journal. It waits
+// for the write it joined whatever ctx does, since a write is short and the caller must know
+// whether the request was recorded; ctx is checked before it joins one.
+func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclient.JournalClaim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key := rec.ID.JSON()
+	j.mu.Lock()
+	switch {
+	case j.closed:
+		j.mu.Unlock()
+		return nil, ErrClosed
+	case j.claimed[key]:
+		j.mu.Unlock()
+		return nil, fmt.Errorf("%w: an attempt loop of this process holds request %s", mcpclient.ErrRequestInFlight, key)
+	}
+	j.claimed[key] = true
+	j.mu.Unlock()
+	value, err := encode(stored{JournalRecord: rec})
+	if err != nil {
+		j.release(key)
+		return nil, err
+	}
+	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
+		return j.claim(tx, now, key, &rec, value)
+	}}
+	if err := j.enqueue(o); err != nil {
+		j.release(key)
+		return nil, err
+	}
+	<-o.done
+	if o.err != nil {
+		j.release(key)
+		return nil, o.err
+	}
+	return &claim{j: j, key: key}, nil
+}
+
+// claim writes rec in tx: a new record, or the known one back to pending.
+func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.JournalRecord, value []byte) error {
+	reqs, settled := tx.Bucket(requestsBucket), tx.Bucket(settledBucket)
+	if old := reqs.Get([]byte(key)); old != nil {
+		var s stored
+		if err := decode(old, &s); err != nil {
+			return err
+		}
+		if s.Fingerprint != rec.Fingerprint {
+			return fmt.Errorf("%w: the journal holds other content under request %s", mcpclient.ErrRequestIDReused, key)
+		}
+		if s.SettledAt != 0 {
+			if err := settled.Delete(settledKey(s.SettledAt, key)); err != nil {
+				return err
+			}
+			s.SettledAt = 0
+		}
+		s.State, s.Updated = mcpclient.StatePending, rec.Updated
+		return put(reqs, key, &s)
+	}
+	// Everything that can refuse the request is read before anything is written, so that a
+	// refusal leaves the transaction it shares with other requests as it found it.
+	var older *stored
+	olderKey := rec.Supersedes.JSON()
+	if raw := reqs.Get([]byte(olderKey)); !rec.Supersedes.IsZero() && raw != nil {
+		older = new(stored)
+		if err := decode(raw, older); err != nil {
+			return err
+		}
+	}
+	var evict []byte
+	if j.count >= j.opts.capacity {
+		c := settled.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if string(k[8:]) != olderKey { // the request being superseded stays, as its record
+				evict = k
+				break
+			}
+		}
+		if evict == nil {
+			return fmt.Errorf("%w: all %d requests in the journal are unresolved", mcpclient.ErrLedgerFull, j.opts.capacity)
+		}
+	}
+	if evict != nil {
+		if err := j.remove(tx, string(evict[8:])); err != nil {
+			return err
+		}
+	}
+	if older != nil {
+		older.SupersededBy = rec.ID
+		if err := j.settleIn(tx, olderKey, older, now); err != nil {
+			return err
+		}
+	}
+	if err := reqs.Put([]byte(key), value); err != nil {
+		return err
+	}
+	j.count++
+	j.requests.Add(1)
+	return nil
+}
+
+// settleIn writes s under key, entering it in the settled order if it no longer waits for an
+// outcome.
+func (j *File) settleIn(tx *bolt.Tx, key string, s *stored, now time.Time) error {
+	if s.SettledAt == 0 && (s.State == mcpclient.StateAnswered || s.State == mcpclient.StateFailed || !s.SupersededBy.IsZero()) {
+		s.SettledAt = now.UnixNano()
+		if err := tx.Bucket(settledBucket).Put(settledKey(s.SettledAt, key), nil); err != nil {
+			return err
+		}
+	}
+	return put(tx.Bucket(requestsBucket), key, s)
+}
+
+// remove deletes the request under key and its place in the settled order.
+func (j *File) remove(tx *bolt.Tx, key string) error {
+	reqs := tx.Bucket(requestsBucket)
+	raw := reqs.Get([]byte(key))
+	if raw == nil {
+		return nil
+	}
+	var s stored
+	if err := decode(raw, &s); err == nil && s.SettledAt != 0 {
+		if err := tx.Bucket(settledBucket).Delete(settledKey(s.SettledAt, key)); err != nil {
+			return err
+		}
+	}
+	if err := reqs.Delete([]byte(key)); err != nil {
+		return err
+	}
+	j.count--
+	return nil
+}
+
+// prune removes the requests settled before now less the retention, a bounded number per write
+// so that one write never carries an unbounded backlog.
+func (j *File) prune(tx *bolt.Tx, now time.Time) error {
+	cutoff := now.Add(-j.opts.retention).UnixNano()
+	c := tx.Bucket(settledBucket).Cursor()
+	for i, k := 0, []byte(nil); i < 1000; i++ {
+		if k, _ = c.First(); k == nil || int64(binary.BigEndian.Uint64(k[:8])) >= cutoff {
+			return nil
+		}
+		if err := j.remove(tx, string(k[8:])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Forget removes id's request; see mcpclient.Journal.
+func (j *File) Forget(ctx context.Context, id mcpclient.ID) error {
+	key := id.JSON()
+	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error { return j.remove(tx, key) }}
+	if err := j.enqueue(o); err != nil {
+		return err
+	}
+	<-o.done
+	return o.err
+}
+
+// Unresolved yields the requests to server that are pending or uncertain and that no attempt loop
+// of this process holds; see mcpclient.Journal. It reads them in one transaction and yields them
+// after it, so that what the caller does with each (a Resend) does not wait for the read.
+func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
+	return func(yield func(mcpclient.JournalRecord, error) bool) {
+		var found []mcpclient.JournalRecord
+		err := j.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(requestsBucket).ForEach(func(k, v []byte) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				var s stored
+				if err := decode(v, &s); err != nil {
+					return fmt.Errorf("%w (request %s)", err, k)
+				}
+				if s.Server == server && s.Unresolved() {
+					found = append(found, s.JournalRecord)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			yield(mcpclient.JournalRecord{}, err)
+			return
+		}
+		for _, rec := range found {
+			key := rec.ID.JSON()
+			j.mu.Lock()
+			held := j.claimed[key]
+			if st, ok := j.settling[key]; ok {
+				rec.State = st.state
+			}
+			j.mu.Unlock()
+			if !held && rec.Unresolved() && !yield(rec, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Lookup returns what the file holds of id: for a look at a request after a restart, before
+// deciding what to do with it.
+func (j *File) Lookup(ctx context.Context, id mcpclient.ID) (rec mcpclient.JournalRecord, ok bool, err error) {
+	err = j.db.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(requestsBucket).Get([]byte(id.JSON()))
+		if raw == nil {
+			return nil
+		}
+		var s stored
+		if err := decode(raw, &s); err != nil {
+			return err
+		}
+		rec, ok = s.JournalRecord, true
+		return nil
+	})
+	j.mu.Lock()
+	if st, pending := j.settling[id.JSON()]; ok && pending {
+		rec.State = st.state
+	}
+	j.mu.Unlock()
+	return rec, ok, err
+}
+
+func (j *File) release(key string) {
+	j.mu.Lock()
+	delete(j.claimed, key)
+	j.mu.Unlock()
+}
+
+// enqueue hands o to the writer.
+func (j *File) enqueue(o *op) error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return ErrClosed
+	}
+	j.queue = append(j.queue, o)
+	j.mu.Unlock()
+	j.signal()
+	return nil
+}
+
+func (j *File) signal() {
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// write is the one writer: each transaction carries everything queued since the last began, so
+// that the callers who queued while a sync was under way share the next one. It exits once the
+// File is closed and its queue written.
+func (j *File) write() {
+	defer close(j.exited)
+	for range j.wake {
+		for {
+			j.mu.Lock()
+			batch, closed := j.queue, j.closed
+			j.queue = nil
+			j.mu.Unlock()
+			if len(batch) == 0 {
+				if closed {
+					return
+				}
+				break
+			}
+			j.commit(batch)
+		}
+	}
+}
+
+// commit writes batch in one transaction. An op's refusal, made before it wrote anything, spoils
+// only that op; any other error abandons the whole transaction, and every op in it fails.
+func (j *File) commit(batch []*op) {
+	now := time.Now()
+	count := j.count
+	err := j.db.Update(func(tx *bolt.Tx) error {
+		for _, o := range batch {
+			o.err = o.apply(tx, now)
+			if o.err != nil && !isRefusal(o.err) {
+				return o.err // the transaction may be half-written: abandon all of it
+			}
+		}
+		return j.prune(tx, now)
+	})
+	if err != nil {
+		j.count = count
+		for _, o := range batch {
+			if o.err == nil || !isRefusal(o.err) {
+				o.err = fmt.Errorf("journal: write failed: %w", err)
+			}
+		}
+		j.recount()
+	} else {
+		j.commits.Add(1)
+	}
+	j.mu.Lock()
+	for _, o := range batch {
+		if o.settles != "" && j.settling[o.settles].seq == o.seq {
+			delete(j.settling, o.settles)
+		}
+	}
+	j.mu.Unlock()
+	for _, o := range batch {
+		if o.done != nil {
+			close(o.done)
+		}
+	}
+}
+
+// recount reads the number of requests back after a failed write.
+func (j *File) recount() {
+	j.db.View(func(tx *bolt.Tx) error {
+		j.count = tx.Bucket(requestsBucket).Stats().KeyN
+		return nil
+	})
+}
+
+// isRefusal reports whether err is an op's refusal made before it wrote anything.
+func isRefusal(err error) bool {
+	return errors.Is(err, mcpclient.ErrRequestIDReused) || errors.Is(err, mcpclient.ErrLedgerFull) || errors.Is(err, ErrCorrupt)
+}
+
+// A claim is an attempt loop's hold on one request of a File.
+type claim struct {
+	j       *File
+	key     string
+	settled atomic.Bool
+}
+
+func (c *claim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
+	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
+		return c.j.update(tx, c.key, now, func(s *stored) { s.Receipts, s.Updated = b, now })
+	}}
+	if err := c.j.enqueue(o); err != nil {
+		return err
+	}
+	<-o.done
+	return o.err
+}
+
+func (c *claim) Settle(state mcpclient.State, sent int) {
+	if !c.settled.CompareAndSwap(false, true) {
+		return
+	}
+	// Released now: the write of the new state is queued ahead of any later claim's, so a claim
+	// that follows finds it, and reads find the state in settling until it is written.
+	c.j.mu.Lock()
+	delete(c.j.claimed, c.key)
+	c.j.seq++
+	seq := c.j.seq
+	c.j.settling[c.key] = settling{state, seq}
+	c.j.mu.Unlock()
+	c.j.enqueue(&op{settles: c.key, seq: seq, apply: func(tx *bolt.Tx, now time.Time) error {
+		return c.j.update(tx, c.key, now, func(s *stored) {
+			s.State, s.Attempts, s.Updated = state, s.Attempts+sent, now
+		})
+	}})
+}
+
+// Lost is never closed: no one else can take a request of a file this process holds locked.
+func (c *claim) Lost() <-chan struct{} { return nil }
+
+// update changes the request under key with f, if the file still holds it.
+func (j *File) update(tx *bolt.Tx, key string, now time.Time, f func(*stored)) error {
+	raw := tx.Bucket(requestsBucket).Get([]byte(key))
+	if raw == nil {
+		return nil // forgotten meanwhile
+	}
+	var s stored
+	if err := decode(raw, &s); err != nil {
+		return err
+	}
+	f(&s)
+	return j.settleIn(tx, key, &s, now)
+}
+
+// stored is a request as the file holds it.
+type stored struct {
+	mcpclient.JournalRecord
+	// SettledAt is when it settled (its key in the settled order), in Unix nanoseconds; 0 while
+	// it waits for an outcome.
+	SettledAt int64 `json:"settledAt,omitempty"`
+}
+
+func encode(s stored) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return b, nil
+}
+
+func decode(raw []byte, s *stored) error {
+	if err := json.Unmarshal(raw, s); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+func put(b *bolt.Bucket, key string, s *stored) error {
+	v, err := encode(*s)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(key), v)
+}
+
+func settledKey(at int64, key string) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), uint64(at))
+	return append(k, key...)
+}
+
+var _ mcpclient.Journal = (*File)(nil)

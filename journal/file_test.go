@@ -1,0 +1,287 @@
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/goleak"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/journal"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/transport"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var echo = mcpclient.Tool{Name: "book", InputSchema: []byte(`{"type":"object"}`)}
+
+func booked(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("booked " + string(call.Arguments))}}, nil
+}
+
+func openJournal(t *testing.T, path string, opts ...journal.Option) *journal.File {
+	t.Helper()
+	j, err := journal.OpenFile(path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// watched wraps t so that every request it sends is first looked up in j: fail says what was
+// missing.
+func watched(t transport.Transport, j *journal.File, missing *atomic.Int32) transport.Transport {
+	return transport.DialFunc(func(ctx context.Context, r transport.Receiver) (transport.Conn, error) {
+		conn, err := t.Connect(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedConn{Conn: conn, j: j, missing: missing}, nil
+	})
+}
+
+type watchedConn struct {
+	transport.Conn
+	j       *journal.File
+	missing *atomic.Int32
+}
+
+func (c *watchedConn) Send(ctx context.Context, msg *transport.Message) error {
+	if msg.Method == "tools/call" {
+		var id mcpclient.ID
+		if err := id.UnmarshalJSON([]byte(msg.ID)); err != nil {
+			return err
+		}
+		if rec, ok, err := c.j.Lookup(ctx, id); err != nil || !ok || string(rec.Frame) != string(msg.Frame) {
+			c.missing.Add(1)
+		}
+	}
+	return c.Conn.Send(ctx, msg)
+}
+
+// Every tools/call is in the journal, with its exact bytes, before its first byte is sent, and
+// settles there as answered.
+func TestRecordedBeforeSent(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j := openJournal(t, path)
+	var missing atomic.Int32
+	ctx := context.Background()
+	c, err := mcpclient.Connect(ctx, watched(srv.Transport(), j, &missing), mcpclient.WithJournal(j), mcpclient.WithServerIdentity(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req, err := c.NewRequest("tools/call", map[string]any{"name": "book", "arguments": map[string]any{"seat": "12A"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Do(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := missing.Load(); n != 0 {
+		t.Fatalf("%d sends went out before the journal held their bytes", n)
+	}
+	// The answer's state is written with the next write: Close writes what is queued.
+	j.Close()
+	j = openJournal(t, path)
+	rec, ok, err := j.Lookup(ctx, req.ID())
+	if err != nil || !ok {
+		t.Fatalf("lookup after reopening: %v, %v", ok, err)
+	}
+	if rec.State != mcpclient.StateAnswered || rec.Attempts != 1 || rec.Fingerprint != req.Fingerprint() || rec.Server != srv.URL {
+		t.Fatalf("record %+v", rec)
+	}
+	if rec.Receipts.Scope != mcpclient.ReceiptScopeProcess {
+		t.Fatalf("receipts %v, want the server's process scope", rec.Receipts)
+	}
+}
+
+// Concurrent callers share writes: 64 calls cost fewer syncs than one per change.
+func TestGroupCommit(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	j := openJournal(t, filepath.Join(t.TempDir(), "journal.db"))
+	ctx := context.Background()
+	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	before := j.Stats().Commits
+	const callers = 64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			if _, err := c.CallTool(ctx, "book", map[string]any{"n": i}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	j.Close()
+	st := j.Stats()
+	// Without group commit each call takes two writes: its record, then its answer.
+	if n := st.Commits - before; n >= 2*callers {
+		t.Fatalf("%d writes for %d calls", n, callers)
+	}
+	if st.Requests != callers {
+		t.Fatalf("%d requests recorded, want %d", st.Requests, callers)
+	}
+	t.Logf("%d writes for %d calls", st.Commits-before, callers)
+}
+
+// A pinned id used with other content in an earlier process is refused before anything is sent.
+func TestReuseRefusedAcrossRestart(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	ctx := context.Background()
+	id := mcpclient.StringID(uuid.NewString())
+	func() {
+		j := openJournal(t, path)
+		defer j.Close()
+		c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.CallTool(ctx, "book", map[string]any{"seat": "1"}, mcpclient.WithRequestID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	j := openJournal(t, path)
+	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.CallTool(ctx, "book", map[string]any{"seat": "2"}, mcpclient.WithRequestID(id))
+	if !errors.Is(err, mcpclient.ErrRequestIDReused) {
+		t.Fatalf("err = %v, want ErrRequestIDReused", err)
+	}
+	if n := srv.Executions("book"); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
+	}
+	if len(srv.Received(id)) != 1 {
+		t.Fatalf("the server received the id %d times", len(srv.Received(id)))
+	}
+}
+
+// A journal whose every request is unresolved refuses a new one, and never drops one of them.
+func TestFullJournalRefuses(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked), mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "book", Times: 2}))
+	defer srv.Close()
+	j := openJournal(t, filepath.Join(t.TempDir(), "journal.db"), journal.WithCapacity(2))
+	ctx := context.Background()
+	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j), mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryNever}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var unknown []*mcpclient.Request
+	for i := range 2 {
+		_, err := c.CallTool(ctx, "book", map[string]any{"n": i})
+		var e *mcpclient.Error
+		if !errors.As(err, &e) || e.Code != mcpclient.CodeOutcomeUnknown {
+			t.Fatalf("call %d: %v, want an unknown outcome", i, err)
+		}
+		unknown = append(unknown, e.Request)
+	}
+	_, err = c.CallTool(ctx, "book", map[string]any{"n": 3})
+	if !errors.Is(err, mcpclient.ErrLedgerFull) {
+		t.Fatalf("err = %v, want ErrLedgerFull", err)
+	}
+	if n := srv.Executions("book"); n != 2 {
+		t.Fatalf("%d executions: the refused call was sent", n)
+	}
+	for _, req := range unknown {
+		if rec, ok, _ := j.Lookup(ctx, req.ID()); !ok || rec.State != mcpclient.StateUncertain {
+			t.Fatalf("unresolved request %s: %+v, %v", req.ID(), rec, ok)
+		}
+	}
+	// Forgetting one makes room.
+	if err := c.Ledger().Forget(unknown[0].ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(ctx, "book", map[string]any{"n": 4}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Settled requests are pruned after the retention; unresolved ones stay however old.
+func TestRetention(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		srv := mcptest.NewServer(mcptest.WithTool(echo, booked), mcptest.WithMode(mcptest.ModeNone),
+			mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "book"}))
+		defer srv.Close()
+		j, err := journal.OpenFile(filepath.Join(dir, "journal.db"), journal.WithRetention(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		ctx := context.Background()
+		c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j), mcpclient.WithServerIdentity("mem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, err = c.CallTool(ctx, "book", map[string]any{"n": "lost"})
+		var e *mcpclient.Error
+		if !errors.As(err, &e) || e.Code != mcpclient.CodeOutcomeUnknown {
+			t.Fatalf("%v, want an unknown outcome", err)
+		}
+		lost := e.Request.ID()
+		answered, err := c.NewRequest("tools/call", map[string]any{"name": "book"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Do(ctx, answered); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(59 * time.Minute)
+		c.Ping(ctx)
+		if _, err := c.CallTool(ctx, "book", nil); err != nil { // a write, which prunes
+			t.Fatal(err)
+		}
+		if _, ok, _ := j.Lookup(ctx, answered.ID()); !ok {
+			t.Fatal("pruned before the retention")
+		}
+		time.Sleep(2 * time.Minute)
+		if _, err := c.CallTool(ctx, "book", nil); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if _, ok, _ := j.Lookup(ctx, answered.ID()); ok {
+			t.Fatal("kept after the retention")
+		}
+		if rec, ok, _ := j.Lookup(ctx, lost); !ok || rec.State != mcpclient.StateUncertain {
+			t.Fatalf("the unresolved request: %+v, %v", rec, ok)
+		}
+	})
+}
+
+// A second process cannot open a journal file one holds.
+func TestLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	openJournal(t, path)
+	_, err := journal.OpenFile(path, journal.WithLockTimeout(50*time.Millisecond))
+	if !errors.Is(err, journal.ErrLocked) {
+		t.Fatalf("err = %v, want ErrLocked", err)
+	}
+}

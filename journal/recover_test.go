@@ -1,0 +1,133 @@
+package journal_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+// leaveUncertain makes one call of tool "book" through a journal at path, whose reply the server
+// loses after running it, and returns the request the call ended unknown with; the client and the
+// journal are closed after, as a process that exits.
+func leaveUncertain(t *testing.T, srv *mcptest.HTTPServer, path string, opts ...mcpclient.CallOption) *mcpclient.Request {
+	t.Helper()
+	srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "book"})
+	j := openJournal(t, path)
+	defer j.Close()
+	ctx := context.Background()
+	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j),
+		mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryNever}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.CallTool(ctx, "book", map[string]any{"seat": "12A"}, opts...)
+	var e *mcpclient.Error
+	if !errors.As(err, &e) || e.Code != mcpclient.CodeOutcomeUnknown {
+		t.Fatalf("%v, want an unknown outcome", err)
+	}
+	return e.Request
+}
+
+func recoverAll(t *testing.T, c *mcpclient.Client) (recovered []mcpclient.Recovered, errs []error) {
+	t.Helper()
+	for r, err := range c.Recover(context.Background()) {
+		if r.Request == nil {
+			t.Fatalf("recovery failed: %v", err)
+		}
+		recovered, errs = append(recovered, r), append(errs, err)
+	}
+	return recovered, errs
+}
+
+// A request left uncertain by an earlier process, under receipts that name no server process
+// (no epoch), is recovered as an unknown outcome with its exact bytes, for the caller to inspect;
+// nothing is sent by recovering it, and a Resend the caller decides on sends the same bytes
+// under the same id.
+func TestRecoverWithoutEpochIsUnknown(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	lost := leaveUncertain(t, srv, path)
+
+	j := openJournal(t, path)
+	ctx := context.Background()
+	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, errs := recoverAll(t, c)
+	if len(got) != 1 {
+		t.Fatalf("recovered %d requests, want 1", len(got))
+	}
+	req := got[0].Request
+	if req.ID() != lost.ID() || !bytes.Equal(req.Bytes(), lost.Bytes()) || req.Fingerprint() != lost.Fingerprint() {
+		t.Fatalf("recovered %s %q, want %s %q", req.ID(), req.Bytes(), lost.ID(), lost.Bytes())
+	}
+	var e *mcpclient.Error
+	if !errors.As(errs[0], &e) || e.Code != mcpclient.CodeOutcomeUnknown || e.Request != req {
+		t.Fatalf("err = %v, want an unknown outcome naming the request", errs[0])
+	}
+	if n := len(srv.Received(lost.ID())); n != 1 {
+		t.Fatalf("recovery sent the request: received %d times", n)
+	}
+	// The caller looked, and decides to re-read it: the same bytes under the same id, and the
+	// receipt the server still holds answers without running it again.
+	if _, err := c.Resend(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Executions("book"); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
+	}
+	for i, b := range srv.Received(lost.ID()) {
+		if !bytes.Equal(b, lost.Bytes()) {
+			t.Fatalf("send %d: %q, want %q", i, b, lost.Bytes())
+		}
+	}
+	if _, errs := recoverAll(t, c); len(errs) != 0 {
+		t.Fatalf("still unresolved after the answer: %v", errs)
+	}
+}
+
+// A request that is safe to repeat is recovered for a Resend.
+func TestRecoverSafeRequest(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	lost := leaveUncertain(t, srv, path, mcpclient.WithIdempotent())
+	j := openJournal(t, path)
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, errs := recoverAll(t, c)
+	if len(got) != 1 || errs[0] != nil || got[0].Request.ID() != lost.ID() {
+		t.Fatalf("recovered %v, %v", got, errs)
+	}
+}
+
+// Another server's requests are not this client's to recover.
+func TestRecoverOnlyThisServer(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	other := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer other.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	leaveUncertain(t, srv, path)
+	j := openJournal(t, path)
+	c, err := mcpclient.Connect(context.Background(), other.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, _ := recoverAll(t, c); len(got) != 0 {
+		t.Fatalf("recovered %d requests of another server", len(got))
+	}
+}

@@ -46,7 +46,11 @@ var (
 )
 
 var (
+	// requestsBucket holds each request as it was frozen, written once: its JournalRecord with
+	// only the fields that never change set.
 	requestsBucket = []byte("requests")
+	// standingBucket holds how each request stands, small and rewritten at each change.
+	standingBucket = []byte("standing")
 	// settledBucket orders the settled requests by when they settled, oldest first: its keys
 	// are the settle time (8 bytes, big-endian nanoseconds) followed by the request's key.
 	settledBucket = []byte("settled")
@@ -141,7 +145,7 @@ func OpenFile(path string, opts ...Option) (*File, error) {
 	case o.retention <= 0:
 		return nil, fmt.Errorf("journal: retention %v must be positive", o.retention)
 	}
-	db, err := bolt.Open(path, o.mode, &bolt.Options{Timeout: o.lockTimeout})
+	db, err := bolt.Open(path, o.mode, &bolt.Options{Timeout: o.lockTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
@@ -154,8 +158,10 @@ func OpenFile(path string, opts ...Option) (*File, error) {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucketIfNotExists(settledBucket); err != nil {
-			return err
+		for _, name := range [][]byte{standingBucket, settledBucket} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
 		}
 		j.count = b.Stats().KeyN
 		return nil
@@ -227,13 +233,13 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 	}
 	j.claimed[key] = true
 	j.mu.Unlock()
-	value, err := encode(stored{JournalRecord: rec})
+	frozen, err := encode(frozenOf(rec))
 	if err != nil {
 		j.release(key)
 		return nil, err
 	}
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
-		return j.claim(tx, now, key, &rec, value)
+		return j.claim(tx, now, key, &rec, frozen)
 	}}
 	if err := j.enqueue(o); err != nil {
 		j.release(key)
@@ -247,34 +253,41 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 	return &claim{j: j, key: key}, nil
 }
 
-// claim writes rec in tx: a new record, or the known one back to pending.
-func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.JournalRecord, value []byte) error {
+// claim writes rec in tx: a new request, or the known one back to pending.
+func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.JournalRecord, frozen []byte) error {
 	reqs, settled := tx.Bucket(requestsBucket), tx.Bucket(settledBucket)
 	if old := reqs.Get([]byte(key)); old != nil {
-		var s stored
-		if err := decode(old, &s); err != nil {
+		var f mcpclient.JournalRecord
+		if err := decode(old, &f); err != nil {
 			return err
 		}
-		if s.Fingerprint != rec.Fingerprint {
+		if f.Fingerprint != rec.Fingerprint {
 			return fmt.Errorf("%w: the journal holds other content under request %s", mcpclient.ErrRequestIDReused, key)
 		}
-		if s.SettledAt != 0 {
-			if err := settled.Delete(settledKey(s.SettledAt, key)); err != nil {
+		st, _, err := readStanding(tx, key)
+		if err != nil {
+			return err
+		}
+		if st.SettledAt != 0 {
+			if err := settled.Delete(settledKey(st.SettledAt, key)); err != nil {
 				return err
 			}
-			s.SettledAt = 0
+			st.SettledAt = 0
 		}
-		s.State, s.Updated = mcpclient.StatePending, rec.Updated
-		return put(reqs, key, &s)
+		st.State, st.Updated = mcpclient.StatePending, now
+		return j.writeStanding(tx, key, &st, now)
 	}
 	// Everything that can refuse the request is read before anything is written, so that a
 	// refusal leaves the transaction it shares with other requests as it found it.
-	var older *stored
 	olderKey := rec.Supersedes.JSON()
-	if raw := reqs.Get([]byte(olderKey)); !rec.Supersedes.IsZero() && raw != nil {
-		older = new(stored)
-		if err := decode(raw, older); err != nil {
+	var older *standing
+	if !rec.Supersedes.IsZero() {
+		st, ok, err := readStanding(tx, olderKey)
+		if err != nil {
 			return err
+		}
+		if ok {
+			older = &st
 		}
 	}
 	var evict []byte
@@ -296,12 +309,15 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 		}
 	}
 	if older != nil {
-		older.SupersededBy = rec.ID
-		if err := j.settleIn(tx, olderKey, older, now); err != nil {
+		older.SupersededBy, older.Updated = rec.ID, now
+		if err := j.writeStanding(tx, olderKey, older, now); err != nil {
 			return err
 		}
 	}
-	if err := reqs.Put([]byte(key), value); err != nil {
+	if err := reqs.Put([]byte(key), frozen); err != nil {
+		return err
+	}
+	if err := j.writeStanding(tx, key, &standing{State: mcpclient.StatePending, Receipts: rec.Receipts, Updated: now}, now); err != nil {
 		return err
 	}
 	j.count++
@@ -309,30 +325,44 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 	return nil
 }
 
-// settleIn writes s under key, entering it in the settled order if it no longer waits for an
-// outcome.
-func (j *File) settleIn(tx *bolt.Tx, key string, s *stored, now time.Time) error {
-	if s.SettledAt == 0 && (s.State == mcpclient.StateAnswered || s.State == mcpclient.StateFailed || !s.SupersededBy.IsZero()) {
-		s.SettledAt = now.UnixNano()
-		if err := tx.Bucket(settledBucket).Put(settledKey(s.SettledAt, key), nil); err != nil {
+// writeStanding writes st under key, entering the request in the settled order if it no longer
+// waits for an outcome.
+func (j *File) writeStanding(tx *bolt.Tx, key string, st *standing, now time.Time) error {
+	if st.SettledAt == 0 && (st.State == mcpclient.StateAnswered || st.State == mcpclient.StateFailed || !st.SupersededBy.IsZero()) {
+		st.SettledAt = now.UnixNano()
+		if err := tx.Bucket(settledBucket).Put(settledKey(st.SettledAt, key), nil); err != nil {
 			return err
 		}
 	}
-	return put(tx.Bucket(requestsBucket), key, s)
+	v, err := encode(st)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(standingBucket).Put([]byte(key), v)
 }
 
-// remove deletes the request under key and its place in the settled order.
+// readStanding reads how the request under key stands.
+func readStanding(tx *bolt.Tx, key string) (st standing, ok bool, err error) {
+	raw := tx.Bucket(standingBucket).Get([]byte(key))
+	if raw == nil {
+		return st, false, nil
+	}
+	return st, true, decode(raw, &st)
+}
+
+// remove deletes the request under key, how it stands and its place in the settled order.
 func (j *File) remove(tx *bolt.Tx, key string) error {
 	reqs := tx.Bucket(requestsBucket)
-	raw := reqs.Get([]byte(key))
-	if raw == nil {
+	if reqs.Get([]byte(key)) == nil {
 		return nil
 	}
-	var s stored
-	if err := decode(raw, &s); err == nil && s.SettledAt != 0 {
-		if err := tx.Bucket(settledBucket).Delete(settledKey(s.SettledAt, key)); err != nil {
+	if st, ok, err := readStanding(tx, key); err == nil && ok && st.SettledAt != 0 {
+		if err := tx.Bucket(settledBucket).Delete(settledKey(st.SettledAt, key)); err != nil {
 			return err
 		}
+	}
+	if err := tx.Bucket(standingBucket).Delete([]byte(key)); err != nil {
+		return err
 	}
 	if err := reqs.Delete([]byte(key)); err != nil {
 		return err
@@ -375,16 +405,23 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 	return func(yield func(mcpclient.JournalRecord, error) bool) {
 		var found []mcpclient.JournalRecord
 		err := j.db.View(func(tx *bolt.Tx) error {
-			return tx.Bucket(requestsBucket).ForEach(func(k, v []byte) error {
+			return tx.Bucket(standingBucket).ForEach(func(k, v []byte) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				var s stored
-				if err := decode(v, &s); err != nil {
+				var st standing
+				if err := decode(v, &st); err != nil {
 					return fmt.Errorf("%w (request %s)", err, k)
 				}
-				if s.Server == server && s.Unresolved() {
-					found = append(found, s.JournalRecord)
+				if st.SettledAt != 0 || !st.SupersededBy.IsZero() {
+					return nil
+				}
+				rec, err := readRecord(tx, k, &st)
+				if err != nil {
+					return fmt.Errorf("%w (request %s)", err, k)
+				}
+				if rec.Server == server && rec.Unresolved() {
+					found = append(found, rec)
 				}
 				return nil
 			})
@@ -412,16 +449,13 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 // deciding what to do with it.
 func (j *File) Lookup(ctx context.Context, id mcpclient.ID) (rec mcpclient.JournalRecord, ok bool, err error) {
 	err = j.db.View(func(tx *bolt.Tx) error {
-		raw := tx.Bucket(requestsBucket).Get([]byte(id.JSON()))
-		if raw == nil {
-			return nil
-		}
-		var s stored
-		if err := decode(raw, &s); err != nil {
+		st, found, err := readStanding(tx, id.JSON())
+		if err != nil || !found {
 			return err
 		}
-		rec, ok = s.JournalRecord, true
-		return nil
+		rec, err = readRecord(tx, []byte(id.JSON()), &st)
+		ok = err == nil
+		return err
 	})
 	j.mu.Lock()
 	if st, pending := j.settling[id.JSON()]; ok && pending {
@@ -474,9 +508,38 @@ func (j *File) write() {
 				}
 				break
 			}
+			if !closed && !waitedFor(batch) {
+				// Only settles, which no one waits for: they ride with the next request's
+				// write if one comes soon, rather than cost a sync of their own.
+				t := time.NewTimer(settleDelay)
+				select {
+				case <-j.wake:
+				case <-t.C:
+				}
+				t.Stop()
+				j.mu.Lock()
+				batch = append(batch, j.queue...)
+				j.queue = nil
+				j.mu.Unlock()
+			}
 			j.commit(batch)
 		}
 	}
+}
+
+// settleDelay is how long a settle waits for a request's write to ride with. A process that dies
+// within it leaves the request unresolved in the file: resent or reported unknown after the
+// restart, never lost.
+const settleDelay = 20 * time.Millisecond
+
+// waitedFor reports whether someone waits for an op of batch.
+func waitedFor(batch []*op) bool {
+	for _, o := range batch {
+		if o.done != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // commit writes batch in one transaction. An op's refusal, made before it wrote anything, spoils
@@ -540,7 +603,7 @@ type claim struct {
 
 func (c *claim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
-		return c.j.update(tx, c.key, now, func(s *stored) { s.Receipts, s.Updated = b, now })
+		return c.j.update(tx, c.key, now, func(s *standing) { s.Receipts, s.Updated = b, now })
 	}}
 	if err := c.j.enqueue(o); err != nil {
 		return err
@@ -562,7 +625,7 @@ func (c *claim) Settle(state mcpclient.State, sent int) {
 	c.j.settling[c.key] = settling{state, seq}
 	c.j.mu.Unlock()
 	c.j.enqueue(&op{settles: c.key, seq: seq, apply: func(tx *bolt.Tx, now time.Time) error {
-		return c.j.update(tx, c.key, now, func(s *stored) {
+		return c.j.update(tx, c.key, now, func(s *standing) {
 			s.State, s.Attempts, s.Updated = state, s.Attempts+sent, now
 		})
 	}})
@@ -571,49 +634,61 @@ func (c *claim) Settle(state mcpclient.State, sent int) {
 // Lost is never closed: no one else can take a request of a file this process holds locked.
 func (c *claim) Lost() <-chan struct{} { return nil }
 
-// update changes the request under key with f, if the file still holds it.
-func (j *File) update(tx *bolt.Tx, key string, now time.Time, f func(*stored)) error {
-	raw := tx.Bucket(requestsBucket).Get([]byte(key))
-	if raw == nil {
-		return nil // forgotten meanwhile
+// update changes how the request under key stands with f, if the file still holds it.
+func (j *File) update(tx *bolt.Tx, key string, now time.Time, f func(*standing)) error {
+	st, ok, err := readStanding(tx, key)
+	if err != nil || !ok {
+		return err // forgotten meanwhile, if not an error
 	}
-	var s stored
-	if err := decode(raw, &s); err != nil {
-		return err
-	}
-	f(&s)
-	return j.settleIn(tx, key, &s, now)
+	f(&st)
+	return j.writeStanding(tx, key, &st, now)
 }
 
-// stored is a request as the file holds it.
-type stored struct {
-	mcpclient.JournalRecord
+// standing is how a request stands: the fields of its JournalRecord that change.
+type standing struct {
+	State        mcpclient.State          `json:"state"`
+	Attempts     int                      `json:"attempts,omitempty"`
+	Receipts     mcpclient.ReceiptBinding `json:"receipts"`
+	Updated      time.Time                `json:"updated"`
+	SupersededBy mcpclient.ID             `json:"supersededBy,omitzero"`
 	// SettledAt is when it settled (its key in the settled order), in Unix nanoseconds; 0 while
 	// it waits for an outcome.
 	SettledAt int64 `json:"settledAt,omitempty"`
 }
 
-func encode(s stored) ([]byte, error) {
-	b, err := json.Marshal(s)
+// frozenOf is what never changes of rec.
+func frozenOf(rec mcpclient.JournalRecord) mcpclient.JournalRecord {
+	rec.State, rec.Attempts, rec.Receipts, rec.Updated, rec.SupersededBy = 0, 0, mcpclient.ReceiptBinding{}, time.Time{}, mcpclient.ID{}
+	return rec
+}
+
+// readRecord reads the request under key, standing as st says.
+func readRecord(tx *bolt.Tx, key []byte, st *standing) (mcpclient.JournalRecord, error) {
+	var rec mcpclient.JournalRecord
+	raw := tx.Bucket(requestsBucket).Get(key)
+	if raw == nil {
+		return rec, fmt.Errorf("%w: no request for its state", ErrCorrupt)
+	}
+	if err := decode(raw, &rec); err != nil {
+		return rec, err
+	}
+	rec.State, rec.Attempts, rec.Receipts, rec.Updated, rec.SupersededBy = st.State, st.Attempts, st.Receipts, st.Updated, st.SupersededBy
+	return rec, nil
+}
+
+func encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	return b, nil
 }
 
-func decode(raw []byte, s *stored) error {
-	if err := json.Unmarshal(raw, s); err != nil {
+func decode(raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	return nil
-}
-
-func put(b *bolt.Bucket, key string, s *stored) error {
-	v, err := encode(*s)
-	if err != nil {
-		return err
-	}
-	return b.Put([]byte(key), v)
 }
 
 func settledKey(at int64, key string) []byte {

@@ -153,3 +153,31 @@ func TestJournalRebindsOnNewReceipts(t *testing.T) {
 		t.Fatalf("rebinds %v for unchanged receipts", j.rebinds)
 	}
 }
+
+// A Supersede the journal refuses leaves the request it was to replace as it was: unresolved,
+// replaced by nothing, and free to be superseded once the journal takes the replacement.
+func TestJournalRefusedSupersedeKeepsTheOriginal(t *testing.T) {
+	var k counter
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "book"}, k.tool), mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "book"}))
+	defer srv.Close()
+	j := newScriptedJournal()
+	c := connect(t, srv.Transport(), mcpclient.WithJournal(j))
+	ctx := testCtx(t)
+	_, err := c.CallTool(ctx, "book", map[string]any{"room": 12})
+	lost := asError(t, err).Request
+	insp := mcpclient.Inspection{Checked: "bookings", Found: "none for room 12"}
+	j.refuse = errors.New("disk full")
+	if _, err := c.SupersedeToolCall(ctx, lost, insp, map[string]any{"room": 14}); !errors.Is(err, mcpclient.ErrJournal) {
+		t.Fatalf("err = %v, want ErrJournal", err)
+	}
+	if e, _ := c.Ledger().Lookup(lost.ID()); e.State != mcpclient.StateUncertain || !e.SupersededBy.IsZero() {
+		t.Fatalf("the original after a refused Supersede: %+v", e)
+	}
+	if _, err := c.SupersedeToolCall(ctx, lost, insp, map[string]any{"room": 14}); err != nil {
+		t.Fatal(err)
+	}
+	if k.runs != 2 {
+		t.Fatalf("%d runs, want 2", k.runs)
+	}
+}

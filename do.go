@@ -393,13 +393,18 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		return r.giveUpUnlessRetrying(err)
 	}
 	if r.uncertainIn != nil && r.uncertainIn != s {
-		// The session that could answer for the uncertain attempt is gone, and with it any
-		// receipt: a resend could run the request a second time. Only a request that is safe
-		// to repeat goes on.
-		if !r.safe {
+		switch {
+		case receiptsSurvive(r.uncertainIn, s):
+			// The receipt outlived the session: the same bytes under the same id read it on
+			// this one, and a refusal of the id is still the server recognizing it.
+			r.uncertainIn = s
+		case !r.safe:
+			// The session that could answer for the uncertain attempt is gone, and with it
+			// any receipt: a resend could run the request a second time.
 			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: a resend could run the request twice (last attempt: %w)", ErrSessionLost, r.lastErr)))
+		default: // safe to repeat: it goes on
+			r.uncertainIn, r.resent = nil, false
 		}
-		r.uncertainIn, r.resent = nil, false
 	}
 	if under := r.receiptsGuard; under != nil {
 		r.receiptsGuard = nil

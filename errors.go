@@ -101,9 +101,10 @@ var (
 	ErrRequestIDReused = errors.New("mcpclient: request id reused")
 	// ErrLedgerFull: the ledger holds only unresolved entries and refuses new ones.
 	ErrLedgerFull = errors.New("mcpclient: ledger full")
-	// ErrSessionLost: the server session, and with it the receipt scope, ended (HTTP 404, a
-	// restarted server, a dead connection). It appears in the chain of the error of a request
-	// whose outcome it made unknowable.
+	// ErrSessionLost: the server session ended (HTTP 404, a restarted server, a dead
+	// connection), and with it the receipt scope, unless the server declares receipts for its
+	// whole process under an epoch that the new session finds unchanged. It appears in the
+	// chain of the error of a request whose outcome it made unknowable.
 	ErrSessionLost = errors.New("mcpclient: session lost")
 	// ErrUnsupportedVersion: the server answered initialize with a revision this client does not
 	// speak.

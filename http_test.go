@@ -197,10 +197,11 @@ func TestHTTPSessionExpiryReinitializes(t *testing.T) {
 	}
 }
 
+// Without an epoch, the client cannot tell that the receipts outlived the session.
 func TestHTTPSessionExpiryAfterUncertainAttemptIsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
 	var k counter
-	srv := mcptest.NewTestHTTPServer(t,
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithoutReceiptEpoch(),
 		mcptest.WithTool(unsafeTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
 	var once sync.Once

@@ -31,7 +31,7 @@ func TestLegacySSECallsAndNotDeliveredResends(t *testing.T) {
 func TestLegacySSEDroppedStreamLosesTheSession(t *testing.T) {
 	t.Parallel()
 	var k counter
-	srv := mcptest.NewTestHTTPServer(t,
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithoutReceiptEpoch(),
 		mcptest.WithTool(unsafeTool, k.tool),
 		mcptest.WithTool(readOnlyTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Method: "tools/call", Times: 2}))
@@ -39,7 +39,8 @@ func TestLegacySSEDroppedStreamLosesTheSession(t *testing.T) {
 	if _, err := c.CachedTools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// Receipts are declared, but they lived in the session the dropped stream ended.
+	// Receipts are declared without an epoch: for all the client knows, they lived in the
+	// session the dropped stream ended.
 	_, err := c.CallTool(context.Background(), "reserve", nil)
 	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrSessionLost) {
 		t.Fatalf("unsafe call: %v, want ErrOutcomeUnknown from the lost session", err)
@@ -53,6 +54,25 @@ func TestLegacySSEDroppedStreamLosesTheSession(t *testing.T) {
 	if k.runs != 2 {
 		t.Errorf("runs %d, want 2", k.runs)
 	}
+}
+
+// With an epoch, the new session shows that the receipts outlived the dropped stream's session.
+func TestLegacySSEDroppedStreamWithTheSameEpochReadsTheReceipt(t *testing.T) {
+	t.Parallel()
+	var k counter
+	srv := mcptest.NewTestHTTPServer(t,
+		mcptest.WithTool(unsafeTool, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "reserve"}))
+	c := connect(t, srv.SSETransport())
+	req := callReq(t, c, "reserve", nil)
+	resp, err := c.Do(context.Background(), req)
+	if err != nil {
+		t.Fatalf("unsafe call after a dropped stream, same epoch: %v", err)
+	}
+	if resp.Attempts != 2 || k.runs != 1 {
+		t.Errorf("attempts %d runs %d, want 2 and 1", resp.Attempts, k.runs)
+	}
+	assertFramesIdentical(t, srv.Received(req.ID()), 2)
 }
 
 func TestLegacySSESessionExpiryReconnects(t *testing.T) {

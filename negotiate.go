@@ -106,7 +106,7 @@ func (c *Client) adoptStateless(s *session, lc lifecycle) {
 	}
 	s.receipts = c.cfg.receipts
 	if r, ok := lc.result.Capabilities.RequestReceipts(); ok {
-		s.receipts = r.Scope
+		s.receipts, s.receiptEpoch = r.Scope, r.Epoch
 	}
 	if sc, ok := s.conn.(transport.SessionConn); ok {
 		sc.SetProtocolVersion(lc.version)
@@ -187,7 +187,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	}
 	s.init = res
 	if r, ok := res.Capabilities.RequestReceipts(); ok {
-		s.receipts = r.Scope
+		s.receipts, s.receiptEpoch = r.Scope, r.Epoch
 	} else {
 		s.receipts = c.cfg.receipts
 	}

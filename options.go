@@ -208,8 +208,9 @@ func WithServerIdentity(name string) Option {
 
 // WithReceipts asserts that the server keeps request receipts in scope (ReceiptScopeProcess or
 // ReceiptScopeSession; Connect refuses another with CodeInvalidArgument), for a server known to
-// keep them that does not declare it. A declaration by the server takes precedence. Default:
-// none asserted.
+// keep them that does not declare it. A declaration by the server takes precedence. An asserted
+// scope names no epoch, so the client cannot tell that receipts outlived a lost session: an
+// unsafe request left uncertain on it ends with ErrOutcomeUnknown. Default: none asserted.
 func WithReceipts(scope ReceiptScope) Option {
 	return optionFunc(func(c *config) {
 		if scope != ReceiptScopeProcess && scope != ReceiptScopeSession {

@@ -19,25 +19,53 @@ const (
 const RequestReceiptsKey = "requestReceipts"
 
 // RequestReceipts is a server's receipt declaration:
-// capabilities.experimental.requestReceipts = {"scope": "process"|"session", "maxReceipts": N}.
+// capabilities.experimental.requestReceipts = {"scope": "process"|"session", "maxReceipts": N,
+// "epoch": "..."}. The capability is experimental, this module's own.
 type RequestReceipts struct {
 	Scope       ReceiptScope `json:"scope"`
 	MaxReceipts int          `json:"maxReceipts,omitempty"`
+	// Epoch is an opaque id of the server process that holds the receipts, new at every start
+	// of the server. With scope process, a client whose session was lost and that finds the
+	// same epoch on its new session knows the receipts outlived the session: it resends the
+	// same bytes under the same id, which the receipt answers. Without an epoch, or with
+	// another, a lost session counts as lost receipts. "" when the server declares none.
+	Epoch string `json:"epoch,omitempty"`
 }
 
 // RequestReceipts returns the server's receipt declaration. ok is false when the server declares
-// none, or declares a scope this client does not know, which it must not rely on.
+// none, or declares a scope this client does not know, which it must not rely on. An epoch that
+// is no string is read as none: the scope it comes with stays usable.
 func (c *ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
 	raw, found := c.Experimental[RequestReceiptsKey]
 	if !found {
 		return RequestReceipts{}, false
 	}
-	if err := json.Unmarshal(raw, &r); err != nil {
+	var d struct {
+		Scope       ReceiptScope    `json:"scope"`
+		MaxReceipts int             `json:"maxReceipts"`
+		Epoch       json.RawMessage `json:"epoch"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
 		return RequestReceipts{}, false
 	}
-	switch r.Scope {
+	switch d.Scope {
 	case ReceiptScopeProcess, ReceiptScopeSession:
-		return r, true
+	default:
+		return RequestReceipts{}, false
 	}
-	return RequestReceipts{}, false
+	r = RequestReceipts{Scope: d.Scope, MaxReceipts: d.MaxReceipts}
+	if json.Unmarshal(d.Epoch, &r.Epoch) != nil {
+		r.Epoch = ""
+	}
+	return r, true
+}
+
+// receiptsSurvive reports whether the receipts of session old are known to be those of session
+// next: both declare receipts kept for the server's whole process, under the same epoch. A lost
+// session is then no lost receipt, since the epoch names the process that holds them and
+// changes when it restarts. A scope of session, an asserted scope, or an epoch missing on either
+// side proves nothing: the process may have restarted in between.
+func receiptsSurvive(old, next *session) bool {
+	return old.receipts == ReceiptScopeProcess && next.receipts == ReceiptScopeProcess &&
+		old.receiptEpoch != "" && old.receiptEpoch == next.receiptEpoch
 }

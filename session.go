@@ -15,8 +15,9 @@ import (
 )
 
 // A session is one connection and the server session it carries. A new connection is always a
-// new session: the client cannot tell whether a server process survived, so it assumes that
-// whatever the old session remembered, its request receipts included, is gone.
+// new session, and whatever the old session remembered is assumed gone, its request receipts
+// included, unless the server says otherwise: receipts kept for the whole process under an
+// epoch that the new session finds unchanged (see receiptsSurvive).
 //
 // The session is its connection's transport.Receiver: Deliver and Fail run on the connection's
 // goroutines, from the moment Connect is called, which may be before the connection is attached.
@@ -52,7 +53,9 @@ type session struct {
 	stateless bool // a stateless revision: requests carry their version and capabilities
 	init      InitializeResult
 	receipts  ReceiptScope
-	// receiptEpoch names the server process holding the receipts, if the server declared one.
+	// receiptEpoch names the server process holding the receipts, as the server declared it
+	// with them; "" when it declared none, or when the receipts are only asserted by the
+	// caller (WithReceipts), which says nothing about which process holds them.
 	receiptEpoch string
 
 	// inbound carries notifications and server requests from the connection to the dispatcher.

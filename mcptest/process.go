@@ -185,12 +185,13 @@ func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
 		Tools:   &mcpclient.ListChangedCapability{},
 		Logging: json.RawMessage(`{}`),
 	}
-	if s.mode == ModeReceipts {
-		decl, _ := json.Marshal(mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeProcess, MaxReceipts: s.maxReceipts})
-		caps.Experimental = map[string]json.RawMessage{mcpclient.RequestReceiptsKey: decl}
-	}
 	sid := uuid.NewString()
 	s.mu.Lock()
+	if s.mode == ModeReceipts {
+		// ep's epoch, the one the session belongs to, whatever Restart did meanwhile.
+		decl, _ := json.Marshal(mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeProcess, MaxReceipts: s.maxReceipts, Epoch: s.receiptEpochLocked(ep)})
+		caps.Experimental = map[string]json.RawMessage{mcpclient.RequestReceiptsKey: decl}
+	}
 	if len(s.resources) > 0 || len(s.templates) > 0 {
 		caps.Resources = &mcpclient.ResourcesCapability{Subscribe: true, ListChanged: true}
 	}

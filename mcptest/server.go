@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/transport"
@@ -35,8 +37,10 @@ const (
 	// ModeReceipts (the default) keeps a receipt per tools/call id: the fingerprint of the
 	// validated request and its pending or final reply. The same id with the same content gets
 	// that reply, even while it is still running, and runs once; the same id with other content
-	// is refused with MCP_REQUEST_ID_REUSED; a full store refuses new ids and evicts nothing. The
-	// server declares capabilities.experimental.requestReceipts.
+	// is refused with MCP_REQUEST_ID_REUSED; a full store refuses new ids and evicts nothing.
+	// Receipts are the process's: they outlive the session that made them (its expiry, its
+	// DELETE), not a Restart. The server declares capabilities.experimental.requestReceipts
+	// with scope process and an epoch, new at every Restart (see ReceiptEpoch).
 	ModeReceipts Mode = iota
 	// ModeInFlightRefusal keeps no receipts but refuses, with JSON-RPC -32600, a request whose id
 	// is still in flight, as the Ruby SDK does; a finished id is free again.
@@ -84,6 +88,8 @@ type Server struct {
 	sse            *time.Duration
 	inFlightStatus int
 	auth           *protection // WithAuthorization: the tokens requests need
+	// noEpoch: the receipt declaration names no epoch (WithoutReceiptEpoch).
+	noEpoch bool
 
 	// ctx ends at Close; handler contexts derive from the epoch context below.
 	ctx    context.Context
@@ -126,6 +132,9 @@ type Server struct {
 // An epoch is the life of the server between restarts: its sessions, receipts and in-flight
 // ids. Restart drops the whole epoch at once.
 type epoch struct {
+	// id is the epoch's receipt epoch: random, so that a client never finds the same one after
+	// a restart, in this server or another.
+	id       string
 	ctx      context.Context
 	cancel   context.CancelFunc
 	sessions map[string]*sessionState
@@ -162,6 +171,11 @@ func WithMaxReceipts(n int) Option {
 		}
 	})
 }
+
+// WithoutReceiptEpoch makes a server in ModeReceipts declare its receipts without an epoch, as
+// a server that does not name its process does: a client that loses its session cannot tell
+// whether the receipts survived, and must assume they did not.
+func WithoutReceiptEpoch() Option { return optionFunc(func(s *Server) { s.noEpoch = true }) }
 
 // WithTool registers a tool. A later registration under the same name replaces the earlier.
 func WithTool(tool mcpclient.Tool, fn ToolFunc) Option {
@@ -249,6 +263,7 @@ func NewServer(opts ...Option) *Server {
 func (s *Server) newEpoch() *epoch {
 	ctx, cancel := context.WithCancel(s.ctx)
 	return &epoch{
+		id:       uuid.NewString(),
 		ctx:      ctx,
 		cancel:   cancel,
 		sessions: make(map[string]*sessionState),
@@ -411,6 +426,23 @@ func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.epoch.sessions)
+}
+
+// ReceiptEpoch returns the epoch the server declares with its receipts now: an opaque id of the
+// server process, new at every Restart. It is "" when the server declares none: a mode other
+// than ModeReceipts, or WithoutReceiptEpoch.
+func (s *Server) ReceiptEpoch() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.receiptEpochLocked(s.epoch)
+}
+
+// receiptEpochLocked is the epoch ep declares, or "". s.mu is held.
+func (s *Server) receiptEpochLocked(ep *epoch) string {
+	if s.mode != ModeReceipts || s.noEpoch {
+		return ""
+	}
+	return ep.id
 }
 
 // Receipts returns the number of receipts held.

@@ -169,5 +169,6 @@ var ErrMisconfigured = errors.New("transport: misconfigured")
 
 // ErrSessionNotFound reports that the server no longer knows the connection's session (HTTP 404
 // on a known session id, or a restarted in-memory server). Nothing was executed for the frame
-// that met it, but whatever the session remembered, such as request receipts, is gone.
+// that met it, but whatever the session remembered is gone: request receipts too, unless the
+// server keeps them for its whole process.
 var ErrSessionNotFound = errors.New("transport: session not found")

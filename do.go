@@ -410,7 +410,7 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		r.receiptsGuard = nil
 		// An earlier process may have sent the request, and only a receipt of the same server
 		// process can answer for it without running it again.
-		if now := bindingOf(s); *under != now {
+		if now := bindingOf(s); !receiptsHeld(*under, now) {
 			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent under %s, and the server now declares %s; a resend could run the request twice", ErrSessionLost, *under, now)))
 		}
 		r.uncertainIn = s

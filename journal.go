@@ -127,7 +127,7 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 			}
 			req, err := c.recovered(rec)
 			if err == nil && !c.safeToRepeat(req) {
-				if now := bindingOf(c.current()); survivesRestart(rec.Receipts) && rec.Receipts == now {
+				if now := bindingOf(c.current()); receiptsHeld(rec.Receipts, now) {
 					// Checked again before the Resend sends anything: the server may restart
 					// in between.
 					req.receiptsGuard = &rec.Receipts
@@ -141,13 +141,6 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 			}
 		}
 	}
-}
-
-// survivesRestart reports whether receipts held under b can still answer after the client
-// restarted: only a process scope names a holder that outlives a session, and only its epoch lets
-// a later session tell whether that process is still the one holding them.
-func survivesRestart(b ReceiptBinding) bool {
-	return b.Scope == ReceiptScopeProcess && b.Epoch != ""
 }
 
 func (b ReceiptBinding) String() string {

@@ -61,11 +61,14 @@ func (c *ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
 }
 
 // receiptsSurvive reports whether the receipts of session old are known to be those of session
-// next: both declare receipts kept for the server's whole process, under the same epoch. A lost
-// session is then no lost receipt, since the epoch names the process that holds them and
-// changes when it restarts. A scope of session, an asserted scope, or an epoch missing on either
-// side proves nothing: the process may have restarted in between.
-func receiptsSurvive(old, next *session) bool {
-	return old.receipts == ReceiptScopeProcess && next.receipts == ReceiptScopeProcess &&
-		old.receiptEpoch != "" && old.receiptEpoch == next.receiptEpoch
+// next (see receiptsHeld).
+func receiptsSurvive(old, next *session) bool { return receiptsHeld(bindingOf(old), bindingOf(next)) }
+
+// receiptsHeld reports whether receipts kept under then are known to be kept under now: both
+// declare receipts kept for the server's whole process, under the same epoch. A lost session, or
+// a restarted client, is then no lost receipt, since the epoch names the process that holds them
+// and changes when it restarts. A scope of session, an asserted scope, or an epoch missing on
+// either side proves nothing: the process may have restarted in between.
+func receiptsHeld(then, now ReceiptBinding) bool {
+	return then.Scope == ReceiptScopeProcess && then.Epoch != "" && then == now
 }

@@ -50,7 +50,7 @@ func recoverAll(t *testing.T, c *mcpclient.Client) (recovered []mcpclient.Recove
 // nothing is sent by recovering it, and a Resend the caller decides on sends the same bytes
 // under the same id.
 func TestRecoverWithoutEpochIsUnknown(t *testing.T) {
-	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked), mcptest.WithoutReceiptEpoch())
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	lost := leaveUncertain(t, srv, path)
@@ -97,7 +97,7 @@ func TestRecoverWithoutEpochIsUnknown(t *testing.T) {
 
 // A request that is safe to repeat is recovered for a Resend.
 func TestRecoverSafeRequest(t *testing.T) {
-	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked), mcptest.WithoutReceiptEpoch())
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "journal.db")
 	lost := leaveUncertain(t, srv, path, mcpclient.WithIdempotent())
@@ -129,5 +129,79 @@ func TestRecoverOnlyThisServer(t *testing.T) {
 	defer c.Close()
 	if got, _ := recoverAll(t, c); len(got) != 0 {
 		t.Fatalf("recovered %d requests of another server", len(got))
+	}
+}
+
+// Under receipts the server keeps for its process, with the same epoch after the restart, the
+// recovered request is resent and the receipt answers it without running it again.
+func TestRecoverUnderTheSameEpochResends(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	lost := leaveUncertain(t, srv, path)
+	j := openJournal(t, path)
+	ctx := context.Background()
+	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, errs := recoverAll(t, c)
+	if len(got) != 1 || errs[0] != nil || got[0].Record.Receipts.Epoch != srv.Server.ReceiptEpoch() {
+		t.Fatalf("recovered %+v, %v", got, errs)
+	}
+	resp, err := c.Resend(ctx, got[0].Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Request.ID() != lost.ID() || srv.Executions("book") != 1 {
+		t.Fatalf("answered for %s, %d executions", resp.Request.ID(), srv.Executions("book"))
+	}
+}
+
+// A server restarted after the request was sent holds no receipt of it: recovered as unknown;
+// and one that restarts between Recover and the Resend gets nothing sent.
+func TestRecoverAfterServerRestart(t *testing.T) {
+	for _, when := range []string{"before recovery", "between recovery and resend"} {
+		t.Run(when, func(t *testing.T) {
+			srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+			defer srv.Close()
+			path := filepath.Join(t.TempDir(), "journal.db")
+			lost := leaveUncertain(t, srv, path)
+			if when == "before recovery" {
+				srv.Server.Restart()
+			}
+			j := openJournal(t, path)
+			ctx := context.Background()
+			c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			got, errs := recoverAll(t, c)
+			if len(got) != 1 {
+				t.Fatalf("recovered %d", len(got))
+			}
+			if when == "before recovery" {
+				if !errors.Is(errs[0], mcpclient.ErrOutcomeUnknown) {
+					t.Fatalf("err = %v, want ErrOutcomeUnknown", errs[0])
+				}
+				return
+			}
+			if errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+			srv.Server.Restart()
+			if err := c.Ping(ctx); err != nil { // the client meets the new epoch
+				t.Fatal(err)
+			}
+			_, err = c.Resend(ctx, got[0].Request)
+			if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrSessionLost) {
+				t.Fatalf("err = %v, want ErrOutcomeUnknown caused by ErrSessionLost", err)
+			}
+			if n := len(srv.Received(lost.ID())); n != 1 || srv.Executions("book") != 1 {
+				t.Fatalf("received %d times, %d executions", n, srv.Executions("book"))
+			}
+		})
 	}
 }

@@ -8,6 +8,15 @@
 // session is left alone so that the server's receipt for the request survives for a later
 // resend under the same id (-id).
 //
+// With -journal FILE, the request is recorded in FILE (created if need be) before its first byte
+// is sent, and its outcome after. A run that finds in FILE an unresolved request of the same
+// METHOD and PARAMS to the same server (and with -id, that id) left by an earlier run that died
+// mid-call resends it, the same bytes under the same id, and prints its outcome as if it were
+// its own: a server that keeps receipts and still holds one answers without running it again.
+// When resending could run it twice (the server's receipts did not survive, or it declared
+// none), mcpcall sends nothing and exits 4 naming the id; run it again with -id ID to resend it
+// all the same, once you have looked at the server's state.
+//
 // With -auth, a server that requires OAuth is signed in to through the browser: mcpcall prints
 // the authorization URL, opens it, and waits for the authorization server to redirect back to a
 // listener on 127.0.0.1; the tokens are kept in -token-file (mode 0600), so that later runs sign
@@ -64,6 +73,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/redact"
+	"github.com/northstar-mcp/mcpclient/journal"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -96,6 +106,7 @@ type options struct {
 	headers       headerFlags
 	auth          bool
 	tokenFile     string
+	journal       string
 	method        string
 	params        json.RawMessage
 }
@@ -122,6 +133,7 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "overall deadline")
 	fs.Var(&o.headers, "header", "extra HTTP header 'K: V', repeatable")
 	fs.BoolVar(&o.auth, "auth", false, "authorize with OAuth when the server asks: sign in through the browser (a loopback redirect), tokens kept in -token-file")
+	fs.StringVar(&o.journal, "journal", "", "record the request in this file before sending it; a run killed mid-call and started again with the same command resends the same bytes under the same id")
 	fs.StringVar(&o.tokenFile, "token-file", "", "where -auth keeps tokens (mode 0600; default: the user's config directory, mcpclient/tokens.json)")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
@@ -292,8 +304,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 
-	c, err := mcpclient.Connect(ctx, tr, mcpclient.WithRetryPolicy(policy),
-		mcpclient.WithClientInfo(mcpclient.Implementation{Name: "mcpcall", Version: mcpclient.Version}))
+	clientOpts := []mcpclient.Option{mcpclient.WithRetryPolicy(policy),
+		mcpclient.WithClientInfo(mcpclient.Implementation{Name: "mcpcall", Version: mcpclient.Version})}
+	if o.journal != "" {
+		j, err := journal.OpenFile(o.journal)
+		if err != nil {
+			term.printf("mcpcall: journal: %v", err)
+			return exitLocal
+		}
+		defer j.Close() // after the client's: what it settled is written
+		clientOpts = append(clientOpts, mcpclient.WithJournal(j))
+	}
+	c, err := mcpclient.Connect(ctx, tr, clientOpts...)
 	if err != nil {
 		// Nothing of METHOD was sent.
 		code := exitCode(err)
@@ -317,11 +339,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		io.WriteString(stdout, "{}\n")
 		return exitOK
 	}
-	req, err := c.NewRequest(o.method, o.params, callOpts...)
-	if err != nil {
-		report(term, err, c.SessionID())
-		c.Close()
-		return exitLocal
+	var req *mcpclient.Request
+	if o.journal != "" {
+		var code int
+		if req, code = recoverRequest(ctx, c, o, term); code >= 0 {
+			return code
+		}
+	}
+	if req == nil {
+		if req, err = c.NewRequest(o.method, o.params, callOpts...); err != nil {
+			report(term, err, c.SessionID())
+			c.Close()
+			return exitLocal
+		}
 	}
 	resp, err := c.Do(ctx, req)
 	session := c.SessionID()

@@ -27,6 +27,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("MCPCALL_AS_MAIN") != "" {
+		main() // this binary is mcpcall, for the tests that kill it
+	}
 	if os.Getenv("MCPCALL_FAKE_STDIO") != "" {
 		fakeStdioServer()
 		os.Exit(0)

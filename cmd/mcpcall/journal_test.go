@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+)
+
+// mcpcallProcess runs mcpcall as a process of its own: this test binary, told to be it.
+func mcpcallProcess(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "MCPCALL_AS_MAIN=1")
+	return cmd
+}
+
+// A run killed by SIGKILL while the server runs its call, started again with the same command,
+// resends the same bytes under the same id; the server's receipt answers, the tool having run
+// once, and the second run prints the result.
+func TestJournalRecoversKilledCall(t *testing.T) {
+	var runs atomic.Int32
+	running, release := make(chan struct{}), make(chan struct{})
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(mcpclient.Tool{Name: "deploy", InputSchema: []byte(`{"type":"object"}`)},
+		func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			if runs.Add(1) == 1 {
+				close(running)
+				<-release
+			}
+			return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("deployed " + string(call.Arguments))}}, nil
+		}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	args := []string{"-url", srv.URL, "-journal", path, "tools/call", `{"name":"deploy","arguments":{"version":"1.2.3"}}`}
+
+	first := mcpcallProcess(args...)
+	var firstErr bytes.Buffer
+	first.Stderr = &firstErr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-running:
+	case <-time.After(30 * time.Second):
+		first.Process.Kill()
+		t.Fatalf("the call never reached the server: %s", firstErr.String())
+	}
+	first.Process.Kill()
+	err := first.Wait()
+	close(release)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the first run was not killed: %v", err)
+	}
+
+	second := mcpcallProcess(args...)
+	var out, errOut bytes.Buffer
+	second.Stdout, second.Stderr = &out, &errOut
+	if err := second.Run(); err != nil {
+		t.Fatalf("second run: %v; stderr: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), `deployed {\"version\":\"1.2.3\"}`) {
+		t.Fatalf("stdout %q", out.String())
+	}
+	if !strings.Contains(errOut.String(), "resending request") {
+		t.Fatalf("stderr %q does not say it resent", errOut.String())
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	var frames [][]byte
+	for _, r := range srv.Requests() {
+		if r.RPCMethod == "tools/call" {
+			frames = append(frames, srv.Received(r.ID)...)
+			break
+		}
+	}
+	if len(frames) != 2 || !bytes.Equal(frames[0], frames[1]) {
+		t.Fatalf("the id carried %d frames: %q", len(frames), frames)
+	}
+
+	// A third run is a new call: nothing is left to recover.
+	third := mcpcallProcess(args...)
+	var thirdErr bytes.Buffer
+	third.Stderr = &thirdErr
+	if err := third.Run(); err != nil || strings.Contains(thirdErr.String(), "resending") {
+		t.Fatalf("third run: %v; stderr %q", err, thirdErr.String())
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the tool ran %d times after a new call", n)
+	}
+}
+
+// A recovered call that resending could run twice is left alone, and named, unless -id says to
+// resend it.
+func TestJournalUnknownNeedsID(t *testing.T) {
+	var runs atomic.Int32
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(mcpclient.Tool{Name: "deploy", InputSchema: []byte(`{"type":"object"}`)},
+		func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			runs.Add(1)
+			return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("deployed")}}, nil
+		}), mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "deploy"}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	args := []string{"-url", srv.URL, "-journal", path, "-retry", "never", "tools/call", `{"name":"deploy"}`}
+	var stdout, stderr bytes.Buffer
+	if code := run(args, nil, &stdout, &stderr); code != exitUnknown {
+		t.Fatalf("first run: exit %d; %s", code, stderr.String())
+	}
+	srv.Server.Restart() // the receipt is gone with the server's process
+	stderr.Reset()
+	if code := run(args, nil, &stdout, &stderr); code != exitUnknown || !strings.Contains(stderr.String(), "-id") {
+		t.Fatalf("second run: exit %d; %s", code, stderr.String())
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+	id := regexpID.FindStringSubmatch(stderr.String())
+	if id == nil {
+		t.Fatalf("no id in %q", stderr.String())
+	}
+	stderr.Reset()
+	if code := run(append(args[:len(args)-2:len(args)-2], "-id", id[1], "tools/call", `{"name":"deploy"}`), nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("resend with -id: exit %d; %s", code, stderr.String())
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the tool ran %d times; the caller chose to resend", n)
+	}
+}
+
+var regexpID = regexp.MustCompile(`-id ([0-9a-f-]{36})`)

@@ -375,7 +375,14 @@ func TestHTTPNotificationsOnGetStream(t *testing.T) {
 	srv := mcptest.NewTestHTTPServer(t)
 	got := make(chan string, 1)
 	c, rec := httpClient(t, srv, mcpclient.WithNotificationHandler("notifications/tools/list_changed",
-		func(_ context.Context, method string, _ json.RawMessage) { got <- method }))
+		func(_ context.Context, method string, _ json.RawMessage) {
+			// The test notifies until one arrives, so more may follow: a handler blocked on
+			// them would hold Close up.
+			select {
+			case got <- method:
+			default:
+			}
+		}))
 	_ = c
 	waitFor(t, "the GET stream", func() bool {
 		for _, r := range rec.all() {

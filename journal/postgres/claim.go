@@ -1,0 +1,292 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/northstar-mcp/mcpclient"
+)
+
+// maxTries bounds the transactions one Claim runs: another worker may record the same new id
+// between this one's look and its insert, and PostgreSQL may end one of two deadlocked
+// transactions; either is worth another try.
+const maxTries = 5
+
+// errRaced reports a new id that another claim recorded first: the next try finds it known.
+var errRaced = errors.New("postgres journal: the id was recorded meanwhile")
+
+// Claim records rec if its id is new and leases it to this claim, durably, before returning;
+// see mcpclient.Journal. A known id is checked against rec's fingerprint, and its lease taken
+// only if no live claim holds it, in this worker or another. The claim renews its lease until
+// Settle.
+//
+// The commit is waited for whatever ctx does once it is under way, so that Claim never returns
+// an error for a request the table holds under its lease; ctx bounds what comes before.
+func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclient.JournalClaim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !j.enter() {
+		return nil, ErrClosed
+	}
+	c := &claim{j: j, key: rec.ID.JSON(), token: rand.Text(), lost: make(chan struct{}), exited: make(chan struct{})}
+	// The lease is measured from before the transaction began: the database's now() in it is
+	// later, so the worker's idea of the lease never outlasts the database's.
+	c.start = time.Now()
+	var err error
+	for try := 1; ; try++ {
+		err = j.claim(ctx, c, &rec)
+		if !retryable(err) || try == maxTries {
+			break
+		}
+	}
+	if err != nil {
+		j.wg.Done()
+		if errors.Is(err, errRaced) {
+			err = fmt.Errorf("%w: request %s is being recorded by another claim", mcpclient.ErrRequestInFlight, c.key)
+		}
+		return nil, err
+	}
+	j.claims.Add(1)
+	c.ctx, c.cancel = context.WithCancel(j.ctx)
+	go c.renew() // the Claim's count in j.wg passes to it
+	return c, nil
+}
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.Is(err, errRaced) ||
+		errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") // deadlock, serialization
+}
+
+// claim runs one transaction of Claim.
+func (j *Journal) claim(ctx context.Context, c *claim, rec *mcpclient.JournalRecord) error {
+	tx, err := j.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres journal: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, j.q.durable); err != nil {
+		return fmt.Errorf("postgres journal: %w", err)
+	}
+	lease := j.opts.lease.Milliseconds()
+	var fp []byte
+	var live bool
+	switch err := tx.QueryRow(ctx, j.q.known, c.key).Scan(&fp, &live); {
+	case err == nil:
+		if !bytes.Equal(fp, rec.Fingerprint[:]) {
+			return fmt.Errorf("%w: the journal holds other content under request %s", mcpclient.ErrRequestIDReused, c.key)
+		}
+		if live {
+			return fmt.Errorf("%w: a live claim holds request %s", mcpclient.ErrRequestInFlight, c.key)
+		}
+		// The receipts recorded stay as they are: they are those of the last send, which may
+		// have run the request, until a Rebind records those of the next.
+		if _, err := tx.Exec(ctx, j.q.claimKnown, c.key, j.opts.worker, c.token, lease); err != nil {
+			return fmt.Errorf("postgres journal: %w", err)
+		}
+	case errors.Is(err, pgx.ErrNoRows):
+		if err := j.record(ctx, tx, c, rec, lease); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("postgres journal: %w", err)
+	}
+	// A caller that gives up while the commit is under way would not know whether the request
+	// was recorded: the commit is waited for, within the lease, which is about to run anyway.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), j.opts.lease)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
+		return fmt.Errorf("postgres journal: commit: %w", err)
+	}
+	return nil
+}
+
+// record inserts a new request in tx, in a shard with room, or in the place of the oldest
+// settled request when every shard is full; linking the request it supersedes first, so that
+// row locks are always taken before a shard's (which keeps claims from deadlocking).
+func (j *Journal) record(ctx context.Context, tx pgx.Tx, c *claim, rec *mcpclient.JournalRecord, lease int64) error {
+	var supersedes *string
+	if !rec.Supersedes.IsZero() {
+		s := rec.Supersedes.JSON()
+		supersedes = &s
+		if _, err := tx.Exec(ctx, j.q.supersede, s, c.key); err != nil {
+			return fmt.Errorf("postgres journal: %w", err)
+		}
+	}
+	shard, err := j.slot(ctx, tx, c.key, supersedes)
+	if err != nil {
+		return err
+	}
+	var header *string
+	if rec.Header != nil {
+		b, err := json.Marshal(rec.Header)
+		if err != nil {
+			return fmt.Errorf("postgres journal: header: %w", err)
+		}
+		s := string(b)
+		header = &s
+	}
+	tag, err := tx.Exec(ctx, j.q.insert, c.key, rec.Server, rec.Method, rec.Frame, rec.Fingerprint[:], header,
+		rec.Version, rec.Idempotent, string(rec.Receipts.Scope), rec.Receipts.Epoch, supersedes, rec.Reason,
+		j.opts.worker, c.token, lease, shard)
+	if err != nil {
+		return fmt.Errorf("postgres journal: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errRaced
+	}
+	return nil
+}
+
+// slot takes room for a new request under key: a shard whose count is below its share of the
+// capacity, locked until the transaction ends; or, when all are full, the shard of the oldest
+// settled request that no claim holds, which is deleted to make the room.
+func (j *Journal) slot(ctx context.Context, tx pgx.Tx, key string, keep *string) (int, error) {
+	share, extra, first := j.opts.capacity/shards, j.opts.capacity%shards, shardOf(key)
+	var shard int
+	err := tx.QueryRow(ctx, j.q.slotSkipLocked, share, extra, first).Scan(&shard)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = tx.QueryRow(ctx, j.q.slotWait, share, extra, first).Scan(&shard)
+	}
+	if err == nil {
+		return shard, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("postgres journal: %w", err)
+	}
+	var victim string
+	switch err := tx.QueryRow(ctx, j.q.victim, keep).Scan(&victim, &shard); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, fmt.Errorf("%w: all %d requests in the journal are unresolved or held", mcpclient.ErrLedgerFull, j.opts.capacity)
+	case err != nil:
+		return 0, fmt.Errorf("postgres journal: %w", err)
+	}
+	if err := tx.QueryRow(ctx, j.q.lockSlot, shard).Scan(&shard); err != nil {
+		return 0, fmt.Errorf("postgres journal: %w", err)
+	}
+	if _, err := tx.Exec(ctx, j.q.evict, victim); err != nil {
+		return 0, fmt.Errorf("postgres journal: %w", err)
+	}
+	return shard, nil
+}
+
+// A claim is an attempt loop's lease on one request.
+type claim struct {
+	j     *Journal
+	key   string
+	token string // names this claim in the row's lease_token
+	start time.Time
+
+	// lost is closed by renew, once, when the lease can no longer be relied on.
+	lost chan struct{}
+	// ctx ends when Settle is called or the Journal closes; renew returns then, closing
+	// exited.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	exited  chan struct{}
+	settled atomic.Bool
+}
+
+// renew extends the lease every third of its length until the claim settles. The lease is
+// lost when a renewal finds it taken or lapsed, or when none succeeds before the worker's own
+// deadline: the lease measured from before the last successful renewal was asked for, less a
+// tenth.
+func (c *claim) renew() {
+	defer c.j.wg.Done()
+	defer close(c.exited)
+	lease := c.j.opts.lease
+	margin := lease / 10
+	deadline := c.start.Add(lease - margin)
+	next := time.NewTimer(lease / 3)
+	defer next.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			if !c.settled.Load() { // the Journal closed: no one renews the lease from now on
+				c.lose("the journal closed")
+			}
+			return
+		case <-next.C:
+		}
+		asked := time.Now()
+		if !asked.Before(deadline) {
+			c.lose("no renewal succeeded in time")
+			return
+		}
+		ctx, cancel := context.WithDeadline(c.ctx, deadline)
+		tag, err := c.j.pool.Exec(ctx, c.j.q.extend, c.key, c.token, lease.Milliseconds())
+		cancel()
+		switch {
+		case err == nil && tag.RowsAffected() == 1:
+			deadline = asked.Add(lease - margin)
+			next.Reset(lease / 3)
+		case err == nil:
+			c.lose("the lease lapsed or passed to another claim")
+			return
+		default:
+			if c.ctx.Err() == nil {
+				c.j.opts.log.Warn("postgres journal: renewing a lease", "id", c.key, "err", err)
+			}
+			next.Reset(min(margin, max(time.Until(deadline), 0)))
+		}
+	}
+}
+
+func (c *claim) lose(why string) {
+	c.j.lost.Add(1)
+	c.j.opts.log.Warn("postgres journal: claim lost", "id", c.key, "why", why)
+	close(c.lost)
+}
+
+// Lost is closed when the lease can no longer be relied on: a renewal found it taken or lapsed,
+// none succeeded in time, or the Journal closed. Once Settle is called it is not closed.
+func (c *claim) Lost() <-chan struct{} { return c.lost }
+
+// Rebind durably records the receipts of the next send, if the claim still holds its lease;
+// otherwise it fails with ErrLeaseLost.
+func (c *claim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
+	select {
+	case <-c.lost:
+		return fmt.Errorf("%w: request %s", ErrLeaseLost, c.key)
+	default:
+	}
+	tag, err := c.j.pool.Exec(ctx, c.j.q.rebind, c.key, c.token, string(b.Scope), b.Epoch)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres journal: %w", err)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("%w: request %s", ErrLeaseLost, c.key)
+	}
+	return nil
+}
+
+// Settle records the state and the sends, and releases the lease, synchronously, within the
+// lease's length. A Settle that fails is logged and leaves the request as it was: unresolved
+// under a lease that lapses, for another worker to recover.
+func (c *claim) Settle(state mcpclient.State, sent int) {
+	if !c.settled.CompareAndSwap(false, true) {
+		return
+	}
+	c.cancel()
+	<-c.exited
+	ctx, cancel := context.WithTimeout(context.Background(), c.j.opts.lease)
+	defer cancel()
+	tag, err := c.j.pool.Exec(ctx, c.j.q.settle, c.key, c.token, state.String(), sent)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = errors.New("another claim holds the request, or it was forgotten")
+	}
+	if err != nil {
+		c.j.settleFailures.Add(1)
+		c.j.opts.log.Warn("postgres journal: settling", "id", c.key, "state", state, "err", err)
+	}
+}

@@ -64,6 +64,9 @@ func (s *server) start() error {
 }
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(envRole); role != "" {
+		os.Exit(child(role)) // a worker process of the multi-process tests: see workers_test.go
+	}
 	stop, err := startDB()
 	if err != nil {
 		if os.Getenv(envSkip) == "1" {

@@ -18,13 +18,22 @@ const durable = `set_config('synchronous_commit', CASE current_setting('synchron
 
 // queries are a Journal's statements, written for its table.
 type queries struct {
-	durable, known, claimKnown, supersede, slotSkipLocked, slotWait, victim, lockSlot, evict, insert string
-	extend, rebind, settle, forget, unresolved, lookup, prune                                        string
+	fastInsert, durable, known, claimKnown, supersede, slotSkipLocked, slotWait, victim, lockSlot, evict, insert string
+	extend, rebind, settle, forget, unresolved, lookup, prune                                                    string
 }
 
 func queriesOf(n names) queries {
 	t := n.table
+	insertInto := `INSERT INTO ` + t + ` (id, server, method, frame, fingerprint, header, version, idempotent, receipts_scope, ` +
+		`receipts_epoch, state, supersedes, reason, lease_owner, lease_token, lease_expires, shard) `
 	return queries{
+		// A new request in one statement, committed durably with it: a shard with room that no
+		// other claim holds, and the row. It records nothing when the id is known, or when no
+		// free shard has room; the transaction of Claim sorts those out.
+		fastInsert: fmt.Sprintf(`WITH slot AS (SELECT shard FROM %s WHERE held < $16 + (shard < $17)::int `+
+			`ORDER BY (shard + %d - $18) %% %[2]d LIMIT 1 FOR UPDATE SKIP LOCKED) `, n.slots, shards) + insertInto +
+			`SELECT $1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, ` +
+			`now() + $15 * interval '1 millisecond', shard FROM slot WHERE ` + durable + ` IS NOT NULL ON CONFLICT (id) DO NOTHING`,
 		durable: `SELECT ` + durable,
 		known:   `SELECT fingerprint, lease_token IS NOT NULL AND lease_expires > now() FROM ` + t + ` WHERE id = $1 FOR UPDATE`,
 		claimKnown: `UPDATE ` + t + ` SET state = 'pending', settled_at = NULL, updated = now(), lease_owner = $2, ` +
@@ -40,9 +49,7 @@ func queriesOf(n names) queries {
 			` AND id IS DISTINCT FROM $1 ORDER BY settled_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
 		lockSlot: `SELECT shard FROM ` + n.slots + ` WHERE shard = $1 FOR UPDATE`,
 		evict:    `DELETE FROM ` + t + ` WHERE id = $1`,
-		insert: `INSERT INTO ` + t + ` (id, server, method, frame, fingerprint, header, version, idempotent, receipts_scope, ` +
-			`receipts_epoch, state, supersedes, reason, lease_owner, lease_token, lease_expires, shard) ` +
-			`VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, ` +
+		insert: insertInto + `VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, ` +
 			`now() + $15 * interval '1 millisecond', $16) ON CONFLICT (id) DO NOTHING`,
 		// Only while the lease is live: a lapsed lease may already be another worker's to
 		// take, and reviving it could put two holders on one id.

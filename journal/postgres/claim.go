@@ -42,6 +42,7 @@ func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpcl
 	// The lease is measured from before the transaction began: the database's now() in it is
 	// later, so the worker's idea of the lease never outlasts the database's.
 	c.start = time.Now()
+	c.renewed = c.start
 	recorded, err := j.fastClaim(ctx, c, &rec)
 	if err == nil && !recorded {
 		for try := 1; ; try++ {
@@ -60,6 +61,18 @@ func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpcl
 	}
 	j.claims.Add(1)
 	c.ctx, c.cancel = context.WithCancel(j.ctx)
+	c.deadline = c.start.Add(j.opts.lease - j.opts.lease/10)
+	// A claim that took long renews before it is used, so that the first send does not go out
+	// on the last of a lease: Lost is checked before a send, and the renewal that would have
+	// closed it might come only after.
+	switch {
+	case !time.Now().Before(c.deadline):
+		c.lose("the lease ran out while it was being taken")
+	case time.Since(c.start) > j.opts.lease/3:
+		if ok, err := c.extend(); err == nil && !ok {
+			c.lose("the lease lapsed while it was being taken")
+		}
+	}
 	go c.renew() // the Claim's count in j.wg passes to it
 	return c, nil
 }
@@ -218,9 +231,14 @@ type claim struct {
 	j     *Journal
 	key   string
 	token string // names this claim in the row's lease_token
-	start time.Time
+	// start is when Claim began, and renewed when the last successful renewal was asked for
+	// (start until there is one): the lease is measured from them, since the database's now()
+	// is later. deadline is when the claim is lost without another renewal. Written by Claim,
+	// then by renew only.
+	start, renewed, deadline time.Time
 
-	// lost is closed by renew, once, when the lease can no longer be relied on.
+	// lost is closed, once, when the lease can no longer be relied on: by Claim, when the lease
+	// lapsed before it returned, or else by renew.
 	lost chan struct{}
 	// ctx ends when Settle is called or the Journal closes; renew returns then, closing
 	// exited.
@@ -232,15 +250,18 @@ type claim struct {
 
 // renew extends the lease every third of its length until the claim settles. The lease is
 // lost when a renewal finds it taken or lapsed, or when none succeeds before the worker's own
-// deadline: the lease measured from before the last successful renewal was asked for, less a
-// tenth.
+// deadline.
 func (c *claim) renew() {
 	defer c.j.wg.Done()
 	defer close(c.exited)
+	select {
+	case <-c.lost: // lost before Claim returned
+		<-c.ctx.Done()
+		return
+	default:
+	}
 	lease := c.j.opts.lease
-	margin := lease / 10
-	deadline := c.start.Add(lease - margin)
-	next := time.NewTimer(lease / 3)
+	next := time.NewTimer(max(time.Until(c.renewed.Add(lease/3)), 0))
 	defer next.Stop()
 	for {
 		select {
@@ -251,17 +272,12 @@ func (c *claim) renew() {
 			return
 		case <-next.C:
 		}
-		asked := time.Now()
-		if !asked.Before(deadline) {
+		if !time.Now().Before(c.deadline) {
 			c.lose("no renewal succeeded in time")
 			return
 		}
-		ctx, cancel := context.WithDeadline(c.ctx, deadline)
-		tag, err := c.j.pool.Exec(ctx, c.j.q.extend, c.key, c.token, lease.Milliseconds())
-		cancel()
-		switch {
-		case err == nil && tag.RowsAffected() == 1:
-			deadline = asked.Add(lease - margin)
+		switch ok, err := c.extend(); {
+		case err == nil && ok:
 			next.Reset(lease / 3)
 		case err == nil:
 			c.lose("the lease lapsed or passed to another claim")
@@ -270,9 +286,29 @@ func (c *claim) renew() {
 			if c.ctx.Err() == nil {
 				c.j.opts.log.Warn("postgres journal: renewing a lease", "id", c.key, "err", err)
 			}
-			next.Reset(min(margin, max(time.Until(deadline), 0)))
+			next.Reset(min(lease/10, max(time.Until(c.deadline), 0)))
 		}
 	}
+}
+
+// extend renews the lease, if it is still the claim's and live, moving the claim's deadline: the
+// lease measured from before the renewal was asked for, less a tenth, so that a send decided
+// just before the deadline is on its way before the database could let another worker take the
+// id. ok is false when the lease was taken or had lapsed.
+func (c *claim) extend() (ok bool, err error) {
+	lease := c.j.opts.lease
+	asked := time.Now()
+	ctx, cancel := context.WithDeadline(c.ctx, c.deadline) // later, it would be of no use
+	defer cancel()
+	tag, err := c.j.pool.Exec(ctx, c.j.q.extend, c.key, c.token, lease.Milliseconds())
+	if err != nil {
+		return false, err
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil
+	}
+	c.renewed, c.deadline = asked, asked.Add(lease-lease/10)
+	return true, nil
 }
 
 func (c *claim) lose(why string) {

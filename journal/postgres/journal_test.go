@@ -536,3 +536,44 @@ func TestClaimSurvivesCrash(t *testing.T) {
 		}
 	}
 }
+
+// A claim that took a good part of its lease to make (waiting for a row another transaction
+// held) renews before it is returned, so that its first send does not go out on the last of the
+// lease; one whose lease lapsed meanwhile is returned lost, so that nothing is sent.
+func TestSlowClaim(t *testing.T) {
+	table := newTable(t)
+	const lease = 600 * time.Millisecond
+	j := open(t, table, postgres.WithLease(lease))
+	ctx := context.Background()
+	pool := newPool(t)
+	for _, held := range []time.Duration{lease / 2, lease + lease/2} {
+		id := fmt.Sprint("held-", held)
+		claim(t, j, record(id, "1")).Settle(mcpclient.StateUncertain, 1)
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM "+table+" WHERE id = $1 FOR UPDATE", `"`+id+`"`); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(held, func() { tx.Rollback(ctx) })
+		c := claim(t, j, record(id, "1"))
+		lost := false
+		select {
+		case <-c.Lost():
+			lost = true
+		default:
+		}
+		var left time.Duration
+		if err := pool.QueryRow(ctx, "SELECT (extract(epoch FROM lease_expires - now()) * 1e9)::bigint FROM "+table+" WHERE id = $1", `"`+id+`"`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case held < lease && (lost || left < lease/2):
+			t.Errorf("held %v: lost %v, %v of the lease left when Claim returned", held, lost, left)
+		case held > lease && !lost:
+			t.Errorf("held %v, past the lease: the claim was returned live", held)
+		}
+		c.Settle(mcpclient.StateAnswered, 1)
+	}
+}

@@ -16,9 +16,14 @@
 // closes its Lost channel, and the client sends nothing more under the id. "In time" is judged by
 // the worker's monotonic clock from before it asked: a tenth of a lease before the database could
 // let another worker take the id, so that a send decided just before the end is on its way before
-// anyone else can claim it. A lease fences the decision to send, not the bytes on the wire; the
-// server's receipts (or its refusal of an id in flight) are what answer for a send that is still
-// on its way when its lease passes to another worker.
+// anyone else can claim it. A claim that took more than a third of its lease to make (it waited
+// for a row another transaction held, or for a connection) renews before Claim returns it.
+//
+// A lease fences the decision to send, not the bytes on the wire: a worker stalled longer than
+// its lease while its request is on the wire loses the lease, and another worker may resend the
+// request while the server still runs the first send. The server's receipts (or its refusal of
+// an id in flight) are what answer for that; size the lease well above the longest stall a
+// worker may suffer (a GC pause, an overloaded host), not above the longest call.
 //
 // # Durability
 //

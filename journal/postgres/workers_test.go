@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -83,7 +84,8 @@ func worker() int {
 		enc.Encode(l)
 	}
 	j, err := postgres.Connect(ctx, os.Getenv(envDB), postgres.WithTable(os.Getenv(envTable)),
-		postgres.WithLease(lease), postgres.WithWorker(name))
+		postgres.WithLease(lease), postgres.WithWorker(name),
+		postgres.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
 	if err != nil {
 		say(line{Kind: "fatal", Outcome: err.Error()})
 		return 1
@@ -177,8 +179,9 @@ type overlapWatch struct {
 
 	mu       sync.Mutex
 	inFlight map[string]int // guarded by mu
-	overlaps []string       // guarded by mu
-	refused  int            // guarded by mu
+	since    map[string]time.Time
+	overlaps []string // guarded by mu
+	refused  int      // guarded by mu
 }
 
 func (o *overlapWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -198,7 +201,9 @@ func (o *overlapWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		o.mu.Lock()
 		o.inFlight[key]++
 		if o.inFlight[key] > 1 {
-			o.overlaps = append(o.overlaps, key)
+			o.overlaps = append(o.overlaps, fmt.Sprintf("%s at %s (first at %s, from %s)", key, time.Now().Format("15:04:05.000"), o.since[key].Format("15:04:05.000"), r.RemoteAddr))
+		} else {
+			o.since[key] = time.Now()
 		}
 		o.mu.Unlock()
 		defer func() {
@@ -334,7 +339,7 @@ func workers(t *testing.T, n int) {
 		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(fmt.Sprintf("booked %s/%d", a.W, a.N))}}, nil
 	}
 	srv := mcptest.NewUnstartedHTTPServer(mcptest.WithTool(mcpclient.Tool{Name: "book", InputSchema: []byte(`{"type":"object"}`)}, book))
-	watch := &overlapWatch{h: srv, inFlight: map[string]int{}}
+	watch := &overlapWatch{h: srv, inFlight: map[string]int{}, since: map[string]time.Time{}}
 	hs := httptest.NewServer(watch)
 	released := false
 	defer func() {
@@ -377,6 +382,7 @@ func workers(t *testing.T, n int) {
 	<-procs[dead].done
 	err := procs[dead].cmd.Wait()
 	killed := time.Now()
+	t.Logf("killed at %s", killed.Format("15:04:05.000"))
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("%s was not killed: %v; stderr: %s", dead, err, procs[dead].err.String())
@@ -518,6 +524,16 @@ func workers(t *testing.T, n int) {
 	defer watch.mu.Unlock()
 	if len(watch.overlaps) != 0 || watch.refused != 0 {
 		t.Errorf("ids sent by two at once: %v; refused in flight: %d", watch.overlaps, watch.refused)
+	}
+	if t.Failed() {
+		for _, p := range procs {
+			t.Logf("%s's stderr:\n%s", p.name, p.err.String())
+		}
+		for id, ls := range reported {
+			for _, l := range ls {
+				t.Logf("%s: %s recovered %+v at %s: %s", id, l.By, l.Call, l.at.Format("15:04:05.000"), l.Outcome)
+			}
+		}
 	}
 	st, err := j.Stats(context.Background())
 	if err != nil {

@@ -30,7 +30,7 @@ func queriesOf(n names) queries {
 		// A new request in one statement, committed durably with it: a shard with room that no
 		// other claim holds, and the row. It records nothing when the id is known, or when no
 		// free shard has room; the transaction of Claim sorts those out.
-		fastInsert: fmt.Sprintf(`WITH slot AS (SELECT shard FROM %s WHERE held < $16 + (shard < $17)::int `+
+		fastInsert: fmt.Sprintf(`WITH slot AS (SELECT shard FROM %s WHERE held < $16::bigint + (shard < $17::int)::int `+
 			`ORDER BY (shard + %d - $18) %% %[2]d LIMIT 1 FOR UPDATE SKIP LOCKED) `, n.slots, shards) + insertInto +
 			`SELECT $1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, ` +
 			`now() + $15 * interval '1 millisecond', shard FROM slot WHERE ` + durable + ` IS NOT NULL ON CONFLICT (id) DO NOTHING`,
@@ -41,8 +41,8 @@ func queriesOf(n names) queries {
 		supersede: `UPDATE ` + t + ` SET superseded_by = $2, settled_at = coalesce(settled_at, now()), updated = now() WHERE id = $1`,
 		// A shard with room, the request's own first: one that another claim holds locked is
 		// passed over for one that is free, and waited for only when no free one has room.
-		slotSkipLocked: fmt.Sprintf(`SELECT shard FROM %s WHERE held < $1 + (shard < $2)::int ORDER BY (shard + %d - $3) %% %[2]d LIMIT 1 FOR UPDATE SKIP LOCKED`, n.slots, shards),
-		slotWait:       fmt.Sprintf(`SELECT shard FROM %s WHERE held < $1 + (shard < $2)::int ORDER BY (shard + %d - $3) %% %[2]d LIMIT 1 FOR UPDATE`, n.slots, shards),
+		slotSkipLocked: fmt.Sprintf(`SELECT shard FROM %s WHERE held < $1::bigint + (shard < $2::int)::int ORDER BY (shard + %d - $3) %% %[2]d LIMIT 1 FOR UPDATE SKIP LOCKED`, n.slots, shards),
+		slotWait:       fmt.Sprintf(`SELECT shard FROM %s WHERE held < $1::bigint + (shard < $2::int)::int ORDER BY (shard + %d - $3) %% %[2]d LIMIT 1 FOR UPDATE`, n.slots, shards),
 		// The oldest settled request that no claim holds, other than the one being superseded,
 		// which stays as the record of what was sent under its id.
 		victim: `SELECT id, shard FROM ` + t + ` WHERE settled_at IS NOT NULL AND ` + free +
@@ -63,8 +63,8 @@ func queriesOf(n names) queries {
 			`settled_at = CASE WHEN $3 IN ('answered', 'failed') OR superseded_by IS NOT NULL THEN coalesce(settled_at, now()) END, ` +
 			`lease_owner = NULL, lease_token = NULL, lease_expires = NULL ` +
 			`WHERE id = $1 AND lease_token = $2 AND set_config('synchronous_commit', 'off', true) IS NOT NULL`,
-		// Both counts read the table as it was before the delete: held says whether there was
-		// a row, gone whether it was free to delete.
+		// Both counts read the table as it was before the delete: the first says whether the
+		// row was free and deleted, the second whether there was one.
 		forget: `WITH gone AS (DELETE FROM ` + t + ` WHERE id = $1 AND ` + free + ` RETURNING 1) ` +
 			`SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE id = $1)`,
 		unresolved: `SELECT ` + columns + ` FROM ` + t + ` WHERE server = $1 AND state IN ('pending', 'uncertain') ` +

@@ -29,8 +29,10 @@ var errRaced = errors.New("postgres journal: the id was recorded meanwhile")
 // only if no live claim holds it, in this worker or another. The claim renews its lease until
 // Settle.
 //
-// The commit is waited for whatever ctx does once it is under way, so that Claim never returns
-// an error for a request the table holds under its lease; ctx bounds what comes before.
+// The commit is waited for whatever ctx does once it is under way, so that a caller giving up
+// does not leave a request in the table that Claim reported unrecorded; ctx bounds what comes
+// before. (A connection lost during the commit still can: that row, never sent, is found by
+// recovery once its lease lapses, and reported like any other.)
 func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclient.JournalClaim, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -25,6 +25,10 @@
 // an id in flight) are what answer for that; size the lease well above the longest stall a
 // worker may suffer (a GC pause, an overloaded host), not above the longest call.
 //
+// Unresolved, and so Recover, lists a dead worker's requests only once their leases lapse: a
+// worker that restarts and recovers at once finds its predecessor's requests a lease later, so
+// recover again after a lease, or now and then.
+//
 // # Durability
 //
 // Claim and Rebind commit synchronously (synchronous_commit is raised to on for them when the

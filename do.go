@@ -166,7 +166,7 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior, followProgress: followProgress,
 		// A resend inherits what earlier calls learned about the id.
 		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict,
-		claim: f.claim, bound: f.bound, receiptsGuard: req.receiptsGuard}
+		claim: f.claim, bound: f.bound, boundRecorded: f.boundRecorded, receiptsGuard: req.receiptsGuard}
 	settled := false
 	defer func() {
 		if !settled { // a panic in a hook: release the waiters, then let it go on
@@ -197,7 +197,9 @@ func (c *Client) beginFlight(ctx context.Context, req *Request) (f *flight, lead
 		return nil, false, e
 	}
 	f.claim = claim
-	f.bound = rec.Receipts
+	// A journal keeps the receipts of a known id's last send when it is claimed again, which
+	// may not be those at hand: the first send then records its own.
+	f.bound, f.boundRecorded = rec.Receipts, f.prior == 0 && !req.recovered
 	return f, true, nil
 }
 
@@ -260,10 +262,11 @@ type attemptLoop struct {
 	ctx context.Context
 	// followProgress moves the call's progress handler and idle timeout to a re-issue's token.
 	followProgress func(token string)
-	// claim is the journal's hold on cur's id, and bound the receipts it last recorded for it;
-	// claim is nil without a journal.
-	claim JournalClaim
-	bound ReceiptBinding
+	// claim is the journal's hold on cur's id, and bound the receipts it last recorded for it,
+	// if boundRecorded; claim is nil without a journal.
+	claim         JournalClaim
+	bound         ReceiptBinding
+	boundRecorded bool
 	// receiptsGuard is the receipts an earlier process sent orig under, until the first session
 	// of this loop is checked against them (see Client.Recover).
 	receiptsGuard *ReceiptBinding
@@ -511,9 +514,9 @@ func (r *attemptLoop) journalBeforeSend(ctx context.Context, s *session) (st ste
 	case <-r.claim.Lost():
 		err = errors.New("the journal's claim on the id lapsed; another holder may now send it")
 	default:
-		if b := bindingOf(s); b != r.bound {
+		if b := bindingOf(s); b != r.bound || !r.boundRecorded {
 			if err = r.claim.Rebind(ctx, b); err == nil {
-				r.bound = b
+				r.bound, r.boundRecorded = b, true
 			}
 		}
 	}
@@ -584,7 +587,7 @@ func (r *attemptLoop) reissue(ctx context.Context, s *session) *Error {
 			r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issued as %s after: %w", next.key, r.lastErr)))
 	}
 	r.cur, r.curFlight = next, f
-	r.claim, r.bound = f.claim, f.bound
+	r.claim, r.bound, r.boundRecorded = f.claim, f.bound, f.boundRecorded
 	r.resent, r.reached, r.uncertainIn = false, false, nil
 	if next.asksProgress() {
 		r.followProgress(next.key)

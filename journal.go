@@ -31,11 +31,14 @@ type Journal interface {
 	// entry to rec.ID in the same write.
 	Claim(ctx context.Context, rec JournalRecord) (JournalClaim, error)
 
-	// Unresolved yields the requests to server whose last recorded state is pending or
-	// uncertain and that no live claim holds: what a restarted process must resend or inspect.
+	// Unresolved yields the requests to server that are unresolved (see
+	// [JournalRecord.Unresolved]) and that no live claim holds: what a restarted process must
+	// resend or inspect. It is a snapshot: in a shared journal another holder may claim one of
+	// them before it is resent, and the resend is then refused with ErrRequestInFlight.
 	Unresolved(ctx context.Context, server string) iter.Seq2[JournalRecord, error]
 
-	// Forget removes id's entry. The client calls it for [Ledger.Forget].
+	// Forget removes id's entry. The client calls it for [Ledger.Forget]. A shared journal
+	// refuses, with ErrRequestInFlight, an entry another holder's live claim holds.
 	Forget(ctx context.Context, id ID) error
 }
 
@@ -45,12 +48,15 @@ type JournalClaim interface {
 	// last recorded (a reconnection found another scope or epoch), before it is sent.
 	Rebind(ctx context.Context, b ReceiptBinding) error
 	// Settle records how the attempt loop ended, after sent more sends under the id, and
-	// releases the claim. The journal may write it
-	// with later changes (group commit): a process that dies before it is written leaves the
-	// request unresolved, to be resent or inspected, never lost.
+	// releases the claim. The journal may write it with later changes (group commit); a
+	// process that dies before it is written, or a write that fails, leaves the request
+	// unresolved, to be resent or inspected by whoever recovers it, never lost.
 	Settle(state State, sent int)
 	// Lost is closed when the claim can no longer be relied on (a shared journal's lease that
-	// could not be renewed): the holder sends nothing more under the id.
+	// could not be renewed): the holder sends nothing more under the id. An attempt already
+	// on the wire is not called back: if another holder resends the id meanwhile, the server's
+	// receipts are what keep the request from running twice, so a shared journal's lease must
+	// be long beside a call's duration.
 	Lost() <-chan struct{}
 }
 
@@ -75,8 +81,10 @@ type JournalRecord struct {
 	Idempotent bool `json:"idempotent,omitempty"`
 	// Server names the server the request is for (see [WithServerIdentity]).
 	Server string `json:"server"`
-	// Receipts is the binding of the last attempt, or of the session at hand when it was
-	// claimed; the zero binding when none was known.
+	// Receipts is the binding of the last attempt, or for a new request of the session at hand
+	// when it was claimed; the zero binding when none was known. A journal keeps it as it is
+	// when a known id is claimed again: the client records the binding of its next send
+	// (Rebind) before making it.
 	Receipts ReceiptBinding `json:"receipts"`
 	State    State          `json:"state"`
 	Attempts int            `json:"attempts,omitempty"`
@@ -89,9 +97,11 @@ type JournalRecord struct {
 	SupersededBy ID     `json:"supersededBy,omitzero"`
 }
 
-// Unresolved reports whether the record's outcome is still to be learned.
+// Unresolved reports whether the record's outcome is still to be learned: it may have been sent
+// and no answer was recorded (pending, uncertain), or the server refused its id (conflict: still
+// running, or the id is taken), and no request replaced it.
 func (r *JournalRecord) Unresolved() bool {
-	return (r.State == StatePending || r.State == StateUncertain) && r.SupersededBy.IsZero()
+	return (r.State == StatePending || r.State == StateUncertain || r.State == StateConflict) && r.SupersededBy.IsZero()
 }
 
 // A Recovered request is one a journal holds unresolved from an earlier process: it was

@@ -18,12 +18,13 @@ type scriptedJournal struct {
 	refuse  error // returned by the next Claim
 	lose    bool  // claims are lost as soon as they are made
 	records map[string]mcpclient.JournalRecord
-	rebinds []mcpclient.ReceiptBinding
+	rebinds map[string][]mcpclient.ReceiptBinding
 	settled map[string]mcpclient.State
 }
 
 func newScriptedJournal() *scriptedJournal {
-	return &scriptedJournal{records: map[string]mcpclient.JournalRecord{}, settled: map[string]mcpclient.State{}}
+	return &scriptedJournal{records: map[string]mcpclient.JournalRecord{}, settled: map[string]mcpclient.State{},
+		rebinds: map[string][]mcpclient.ReceiptBinding{}}
 }
 
 func (j *scriptedJournal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclient.JournalClaim, error) {
@@ -61,7 +62,7 @@ type scriptedClaim struct {
 func (c *scriptedClaim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	c.j.mu.Lock()
 	defer c.j.mu.Unlock()
-	c.j.rebinds = append(c.j.rebinds, b)
+	c.j.rebinds[c.key] = append(c.j.rebinds[c.key], b)
 	return nil
 }
 
@@ -179,5 +180,46 @@ func TestJournalRefusedSupersedeKeepsTheOriginal(t *testing.T) {
 	}
 	if k.runs != 2 {
 		t.Fatalf("%d runs, want 2", k.runs)
+	}
+}
+
+// A known id claimed again keeps the receipts of its last send in the journal; the first send
+// of the new attempt loop records its own, whatever the session at hand declares.
+func TestJournalResendRecordsItsReceipts(t *testing.T) {
+	var k counter
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "book"}, k.tool))
+	defer srv.Close()
+	j := newScriptedJournal()
+	c := connect(t, srv.Transport(), mcpclient.WithJournal(j), noWait)
+	ctx := testCtx(t)
+	req := callReq(t, c, "book", nil)
+	if _, err := c.Do(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	srv.Restart()
+	if err := c.Ping(ctx); err != nil { // the client meets the new epoch
+		t.Fatal(err)
+	}
+	if _, err := c.Resend(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if r := j.rebinds[req.ID().JSON()]; len(r) != 1 || r[0].Epoch != srv.ReceiptEpoch() {
+		t.Fatalf("rebinds %v, want the new epoch %q recorded once", r, srv.ReceiptEpoch())
+	}
+}
+
+func TestJournalRecordUnresolved(t *testing.T) {
+	for state, want := range map[mcpclient.State]bool{
+		mcpclient.StatePending: true, mcpclient.StateUncertain: true, mcpclient.StateConflict: true,
+		mcpclient.StateAnswered: false, mcpclient.StateFailed: false,
+	} {
+		rec := mcpclient.JournalRecord{State: state}
+		if rec.Unresolved() != want {
+			t.Errorf("%v: unresolved %v", state, !want)
+		}
+		rec.SupersededBy = mcpclient.StringID("next")
+		if rec.Unresolved() {
+			t.Errorf("%v superseded: unresolved", state)
+		}
 	}
 }

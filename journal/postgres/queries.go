@@ -67,7 +67,7 @@ func queriesOf(n names) queries {
 		// row was free and deleted, the second whether there was one.
 		forget: `WITH gone AS (DELETE FROM ` + t + ` WHERE id = $1 AND ` + free + ` RETURNING 1) ` +
 			`SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE id = $1)`,
-		unresolved: `SELECT ` + columns + ` FROM ` + t + ` WHERE server = $1 AND state IN ('pending', 'uncertain') ` +
+		unresolved: `SELECT ` + columns + ` FROM ` + t + ` WHERE server = $1 AND state IN ('pending', 'uncertain', 'conflict') ` +
 			`AND superseded_by IS NULL AND ` + free + ` ORDER BY created, id`,
 		lookup: `SELECT ` + columns + ` FROM ` + t + ` WHERE id = $1`,
 		prune: `WITH gone AS (DELETE FROM ` + t + ` WHERE ctid IN (SELECT ctid FROM ` + t +

@@ -83,7 +83,7 @@ func (n names) schema() string {
 	shard          smallint NOT NULL
 ) WITH (fillfactor = 80); -- room on the page for the lease renewals' updates
 CREATE INDEX %[5]s ON %[1]s (settled_at) WHERE settled_at IS NOT NULL;
-CREATE INDEX %[6]s ON %[1]s (server, created) WHERE state IN ('pending', 'uncertain') AND superseded_by IS NULL;
+CREATE INDEX %[6]s ON %[1]s (server, created) WHERE state IN ('pending', 'uncertain', 'conflict') AND superseded_by IS NULL;
 CREATE TABLE %[2]s (
 	shard smallint PRIMARY KEY,
 	held  bigint NOT NULL

@@ -411,7 +411,7 @@ func workers(t *testing.T, n int) {
 		}
 		// Read past the leases: a dead worker's request is unresolved before its lease lapses.
 		rows, err := pool.Query(context.Background(), "SELECT id FROM "+table+
-			" WHERE state IN ('pending', 'uncertain') AND superseded_by IS NULL")
+			" WHERE state IN ('pending', 'uncertain', 'conflict') AND superseded_by IS NULL")
 		if err != nil {
 			return false
 		}

@@ -23,15 +23,17 @@ import (
 
 // Do sends a frozen request and returns the server's answer.
 //
-// The request's id denotes its bytes for as long as the client lives (see [Ledger]). Do retries
-// under the client's RetryPolicy: a request that was not delivered is resent as it is; after an
-// uncertain attempt, the same bytes are resent under the same id when the server keeps receipts,
-// a request that is safe to repeat is otherwise re-issued under a new id, and any other request
-// ends with ErrOutcomeUnknown. Calling Do again with the same request is a resend; if the request
-// is still in flight, the second caller waits for the first attempt loop and gets its result.
+// The request's id denotes its bytes for as long as the client lives, and with a journal for as
+// long as the journal holds it (see [Ledger], [WithJournal]). Do retries under the client's
+// RetryPolicy: a request that was not delivered is resent as it is; after an uncertain attempt,
+// the same bytes are resent under the same id when the server keeps receipts, a request that is
+// safe to repeat is otherwise re-issued under a new id, and any other request ends with
+// ErrOutcomeUnknown. Calling Do again with the same request is a resend; if the request is still
+// in flight, the second caller waits for the first attempt loop and gets its result.
 //
-// After ErrOutcomeUnknown, inspect the server's state before anything else (did the reservation
-// happen?), then either Resend the same request to re-read its outcome, or Supersede it.
+// After ErrOutcomeUnknown, or for a request Recover reports unknown after a restart, inspect the
+// server's state before anything else (did the reservation happen?), then either Resend the same
+// request to re-read its outcome, or Supersede it.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	resp, err := c.do(ctx, req)
 	return resp, returned(err)

@@ -73,7 +73,10 @@ type Entry struct {
 // ids. A Supersede needs room too: it never evicts the entry it replaces, and on a full ledger it
 // is refused. Room is made as requests settle, or by Forget, for an uncertain request whose
 // outcome the caller has established by other means. Its memory lasts as long as the Client: a
-// process restart forgets it, which is why ids are UUIDs rather than counters.
+// process restart forgets it, which is why ids are UUIDs rather than counters. A client with a
+// journal (WithJournal) writes every entry through to it, and the journal's memory outlives the
+// process: a restarted client refuses other content under an id the journal holds, and finds
+// the requests left unresolved with Client.Recover.
 //
 // A Ledger is safe for concurrent use. Its one mutex is never held across I/O.
 type Ledger struct {

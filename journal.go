@@ -33,7 +33,8 @@ type Journal interface {
 
 	// Unresolved yields the requests to server that are unresolved (see
 	// [JournalRecord.Unresolved]) and that no live claim holds: what a restarted process must
-	// resend or inspect. It is a snapshot: in a shared journal another holder may claim one of
+	// resend or inspect. A record that cannot be read comes as an error with a record holding
+	// only its ID, and the others follow; an error with a zero ID ends the iteration. It is a snapshot: in a shared journal another holder may claim one of
 	// them before it is resent, and the resend is then refused with ErrRequestInFlight.
 	Unresolved(ctx context.Context, server string) iter.Seq2[JournalRecord, error]
 
@@ -123,7 +124,9 @@ type Recovered struct {
 // other request comes with an *Error matching ErrOutcomeUnknown naming it, as if the process had
 // never stopped and the call had ended so: the caller inspects the server's state, then Resends
 // it (which sends the same bytes under the same id, whatever the receipts: the caller decided),
-// Supersedes it, or Forgets it. A journal that cannot be read yields its error and stops.
+// Supersedes it, or Forgets it. A record that cannot be read or rebuilt comes with an *Error of
+// CodeJournal and its Record (its ID at least) but no Request, and the others follow; a journal
+// that cannot be read at all yields a zero Recovered with its error, and stops.
 func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 	return func(yield func(Recovered, error) bool) {
 		if c.cfg.journal == nil {
@@ -132,8 +135,12 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 		}
 		for rec, err := range c.cfg.journal.Unresolved(ctx, c.serverIdentity()) {
 			if err != nil {
-				yield(Recovered{}, returned(&Error{Code: CodeJournal, Err: err}))
-				return
+				// A record the journal could not read is reported by its id, and the others
+				// still come; a journal that names none failed as a whole, and iterates no more.
+				if !yield(Recovered{Record: rec}, returned(&Error{Code: CodeJournal, Err: err})) || rec.ID.IsZero() {
+					return
+				}
+				continue
 			}
 			req, err := c.recovered(rec)
 			if err == nil && !c.safeToRepeat(req) {

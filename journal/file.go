@@ -404,6 +404,7 @@ func (j *File) Forget(ctx context.Context, id mcpclient.ID) error {
 func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
 	return func(yield func(mcpclient.JournalRecord, error) bool) {
 		var found []mcpclient.JournalRecord
+		var unreadable []unreadableRecord
 		err := j.db.View(func(tx *bolt.Tx) error {
 			return tx.Bucket(standingBucket).ForEach(func(k, v []byte) error {
 				if err := ctx.Err(); err != nil {
@@ -411,16 +412,17 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 				}
 				var st standing
 				if err := decode(v, &st); err != nil {
-					return fmt.Errorf("%w (request %s)", err, k)
+					unreadable = append(unreadable, unreadableRecord{string(k), err})
+					return nil
 				}
 				if st.SettledAt != 0 || !st.SupersededBy.IsZero() {
 					return nil
 				}
 				rec, err := readRecord(tx, k, &st)
-				if err != nil {
-					return fmt.Errorf("%w (request %s)", err, k)
-				}
-				if rec.Server == server && rec.Unresolved() {
+				switch {
+				case err != nil:
+					unreadable = append(unreadable, unreadableRecord{string(k), err})
+				case rec.Server == server && rec.Unresolved():
 					found = append(found, rec)
 				}
 				return nil
@@ -429,6 +431,18 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 		if err != nil {
 			yield(mcpclient.JournalRecord{}, err)
 			return
+		}
+		// A record that does not decode may be one of this server's: each is reported, by its
+		// id, rather than hiding the rest behind it.
+		for _, u := range unreadable {
+			var id mcpclient.ID
+			id.UnmarshalJSON([]byte(u.key))
+			if id.IsZero() {
+				id = mcpclient.StringID(u.key)
+			}
+			if !yield(mcpclient.JournalRecord{ID: id}, fmt.Errorf("request %s: %w", u.key, u.err)) {
+				return
+			}
 		}
 		for _, rec := range found {
 			key := rec.ID.JSON()
@@ -642,6 +656,12 @@ func (j *File) update(tx *bolt.Tx, key string, now time.Time, f func(*standing))
 	}
 	f(&st)
 	return j.writeStanding(tx, key, &st, now)
+}
+
+// unreadableRecord is a request whose record did not decode, by its key.
+type unreadableRecord struct {
+	key string
+	err error
 }
 
 // standing is how a request stands: the fields of its JournalRecord that change.

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/journal"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
 
@@ -203,5 +206,46 @@ func TestRecoverAfterServerRestart(t *testing.T) {
 				t.Fatalf("received %d times, %d executions", n, srv.Executions("book"))
 			}
 		})
+	}
+}
+
+// A record that no longer decodes is reported by its id, and the other requests are still
+// recovered.
+func TestRecoverPastACorruptRecord(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	first := leaveUncertain(t, srv, path)
+	second := leaveUncertain(t, srv, path)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("standing")).Put([]byte(first.ID().JSON()), []byte("{not json"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := openJournal(t, path)
+	c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var corrupt, recovered []mcpclient.ID
+	for r, err := range c.Recover(context.Background()) {
+		switch {
+		case r.Request != nil && err == nil:
+			recovered = append(recovered, r.Request.ID())
+		case r.Request == nil && errors.Is(err, mcpclient.ErrJournal) && errors.Is(err, journal.ErrCorrupt):
+			corrupt = append(corrupt, r.Record.ID)
+		default:
+			t.Fatalf("recovered %+v, %v", r, err)
+		}
+	}
+	if len(corrupt) != 1 || corrupt[0] != first.ID() || len(recovered) != 1 || recovered[0] != second.ID() {
+		t.Fatalf("corrupt %v, recovered %v; want %v and %v", corrupt, recovered, first.ID(), second.ID())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"slices"
 	"testing"
 	"time"
 
@@ -575,5 +576,31 @@ func TestSlowClaim(t *testing.T) {
 			t.Errorf("held %v, past the lease: the claim was returned live", held)
 		}
 		c.Settle(mcpclient.StateAnswered, 1)
+	}
+}
+
+// A request whose id the server refused is unresolved; a row that does not decode is reported
+// by its id, and the others still come.
+func TestUnresolvedConflictAndCorruptRow(t *testing.T) {
+	table := newTable(t)
+	j := open(t, table)
+	claim(t, j, record("refused", "1")).Settle(mcpclient.StateConflict, 1)
+	claim(t, j, record("broken", "1")).Settle(mcpclient.StateUncertain, 1)
+	claim(t, j, record("uncertain", "1")).Settle(mcpclient.StateUncertain, 1)
+	execSQL(t, "UPDATE "+table+" SET fingerprint = '\\x00' WHERE id = $1", mcpclient.StringID("broken").JSON())
+	var ids, corrupt []string
+	for rec, err := range j.Unresolved(context.Background(), "srv") {
+		switch {
+		case err == nil:
+			ids = append(ids, rec.ID.String())
+		case errors.Is(err, postgres.ErrCorrupt):
+			corrupt = append(corrupt, rec.ID.String())
+		default:
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"refused", "uncertain"}) || !slices.Equal(corrupt, []string{"broken"}) {
+		t.Fatalf("unresolved %v, corrupt %v", ids, corrupt)
 	}
 }

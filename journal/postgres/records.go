@@ -27,13 +27,32 @@ func (j *Journal) Unresolved(ctx context.Context, server string) iter.Seq2[mcpcl
 			yield(mcpclient.JournalRecord{}, fmt.Errorf("postgres journal: %w", err))
 			return
 		}
-		found, err := pgx.CollectRows(rows, scanRecord)
-		if err != nil {
-			yield(mcpclient.JournalRecord{}, err)
+		// Read whole before yielding, so that what the caller does with each (a Resend) does not
+		// wait on the query's connection. A row that does not decode is reported by its id and
+		// the others still come.
+		type read struct {
+			rec mcpclient.JournalRecord
+			err error
+		}
+		var found []read
+		for rows.Next() {
+			rec, err := scanRecord(rows)
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				rows.Close()
+				yield(mcpclient.JournalRecord{}, err)
+				return
+			}
+			if err != nil {
+				rec = mcpclient.JournalRecord{ID: rec.ID}
+			}
+			found = append(found, read{rec, err})
+		}
+		if err := rows.Err(); err != nil {
+			yield(mcpclient.JournalRecord{}, fmt.Errorf("postgres journal: %w", err))
 			return
 		}
-		for _, rec := range found {
-			if !yield(rec, nil) {
+		for _, r := range found {
+			if !yield(r.rec, r.err) {
 				return
 			}
 		}
@@ -138,6 +157,7 @@ func scanRecord(row pgx.CollectableRow) (mcpclient.JournalRecord, error) {
 	rec.Receipts.Scope = mcpclient.ReceiptScope(scope)
 	rec.Attempts, rec.Created, rec.Updated = int(attempts), created, updated
 	if err := rec.ID.UnmarshalJSON([]byte(id)); err != nil {
+		rec.ID = mcpclient.StringID(id) // names the row in the report
 		return rec, fmt.Errorf("%w: request %s: id: %v", ErrCorrupt, id, err)
 	}
 	if len(fp) != len(rec.Fingerprint) {

@@ -168,7 +168,7 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior, followProgress: followProgress,
 		// A resend inherits what earlier calls learned about the id.
 		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict,
-		claim: f.claim, bound: f.bound, boundRecorded: f.boundRecorded, receiptsGuard: req.receiptsGuard}
+		claim: f.claim, bound: f.bound, receiptsGuard: req.receiptsGuard}
 	settled := false
 	defer func() {
 		if !settled { // a panic in a hook: release the waiters, then let it go on
@@ -199,9 +199,9 @@ func (c *Client) beginFlight(ctx context.Context, req *Request) (f *flight, lead
 		return nil, false, e
 	}
 	f.claim = claim
-	// A journal keeps the receipts of a known id's last send when it is claimed again, which
-	// may not be those at hand: the first send then records its own.
-	f.bound, f.boundRecorded = rec.Receipts, f.prior == 0 && !req.recovered
+	// A known id keeps the receipts of its last send, which may not be those at hand (in this
+	// process or an earlier one): a send under others records its own first.
+	f.bound = claim.Receipts()
 	return f, true, nil
 }
 
@@ -264,11 +264,10 @@ type attemptLoop struct {
 	ctx context.Context
 	// followProgress moves the call's progress handler and idle timeout to a re-issue's token.
 	followProgress func(token string)
-	// claim is the journal's hold on cur's id, and bound the receipts it last recorded for it,
-	// if boundRecorded; claim is nil without a journal.
-	claim         JournalClaim
-	bound         ReceiptBinding
-	boundRecorded bool
+	// claim is the journal's hold on cur's id, and bound the receipts it holds for it; claim is
+	// nil without a journal.
+	claim JournalClaim
+	bound ReceiptBinding
 	// receiptsGuard is the receipts an earlier process sent orig under, until the first session
 	// of this loop is checked against them (see Client.Recover).
 	receiptsGuard *ReceiptBinding
@@ -516,9 +515,9 @@ func (r *attemptLoop) journalBeforeSend(ctx context.Context, s *session) (st ste
 	case <-r.claim.Lost():
 		err = errors.New("the journal's claim on the id lapsed; another holder may now send it")
 	default:
-		if b := bindingOf(s); b != r.bound || !r.boundRecorded {
+		if b := bindingOf(s); b != r.bound {
 			if err = r.claim.Rebind(ctx, b); err == nil {
-				r.bound, r.boundRecorded = b, true
+				r.bound = b
 			}
 		}
 	}
@@ -589,7 +588,7 @@ func (r *attemptLoop) reissue(ctx context.Context, s *session) *Error {
 			r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issued as %s after: %w", next.key, r.lastErr)))
 	}
 	r.cur, r.curFlight = next, f
-	r.claim, r.bound, r.boundRecorded = f.claim, f.bound, f.boundRecorded
+	r.claim, r.bound = f.claim, f.bound
 	r.resent, r.reached, r.uncertainIn = false, false, nil
 	if next.asksProgress() {
 		r.followProgress(next.key)

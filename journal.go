@@ -45,6 +45,10 @@ type Journal interface {
 
 // A JournalClaim is one attempt loop's hold on an id, from Claim to Settle.
 type JournalClaim interface {
+	// Receipts returns the receipts the journal holds for the id as it was claimed: the
+	// record's for a new request, those of its last send for a known one, which a journal
+	// keeps until a Rebind records the next send's.
+	Receipts() ReceiptBinding
 	// Rebind durably records that the next attempt goes out under other receipts than the
 	// last recorded (a reconnection found another scope or epoch), before it is sent.
 	Rebind(ctx context.Context, b ReceiptBinding) error
@@ -84,8 +88,8 @@ type JournalRecord struct {
 	Server string `json:"server"`
 	// Receipts is the binding of the last attempt, or for a new request of the session at hand
 	// when it was claimed; the zero binding when none was known. A journal keeps it as it is
-	// when a known id is claimed again: the client records the binding of its next send
-	// (Rebind) before making it.
+	// when a known id is claimed again (see JournalClaim.Receipts): the client records the
+	// binding of its next send (Rebind) before making it.
 	Receipts ReceiptBinding `json:"receipts"`
 	State    State          `json:"state"`
 	Attempts int            `json:"attempts,omitempty"`

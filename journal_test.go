@@ -34,12 +34,17 @@ func (j *scriptedJournal) Claim(ctx context.Context, rec mcpclient.JournalRecord
 		j.refuse = nil
 		return nil, err
 	}
-	j.records[rec.ID.JSON()] = rec
+	receipts := rec.Receipts
+	if known, ok := j.records[rec.ID.JSON()]; ok {
+		receipts = known.Receipts // kept, as a journal keeps those of the last send
+	} else {
+		j.records[rec.ID.JSON()] = rec
+	}
 	lost := make(chan struct{})
 	if j.lose {
 		close(lost)
 	}
-	return &scriptedClaim{j: j, key: rec.ID.JSON(), lost: lost}, nil
+	return &scriptedClaim{j: j, key: rec.ID.JSON(), lost: lost, receipts: receipts}, nil
 }
 
 func (j *scriptedJournal) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
@@ -54,15 +59,21 @@ func (j *scriptedJournal) Forget(ctx context.Context, id mcpclient.ID) error {
 }
 
 type scriptedClaim struct {
-	j    *scriptedJournal
-	key  string
-	lost chan struct{}
+	j        *scriptedJournal
+	key      string
+	lost     chan struct{}
+	receipts mcpclient.ReceiptBinding
 }
+
+func (c *scriptedClaim) Receipts() mcpclient.ReceiptBinding { return c.receipts }
 
 func (c *scriptedClaim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	c.j.mu.Lock()
 	defer c.j.mu.Unlock()
 	c.j.rebinds[c.key] = append(c.j.rebinds[c.key], b)
+	rec := c.j.records[c.key]
+	rec.Receipts = b
+	c.j.records[c.key] = rec
 	return nil
 }
 

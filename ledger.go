@@ -116,10 +116,9 @@ type flight struct {
 	// claim is the journal's hold on the id for this flight, set by its leader before the first
 	// send and released by settle; nil without a journal. sent counts the flight's sends, for
 	// the journal. guarded by the ledger's mu.
-	claim         JournalClaim
-	bound         ReceiptBinding // the receipts the claim recorded, if boundRecorded
-	boundRecorded bool
-	sent          int
+	claim JournalClaim
+	bound ReceiptBinding // the receipts the journal holds for the id
+	sent  int
 }
 
 func newLedger(capacity int, onJoin func(ID), journal Journal) *Ledger {

@@ -238,8 +238,9 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 		j.release(key)
 		return nil, err
 	}
+	receipts := rec.Receipts // those of a known id are read when it is claimed
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
-		return j.claim(tx, now, key, &rec, frozen)
+		return j.claim(tx, now, key, &rec, frozen, &receipts)
 	}}
 	if err := j.enqueue(o); err != nil {
 		j.release(key)
@@ -250,11 +251,12 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 		j.release(key)
 		return nil, o.err
 	}
-	return &claim{j: j, key: key}, nil
+	return &claim{j: j, key: key, receipts: receipts}, nil
 }
 
-// claim writes rec in tx: a new request, or the known one back to pending.
-func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.JournalRecord, frozen []byte) error {
+// claim writes rec in tx: a new request, or the known one back to pending, with the receipts of
+// its last send in receipts.
+func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.JournalRecord, frozen []byte, receipts *mcpclient.ReceiptBinding) error {
 	reqs, settled := tx.Bucket(requestsBucket), tx.Bucket(settledBucket)
 	if old := reqs.Get([]byte(key)); old != nil {
 		var f mcpclient.JournalRecord
@@ -275,6 +277,7 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 			st.SettledAt = 0
 		}
 		st.State, st.Updated = mcpclient.StatePending, now
+		*receipts = st.Receipts
 		return j.writeStanding(tx, key, &st, now)
 	}
 	// Everything that can refuse the request is read before anything is written, so that a
@@ -610,10 +613,13 @@ func isRefusal(err error) bool {
 
 // A claim is an attempt loop's hold on one request of a File.
 type claim struct {
-	j       *File
-	key     string
-	settled atomic.Bool
+	j        *File
+	key      string
+	receipts mcpclient.ReceiptBinding
+	settled  atomic.Bool
 }
+
+func (c *claim) Receipts() mcpclient.ReceiptBinding { return c.receipts }
 
 func (c *claim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {

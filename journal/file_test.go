@@ -285,3 +285,45 @@ func TestLocked(t *testing.T) {
 		t.Fatalf("err = %v, want ErrLocked", err)
 	}
 }
+
+// A pinned id sent again by a later process, under receipts other than those it last went out
+// under, has the new ones recorded before it is sent: the journal never judges a recovery by
+// the receipts of an earlier send.
+func TestResendInALaterProcessRecordsItsReceipts(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	ctx := context.Background()
+	id := mcpclient.StringID(uuid.NewString())
+	args := map[string]any{"seat": "1"}
+	func() {
+		j := openJournal(t, path)
+		defer j.Close()
+		c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.CallTool(ctx, "book", args, mcpclient.WithRequestID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	before := srv.Server.ReceiptEpoch()
+	srv.Server.Restart()
+	j := openJournal(t, path)
+	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CallTool(ctx, "book", args, mcpclient.WithRequestID(id)); err != nil {
+		t.Fatal(err)
+	}
+	rec, ok, err := j.Lookup(ctx, id)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if rec.Receipts.Epoch == before || rec.Receipts.Epoch != srv.Server.ReceiptEpoch() {
+		t.Fatalf("receipts %v; the last send went out under epoch %q", rec.Receipts, srv.Server.ReceiptEpoch())
+	}
+}

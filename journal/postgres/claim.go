@@ -45,6 +45,7 @@ func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpcl
 	// later, so the worker's idea of the lease never outlasts the database's.
 	c.start = time.Now()
 	c.renewed = c.start
+	c.receipts = rec.Receipts // those of a known id are read when it is claimed
 	recorded, err := j.fastClaim(ctx, c, &rec)
 	if err == nil && !recorded {
 		for try := 1; ; try++ {
@@ -78,6 +79,9 @@ func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpcl
 	go c.renew() // the Claim's count in j.wg passes to it
 	return c, nil
 }
+
+// Receipts returns the receipts the table holds for the id as claimed; see mcpclient.JournalClaim.
+func (c *claim) Receipts() mcpclient.ReceiptBinding { return c.receipts }
 
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
@@ -134,7 +138,8 @@ func (j *Journal) claim(ctx context.Context, c *claim, rec *mcpclient.JournalRec
 	lease := j.opts.lease.Milliseconds()
 	var fp []byte
 	var live bool
-	switch err := tx.QueryRow(ctx, j.q.known, c.key).Scan(&fp, &live); {
+	var scope string
+	switch err := tx.QueryRow(ctx, j.q.known, c.key).Scan(&fp, &live, &scope, &c.receipts.Epoch); {
 	case err == nil:
 		if !bytes.Equal(fp, rec.Fingerprint[:]) {
 			return fmt.Errorf("%w: the journal holds other content under request %s", mcpclient.ErrRequestIDReused, c.key)
@@ -144,6 +149,7 @@ func (j *Journal) claim(ctx context.Context, c *claim, rec *mcpclient.JournalRec
 		}
 		// The receipts recorded stay as they are: they are those of the last send, which may
 		// have run the request, until a Rebind records those of the next.
+		c.receipts.Scope = mcpclient.ReceiptScope(scope)
 		if _, err := tx.Exec(ctx, j.q.claimKnown, c.key, j.opts.worker, c.token, lease); err != nil {
 			return fmt.Errorf("postgres journal: %w", err)
 		}
@@ -151,6 +157,7 @@ func (j *Journal) claim(ctx context.Context, c *claim, rec *mcpclient.JournalRec
 		if err := j.record(ctx, tx, c, rec, lease); err != nil {
 			return err
 		}
+		c.receipts = rec.Receipts
 	default:
 		return fmt.Errorf("postgres journal: %w", err)
 	}
@@ -233,6 +240,8 @@ type claim struct {
 	j     *Journal
 	key   string
 	token string // names this claim in the row's lease_token
+	// receipts are those the table holds for the id as claimed; written by Claim only.
+	receipts mcpclient.ReceiptBinding
 	// start is when Claim began, and renewed when the last successful renewal was asked for
 	// (start until there is one): the lease is measured from them, since the database's now()
 	// is later. deadline is when the claim is lost without another renewal. Written by Claim,

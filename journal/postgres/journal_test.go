@@ -604,3 +604,23 @@ func TestUnresolvedConflictAndCorruptRow(t *testing.T) {
 		t.Fatalf("unresolved %v, corrupt %v", ids, corrupt)
 	}
 }
+
+// A claim says which receipts the table holds for its id: the record's for a new request, those
+// of the last send for a known one, whatever the new claim's record says.
+func TestClaimReceipts(t *testing.T) {
+	j := open(t, newTable(t))
+	first := claim(t, j, record("a", "1"))
+	if got := first.Receipts(); got.Epoch != "e1" {
+		t.Fatalf("new request: %v", got)
+	}
+	sent := mcpclient.ReceiptBinding{Scope: mcpclient.ReceiptScopeProcess, Epoch: "e2"}
+	if err := first.Rebind(context.Background(), sent); err != nil {
+		t.Fatal(err)
+	}
+	first.Settle(mcpclient.StateUncertain, 1)
+	again := record("a", "1")
+	again.Receipts.Epoch = "e3"
+	if got := claim(t, j, again).Receipts(); got != sent {
+		t.Fatalf("known request: %v, want those of its last send %v", got, sent)
+	}
+}

@@ -35,7 +35,7 @@ func queriesOf(n names) queries {
 			`SELECT $1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, ` +
 			`now() + $15 * interval '1 millisecond', shard FROM slot WHERE ` + durable + ` IS NOT NULL ON CONFLICT (id) DO NOTHING`,
 		durable: `SELECT ` + durable,
-		known:   `SELECT fingerprint, lease_token IS NOT NULL AND lease_expires > now() FROM ` + t + ` WHERE id = $1 FOR UPDATE`,
+		known:   `SELECT fingerprint, lease_token IS NOT NULL AND lease_expires > now(), receipts_scope, receipts_epoch FROM ` + t + ` WHERE id = $1 FOR UPDATE`,
 		claimKnown: `UPDATE ` + t + ` SET state = 'pending', settled_at = NULL, updated = now(), lease_owner = $2, ` +
 			`lease_token = $3, lease_expires = now() + $4 * interval '1 millisecond' WHERE id = $1`,
 		supersede: `UPDATE ` + t + ` SET superseded_by = $2, settled_at = coalesce(settled_at, now()), updated = now() WHERE id = $1`,

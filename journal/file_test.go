@@ -37,6 +37,18 @@ func openJournal(t *testing.T, path string, opts ...journal.Option) *journal.Fil
 	return j
 }
 
+// connectThrough connects a client to tr with j as its journal, closed after t (before j, which
+// openJournal's cleanup closes).
+func connectThrough(t *testing.T, tr transport.Transport, j mcpclient.Journal, opts ...mcpclient.Option) *mcpclient.Client {
+	t.Helper()
+	c, err := mcpclient.Connect(context.Background(), tr, append([]mcpclient.Option{mcpclient.WithJournal(j)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // watched wraps t so that every request it sends is first looked up in j: fail says what was
 // missing.
 func watched(t transport.Transport, j *journal.File, missing *atomic.Int32) transport.Transport {
@@ -77,11 +89,7 @@ func TestRecordedBeforeSent(t *testing.T) {
 	j := openJournal(t, path)
 	var missing atomic.Int32
 	ctx := context.Background()
-	c, err := mcpclient.Connect(ctx, watched(srv.Transport(), j, &missing), mcpclient.WithJournal(j), mcpclient.WithServerIdentity(srv.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, watched(srv.Transport(), j, &missing), j, mcpclient.WithServerIdentity(srv.URL))
 	req, err := c.NewRequest("tools/call", map[string]any{"name": "book", "arguments": map[string]any{"seat": "12A"}})
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +121,7 @@ func TestGroupCommit(t *testing.T) {
 	defer srv.Close()
 	j := openJournal(t, filepath.Join(t.TempDir(), "journal.db"))
 	ctx := context.Background()
-	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, srv.Transport(), j)
 	before := j.Stats().Commits
 	const callers = 64
 	var wg sync.WaitGroup
@@ -164,12 +168,8 @@ func TestReuseRefusedAcrossRestart(t *testing.T) {
 		}
 	}()
 	j := openJournal(t, path)
-	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_, err = c.CallTool(ctx, "book", map[string]any{"seat": "2"}, mcpclient.WithRequestID(id))
+	c := connectThrough(t, srv.Transport(), j)
+	_, err := c.CallTool(ctx, "book", map[string]any{"seat": "2"}, mcpclient.WithRequestID(id))
 	if !errors.Is(err, mcpclient.ErrRequestIDReused) {
 		t.Fatalf("err = %v, want ErrRequestIDReused", err)
 	}
@@ -188,11 +188,7 @@ func TestFullJournalRefuses(t *testing.T) {
 	defer srv.Close()
 	j := openJournal(t, filepath.Join(t.TempDir(), "journal.db"), journal.WithCapacity(2))
 	ctx := context.Background()
-	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j), mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryNever}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, srv.Transport(), j, mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryNever}))
 	var unknown []*mcpclient.Request
 	for i := range 2 {
 		_, err := c.CallTool(ctx, "book", map[string]any{"n": i})
@@ -202,7 +198,7 @@ func TestFullJournalRefuses(t *testing.T) {
 		}
 		unknown = append(unknown, e.Request)
 	}
-	_, err = c.CallTool(ctx, "book", map[string]any{"n": 3})
+	_, err := c.CallTool(ctx, "book", map[string]any{"n": 3})
 	if !errors.Is(err, mcpclient.ErrLedgerFull) {
 		t.Fatalf("err = %v, want ErrLedgerFull", err)
 	}
@@ -311,11 +307,7 @@ func TestResendInALaterProcessRecordsItsReceipts(t *testing.T) {
 	before := srv.Server.ReceiptEpoch()
 	srv.Server.Restart()
 	j := openJournal(t, path)
-	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, srv.Transport(), j)
 	if _, err := c.CallTool(ctx, "book", args, mcpclient.WithRequestID(id)); err != nil {
 		t.Fatal(err)
 	}

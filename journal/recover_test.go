@@ -60,11 +60,7 @@ func TestRecoverWithoutEpochIsUnknown(t *testing.T) {
 
 	j := openJournal(t, path)
 	ctx := context.Background()
-	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, srv.Transport(), j)
 	got, errs := recoverAll(t, c)
 	if len(got) != 1 {
 		t.Fatalf("recovered %d requests, want 1", len(got))
@@ -105,11 +101,7 @@ func TestRecoverSafeRequest(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	lost := leaveUncertain(t, srv, path, mcpclient.WithIdempotent())
 	j := openJournal(t, path)
-	c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithJournal(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, srv.Transport(), j)
 	got, errs := recoverAll(t, c)
 	if len(got) != 1 || errs[0] != nil || got[0].Request.ID() != lost.ID() {
 		t.Fatalf("recovered %v, %v", got, errs)
@@ -125,11 +117,7 @@ func TestRecoverOnlyThisServer(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	leaveUncertain(t, srv, path)
 	j := openJournal(t, path)
-	c, err := mcpclient.Connect(context.Background(), other.Transport(), mcpclient.WithJournal(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, other.Transport(), j)
 	if got, _ := recoverAll(t, c); len(got) != 0 {
 		t.Fatalf("recovered %d requests of another server", len(got))
 	}
@@ -144,11 +132,7 @@ func TestRecoverUnderTheSameEpochResends(t *testing.T) {
 	lost := leaveUncertain(t, srv, path)
 	j := openJournal(t, path)
 	ctx := context.Background()
-	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, srv.Transport(), j)
 	got, errs := recoverAll(t, c)
 	if len(got) != 1 || errs[0] != nil || got[0].Record.Receipts.Epoch != srv.Server.ReceiptEpoch() {
 		t.Fatalf("recovered %+v, %v", got, errs)
@@ -229,11 +213,7 @@ func TestRecoverPastACorruptRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := openJournal(t, path)
-	c, err := mcpclient.Connect(context.Background(), srv.Transport(), mcpclient.WithJournal(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := connectThrough(t, srv.Transport(), j)
 	var corrupt, recovered []mcpclient.ID
 	for r, err := range c.Recover(context.Background()) {
 		switch {

@@ -110,7 +110,7 @@ func (r *JournalRecord) Unresolved() bool {
 }
 
 // A Recovered request is one a journal holds unresolved from an earlier process: it was
-// recorded, and may have been sent, and its outcome was never recorded.
+// recorded and may have been sent, and no answer of it was recorded.
 type Recovered struct {
 	// Request is the request as it was frozen: Resend sends its bytes under its id.
 	Request *Request

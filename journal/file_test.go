@@ -49,6 +49,26 @@ func connectThrough(t *testing.T, tr transport.Transport, j mcpclient.Journal, o
 	return c
 }
 
+// callInAnEarlierProcess calls tool "book" with args under id through the journal at path, as a
+// process that then exits: its client and journal are closed before it returns.
+func callInAnEarlierProcess(t *testing.T, srv *mcptest.HTTPServer, path string, args any, id mcpclient.ID) {
+	t.Helper()
+	j, err := journal.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.CallTool(ctx, "book", args, mcpclient.WithRequestID(id)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // watched wraps t so that every request it sends is first looked up in j: fail says what was
 // missing.
 func watched(t transport.Transport, j *journal.File, missing *atomic.Int32) transport.Transport {
@@ -155,18 +175,7 @@ func TestReuseRefusedAcrossRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	ctx := context.Background()
 	id := mcpclient.StringID(uuid.NewString())
-	func() {
-		j := openJournal(t, path)
-		defer j.Close()
-		c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := c.CallTool(ctx, "book", map[string]any{"seat": "1"}, mcpclient.WithRequestID(id)); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	callInAnEarlierProcess(t, srv, path, map[string]any{"seat": "1"}, id)
 	j := openJournal(t, path)
 	c := connectThrough(t, srv.Transport(), j)
 	_, err := c.CallTool(ctx, "book", map[string]any{"seat": "2"}, mcpclient.WithRequestID(id))
@@ -292,18 +301,7 @@ func TestResendInALaterProcessRecordsItsReceipts(t *testing.T) {
 	ctx := context.Background()
 	id := mcpclient.StringID(uuid.NewString())
 	args := map[string]any{"seat": "1"}
-	func() {
-		j := openJournal(t, path)
-		defer j.Close()
-		c, err := mcpclient.Connect(ctx, srv.Transport(), mcpclient.WithJournal(j))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := c.CallTool(ctx, "book", args, mcpclient.WithRequestID(id)); err != nil {
-			t.Fatal(err)
-		}
-	}()
+	callInAnEarlierProcess(t, srv, path, args, id)
 	before := srv.Server.ReceiptEpoch()
 	srv.Server.Restart()
 	j := openJournal(t, path)

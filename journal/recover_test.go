@@ -3,6 +3,7 @@ package journal_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -227,5 +228,46 @@ func TestRecoverPastACorruptRecord(t *testing.T) {
 	}
 	if len(corrupt) != 1 || corrupt[0] != first.ID() || len(recovered) != 1 || recovered[0] != second.ID() {
 		t.Fatalf("corrupt %v, recovered %v; want %v and %v", corrupt, recovered, first.ID(), second.ID())
+	}
+}
+
+// A recovered request the caller replaces, after a look at the server, is replaced as in the
+// process that sent it: the new request carries the old id in _meta.supersedes and none of the
+// _meta the old one was sent with, the journal links the two, and the old one is no longer
+// recovered.
+func TestSupersedeARecoveredRequest(t *testing.T) {
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked), mcptest.WithoutReceiptEpoch())
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	lost := leaveUncertain(t, srv, path, mcpclient.WithMeta("trace", "t1"))
+	j := openJournal(t, path)
+	c := connectThrough(t, srv.Transport(), j)
+	ctx := context.Background()
+	got, _ := recoverAll(t, c)
+	if len(got) != 1 {
+		t.Fatalf("recovered %d", len(got))
+	}
+	resp, err := c.Supersede(ctx, got[0].Request, mcpclient.Inspection{Checked: "bookings", Found: "none for 12A"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Params struct {
+			Name      string                     `json:"name"`
+			Arguments map[string]any             `json:"arguments"`
+			Meta      map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(resp.Request.Bytes(), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if p := sent.Params; p.Name != "book" || p.Arguments["seat"] != "12A" || len(p.Meta) != 1 || string(p.Meta["supersedes"]) != lost.ID().JSON() {
+		t.Fatalf("the replacement sent %s", resp.Request.Bytes())
+	}
+	if rec, _, _ := j.Lookup(ctx, lost.ID()); rec.SupersededBy != resp.Request.ID() {
+		t.Fatalf("the old record is superseded by %v, want %v", rec.SupersededBy, resp.Request.ID())
+	}
+	if got, _ := recoverAll(t, c); len(got) != 0 {
+		t.Fatalf("still recovered after it was replaced: %+v", got)
 	}
 }

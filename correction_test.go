@@ -269,8 +269,8 @@ func TestSupersedeOfAnAlreadySupersededRequestIsRefused(t *testing.T) {
 	}
 	frames := srv.FramesReceived()
 	_, err = c.Supersede(context.Background(), lost, insp, nil)
-	if mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument || !strings.Contains(err.Error(), resp.Request.ID().String()) {
-		t.Errorf("second Supersede: %v, want CodeInvalidArgument naming %v", err, resp.Request.ID())
+	if !errors.Is(err, mcpclient.ErrAlreadySuperseded) || !strings.Contains(err.Error(), resp.Request.ID().String()) {
+		t.Errorf("second Supersede: %v, want ErrAlreadySuperseded naming %v", err, resp.Request.ID())
 	}
 	if srv.FramesReceived() != frames {
 		t.Error("the refused Supersede sent something")

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"weak"
 
 	"github.com/cenkalti/backoff/v4"
 
@@ -166,9 +167,10 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 		c.listenForProgress()
 	}
 	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior, followProgress: followProgress,
-		// A resend inherits what earlier calls learned about the id.
+		// A resend inherits what earlier calls, in this process or an earlier one, learned
+		// about the id.
 		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict,
-		claim: f.claim, bound: f.bound, receiptsGuard: req.receiptsGuard}
+		claim: f.claim, bound: f.bound, receiptsGuard: req.receiptsGuard, answered: f.answered()}
 	settled := false
 	defer func() {
 		if !settled { // a panic in a hook: release the waiters, then let it go on
@@ -199,15 +201,20 @@ func (c *Client) beginFlight(ctx context.Context, req *Request) (f *flight, lead
 		return nil, false, e
 	}
 	f.claim = claim
-	// A known id keeps the receipts of its last send, which may not be those at hand (in this
-	// process or an earlier one): a send under others records its own first.
-	f.bound = claim.Receipts()
+	f.bound = rec.Receipts
+	if prior, known := claim.Prior(); known {
+		// The journal's record is the id's history: an earlier process may have sent it,
+		// had it answered, or left it open mid-call. A known id keeps the receipts of its last
+		// send, which may not be those at hand: a send under others records its own first.
+		l.adopt(req, f, prior)
+		f.bound = prior.Receipts
+	}
 	return f, true, nil
 }
 
 // journalCode is the Code of a journal's refusal of a claim.
 func journalCode(err error) Code {
-	for _, code := range []Code{CodeRequestIDReused, CodeRequestInFlight, CodeLedgerFull} {
+	for _, code := range []Code{CodeRequestIDReused, CodeRequestInFlight, CodeLedgerFull, CodeSuperseded} {
 		if errors.Is(err, sentinels[code]) {
 			return code
 		}
@@ -244,8 +251,10 @@ type attemptLoop struct {
 	// be the server recognizing it.
 	resent bool
 	// reached: an attempt of cur may have reached the server in this loop. Unlike resent it
-	// survives a new session, for the ledger.
-	reached bool
+	// survives a new session, for the ledger; via is the session of the last such attempt, and
+	// origVia that of orig's once a re-issue took its place.
+	reached      bool
+	via, origVia *session
 	// uncertainIn is the session of cur's last uncertain attempt; the receipt that could settle
 	// it lives there.
 	uncertainIn   *session
@@ -271,6 +280,9 @@ type attemptLoop struct {
 	// receiptsGuard is the receipts an earlier process sent orig under, until the first session
 	// of this loop is checked against them (see Client.Recover).
 	receiptsGuard *ReceiptBinding
+	// answered is how orig was answered before this loop, until its first send is checked
+	// against it: a request answered before is sent again only where a receipt answers it.
+	answered *answeredBefore
 }
 
 // run sends cur until an attempt settles the matter or the policy's attempts, the caller's
@@ -396,28 +408,8 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		r.lastErr = err
 		return r.giveUpUnlessRetrying(err)
 	}
-	if r.uncertainIn != nil && r.uncertainIn != s {
-		switch {
-		case receiptsSurvive(r.uncertainIn, s):
-			// The receipt outlived the session: the same bytes under the same id read it on
-			// this one, and a refusal of the id is still the server recognizing it.
-			r.uncertainIn = s
-		case !r.safe:
-			// The session that could answer for the uncertain attempt is gone, and with it
-			// any receipt: a resend could run the request a second time.
-			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: a resend could run the request twice (last attempt: %w)", ErrSessionLost, r.lastErr)))
-		default: // safe to repeat: it goes on
-			r.uncertainIn, r.resent = nil, false
-		}
-	}
-	if under := r.receiptsGuard; under != nil {
-		r.receiptsGuard = nil
-		// An earlier process may have sent the request, and only a receipt of the same server
-		// process can answer for it without running it again.
-		if now := bindingOf(s); !receiptsHeld(*under, now) {
-			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent under %s, and the server now declares %s; a resend could run the request twice", ErrSessionLost, *under, now)))
-		}
-		r.uncertainIn = s
+	if st, ok := r.receiptsBeforeSend(ctx, s); !ok {
+		return st
 	}
 	if r.reissueNext {
 		r.reissueNext = false
@@ -449,14 +441,14 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		// The server answered the id with something that is no usable answer (both result and
 		// error, an error that is no object, more bytes than the limit): the request may have
 		// run, and a resend would only fetch the same thing again.
-		r.reached, r.everUncertain = true, true
+		r.reached, r.via, r.everUncertain = true, s, true
 		r.noteAttempt(start, transport.Uncertain, err)
 		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
 	}
 	outcome := p.Classify(err, r.resent)
 	r.noteAttempt(start, outcome, err)
 	if outcome != transport.NotDelivered {
-		r.reached = true
+		r.reached, r.via = true, s
 	}
 	switch outcome {
 	case transport.Answered:
@@ -501,6 +493,74 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		return stepRetry(err)
 	}
 	return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("no receipts known and the request is not safe to repeat: %w", err)))
+}
+
+// receiptsBeforeSend checks, before an attempt on s, that the receipts a send of cur's bytes
+// relies on are held: the server must answer it from a receipt rather than run it again. Three
+// sends rely on them: a resend after an uncertain attempt of this loop; the first send of a
+// request Recover found under receipts the server still declared; and a send of a request
+// answered before, which only a receipt can answer without running it again. The binding is
+// read fresh where a server restart could hide (a server/discover in a stateless revision). ok
+// is false, with the step that ends or retries the loop, when the attempt must not be sent.
+func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st step, ok bool) {
+	mode := r.c.cfg.retry.Mode
+	if r.uncertainIn != nil {
+		switch {
+		case r.uncertainIn == s && s.stateless && !r.safe && mode != RetryAlways:
+			// No session tells a stateless server's restart: only the epoch it declares now.
+			now, err := r.c.freshBinding(ctx, s)
+			if err != nil {
+				return r.giveUpUnlessRetrying(err), false
+			}
+			if !receiptsHeld(bindingOf(s), now) {
+				return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: the server now declares %s, not the %s the request went out under; a resend could run it twice (last attempt: %w)", ErrSessionLost, now, bindingOf(s), r.lastErr))), false
+			}
+		case r.uncertainIn == s:
+		case receiptsSurvive(r.uncertainIn, s):
+			// The receipt outlived the session: the same bytes under the same id read it on
+			// this one, and a refusal of the id is still the server recognizing it.
+			r.uncertainIn = s
+		case !r.safe:
+			// The session that could answer for the uncertain attempt is gone, and with it
+			// any receipt: a resend could run the request a second time.
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: a resend could run the request twice (last attempt: %w)", ErrSessionLost, r.lastErr))), false
+		default: // safe to repeat: it goes on
+			r.uncertainIn, r.resent = nil, false
+		}
+	}
+	if under := r.receiptsGuard; under != nil {
+		// An earlier process may have sent the request, and only a receipt of the same server
+		// process can answer for it without running it again.
+		now, err := r.c.freshBinding(ctx, s)
+		if err != nil {
+			return r.giveUpUnlessRetrying(err), false
+		}
+		r.receiptsGuard = nil
+		if !receiptsHeld(*under, now) {
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent under %s, and the server now declares %s; a resend could run the request twice", ErrSessionLost, *under, now))), false
+		}
+		r.uncertainIn = s
+	}
+	if a := r.answered; a != nil && r.cur == r.orig {
+		if r.safe || mode == RetryAlways {
+			r.answered = nil
+		} else {
+			held := !s.stateless && a.via == weak.Make(s) && a.record.Receipts.Scope != ""
+			now := bindingOf(s)
+			if !held {
+				var err error
+				if now, err = r.c.freshBinding(ctx, s); err != nil {
+					return r.giveUpUnlessRetrying(err), false
+				}
+				held = receiptsHeld(a.record.Receipts, now)
+			}
+			r.answered = nil
+			if !held {
+				return stepEnd(StateAnswered, r.fail(CodeAlreadyAnswered, &AnsweredError{Record: a.record, Now: now})), false
+			}
+		}
+	}
+	return step{}, true
 }
 
 // journalBeforeSend checks, before an attempt on s, that the journal's claim on cur's id still
@@ -584,12 +644,14 @@ func (r *attemptLoop) reissue(ctx context.Context, s *session) *Error {
 		return r.fail(CodeOutcomeUnknown, fmt.Errorf("the re-issue under a new id was refused: %w (last attempt: %w)", err, r.lastErr))
 	}
 	if r.curFlight != nil {
-		r.c.Ledger().settle(r.cur.key, r.curFlight, StateUncertain, true, nil,
+		r.c.Ledger().settle(r.cur.key, r.curFlight, StateUncertain, r.via, nil,
 			r.fail(CodeOutcomeUnknown, fmt.Errorf("re-issued as %s after: %w", next.key, r.lastErr)))
+	} else {
+		r.origVia = r.via
 	}
 	r.cur, r.curFlight = next, f
 	r.claim, r.bound = f.claim, f.bound
-	r.resent, r.reached, r.uncertainIn = false, false, nil
+	r.resent, r.reached, r.via, r.uncertainIn = false, false, nil, nil
 	if next.asksProgress() {
 		r.followProgress(next.key)
 	}
@@ -599,13 +661,13 @@ func (r *attemptLoop) reissue(ctx context.Context, s *session) *Error {
 // settle records the end of the loop in the ledger: for the request last sent, and for the
 // original when a re-issue took its place.
 func (r *attemptLoop) settle(resp *Response, err error, state State, f *flight) {
-	reached := r.reached
+	via := r.via
 	if r.curFlight != nil {
-		r.c.Ledger().settle(r.cur.key, r.curFlight, state, reached, resp, err)
+		r.c.Ledger().settle(r.cur.key, r.curFlight, state, via, resp, err)
 		// The original was re-issued after an uncertain attempt: it may or may not have run.
-		state, reached = StateUncertain, true
+		state, via = StateUncertain, r.origVia
 	}
-	r.c.Ledger().settle(r.orig.key, f, state, reached, resp, err)
+	r.c.Ledger().settle(r.orig.key, f, state, via, resp, err)
 }
 
 // attemptsOf returns the attempts an *Error in err's chain counts.

@@ -54,6 +54,15 @@ const (
 	// CodeJournal: the client's journal could not record the request, or could not be read
 	// (see ErrJournal); nothing was sent for want of the record.
 	CodeJournal
+	// CodeSuperseded: the request was replaced by another (Supersede, the next round of a
+	// stateless call, the client's own re-issue of a request safe to repeat), in this process
+	// or, with a journal, in any: it is neither sent again nor replaced a second time. Nothing
+	// was sent. See ErrAlreadySuperseded.
+	CodeSuperseded
+	// CodeAlreadyAnswered: the request was answered before, in this process or, with a journal,
+	// an earlier one, and the receipts it was answered under are no longer held: sending it
+	// again would run it again. Nothing was sent. See ErrAlreadyAnswered.
+	CodeAlreadyAnswered
 )
 
 var codeNames = [...]string{
@@ -72,6 +81,8 @@ var codeNames = [...]string{
 	CodeUnauthorized:       "unauthorized",
 	CodeSkillVerification:  "skill verification failed",
 	CodeJournal:            "journal failed",
+	CodeSuperseded:         "request superseded",
+	CodeAlreadyAnswered:    "request already answered",
 }
 
 func (c Code) String() string {
@@ -132,7 +143,33 @@ var (
 	// one, one beyond the client's limits), or what the server sent differs from the entry in
 	// size, digest or frontmatter. errors.As gives the *SkillVerificationError.
 	ErrSkillVerification = errors.New("mcpclient: skill verification failed")
+	// ErrAlreadySuperseded: the request was replaced by another, whose id the error names
+	// (CodeSuperseded). A replaced request is not sent again, since it could then run beside
+	// its replacement, and it is replaced at most once, across the processes sharing a journal
+	// too: of two Supersedes of one request, the first wins. Work on with the replacement.
+	ErrAlreadySuperseded = errors.New("mcpclient: request already superseded")
+	// ErrAlreadyAnswered: the request was answered before and sending it again could run it
+	// again (CodeAlreadyAnswered): it is not safe to repeat, and the receipts it was answered
+	// under are gone (the server restarted, its session ended, or it keeps none). Nothing was
+	// sent. errors.As gives the *AnsweredError, with what the client holds of the answer.
+	ErrAlreadyAnswered = errors.New("mcpclient: request already answered")
 )
+
+// An AnsweredError is the cause of an ErrAlreadyAnswered: what the client's journal (or,
+// without one, its ledger) holds of the request, and the receipts the server declares now.
+type AnsweredError struct {
+	// Record is the request as the journal holds it: answered, with the receipts it was last
+	// sent under. Without a journal only its ID, Method, Fingerprint, State, Reached, Attempts
+	// and Receipts are set.
+	Record JournalRecord
+	// Now is the receipt binding the server declares now.
+	Now ReceiptBinding
+}
+
+func (e *AnsweredError) Error() string {
+	return fmt.Sprintf("request %s was answered under %s and the server now declares %s: sending it again could run it again",
+		e.Record.ID.JSON(), e.Record.Receipts, e.Now)
+}
 
 // The sentinels of particular failures, found in the chain of an *Error with errors.Is.
 var (
@@ -188,6 +225,8 @@ var sentinels = map[Code]error{
 	CodeUnauthorized:       ErrUnauthorized,
 	CodeSkillVerification:  ErrSkillVerification,
 	CodeJournal:            ErrJournal,
+	CodeSuperseded:         ErrAlreadySuperseded,
+	CodeAlreadyAnswered:    ErrAlreadyAnswered,
 }
 
 // Error is the one error type the Client returns.

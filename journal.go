@@ -22,41 +22,53 @@ import (
 //
 // The client calls a Journal from many goroutines at once, never while holding a lock of its own.
 type Journal interface {
-	// Claim takes rec.ID for one attempt loop. A new id is recorded, and Claim returns only
-	// once the record is durable. A known id is checked: other content under it is refused
-	// with an error matching ErrRequestIDReused, and an id another attempt loop holds (in this
-	// process or, for a shared journal, in another) with one matching ErrRequestInFlight. A
-	// full journal refuses a new id with one matching ErrLedgerFull and never drops an
-	// unresolved entry to make room. When rec supersedes another id, the journal links that
-	// entry to rec.ID in the same write.
+	// Claim takes rec.ID for one attempt loop and returns the record as it stood before. A new
+	// id is recorded, open, and Claim returns only once the record is durable. A known id keeps
+	// its state (its outcome, whether it may have reached the server, the receipts of its last
+	// send): Claim only marks it open and held, so that the attempt loop starts from what every
+	// earlier process learned of it. Claim refuses, with an error matching:
+	//   - ErrRequestIDReused, other content under a known id;
+	//   - ErrRequestInFlight, an id another attempt loop holds (in this process or, for a
+	//     shared journal, in another);
+	//   - ErrAlreadySuperseded, a known id another request replaced;
+	//   - ErrLedgerFull, a new id when the journal is full: it never drops an unresolved entry
+	//     to make room.
+	// When rec supersedes another id, the link is a compare-and-set on that entry, written with
+	// rec: the first request to supersede it wins, and a later one is refused with
+	// ErrAlreadySuperseded; while another attempt loop holds it, with ErrRequestInFlight, unless
+	// rec is the re-issue its own loop makes (rec.Reissue).
 	Claim(ctx context.Context, rec JournalRecord) (JournalClaim, error)
 
 	// Unresolved yields the requests to server that are unresolved (see
 	// [JournalRecord.Unresolved]) and that no live claim holds: what a restarted process must
 	// resend or inspect. A record that cannot be read comes as an error with a record holding
-	// only its ID, and the others follow; an error with a zero ID ends the iteration. It is a snapshot: in a shared journal another holder may claim one of
-	// them before it is resent, and the resend is then refused with ErrRequestInFlight.
+	// only its ID, and the others follow; an error with a zero ID ends the iteration. It is a
+	// snapshot: in a shared journal another holder may claim one of them before it is resent,
+	// and the resend is then refused with ErrRequestInFlight.
 	Unresolved(ctx context.Context, server string) iter.Seq2[JournalRecord, error]
 
-	// Forget removes id's entry. The client calls it for [Ledger.Forget]. A shared journal
-	// refuses, with ErrRequestInFlight, an entry another holder's live claim holds.
+	// Forget removes id's entry. The client calls it for [Ledger.Forget]. A journal refuses,
+	// with ErrRequestInFlight, an entry a live claim holds.
 	Forget(ctx context.Context, id ID) error
 }
 
 // A JournalClaim is one attempt loop's hold on an id, from Claim to Settle.
 type JournalClaim interface {
-	// Receipts returns the receipts the journal holds for the id as it was claimed: the
-	// record's for a new request, those of its last send for a known one, which a journal
-	// keeps until a Rebind records the next send's.
-	Receipts() ReceiptBinding
+	// Prior returns the record as it stood when it was claimed, and false for an id the
+	// journal did not hold. Its Open is true when a holder that is gone (a process that died)
+	// left it open: that holder may have sent it.
+	Prior() (JournalRecord, bool)
 	// Rebind durably records that the next attempt goes out under other receipts than the
 	// last recorded (a reconnection found another scope or epoch), before it is sent.
 	Rebind(ctx context.Context, b ReceiptBinding) error
-	// Settle records how the attempt loop ended, after sent more sends under the id, and
-	// releases the claim. The journal may write it with later changes (group commit); a
-	// process that dies before it is written, or a write that fails, leaves the request
-	// unresolved, to be resent or inspected by whoever recovers it, never lost.
-	Settle(state State, sent int)
+	// Settle records how the attempt loop ended: the id's state, whether a send under it may
+	// have reached the server (a journal keeps that once it is true), and the number of sends.
+	// It closes the record and releases the claim, in that order, so that a later claim finds
+	// the record settled. The journal may write it with later changes (group commit) and must
+	// not keep the caller waiting on a database it cannot reach; a process that dies before it
+	// is written, or a write that fails, leaves the request open, to be resent or inspected by
+	// whoever recovers it, never lost.
+	Settle(state State, reached bool, sent int)
 	// Lost is closed when the claim can no longer be relied on (a shared journal's lease that
 	// could not be renewed): the holder sends nothing more under the id. An attempt already
 	// on the wire is not called back: if another holder resends the id meanwhile, the server's
@@ -88,25 +100,46 @@ type JournalRecord struct {
 	Server string `json:"server"`
 	// Receipts is the binding of the last attempt, or for a new request of the session at hand
 	// when it was claimed; the zero binding when none was known. A journal keeps it as it is
-	// when a known id is claimed again (see JournalClaim.Receipts): the client records the
-	// binding of its next send (Rebind) before making it.
+	// when a known id is claimed again: the client records the binding of its next send
+	// (Rebind) before making it.
 	Receipts ReceiptBinding `json:"receipts"`
-	State    State          `json:"state"`
-	Attempts int            `json:"attempts,omitempty"`
-	Created  time.Time      `json:"created"`
-	Updated  time.Time      `json:"updated"`
+	// State is the id's outcome as last settled: pending until a first attempt loop settles it.
+	// A claim never resets it.
+	State State `json:"state"`
+	// Reached records that a send under the id may have reached the server; once true it stays
+	// true, for a resend that is not delivered leaves the request's outcome as it was.
+	Reached bool `json:"reached,omitempty"`
+	// Open records that an attempt loop holds the id, or held it when its process died: an open
+	// record that no live claim holds may have been sent by its last holder after its State was
+	// written. A record written before Open existed reads as open while its State is pending.
+	Open     bool      `json:"open,omitempty"`
+	Attempts int       `json:"attempts,omitempty"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"`
 	// Supersedes is the id this request replaces and Reason why; SupersededBy the id of the
-	// request that replaced this one.
+	// request that replaced this one, set once.
 	Supersedes   ID     `json:"supersedes,omitzero"`
 	Reason       string `json:"reason,omitempty"`
 	SupersededBy ID     `json:"supersededBy,omitzero"`
+	// Reissue marks a request the client made itself to replace Supersedes within the attempt
+	// loop that holds it (a request safe to repeat, re-issued under a new id after an uncertain
+	// attempt): the one supersession a live claim on Supersedes does not refuse.
+	Reissue bool `json:"reissue,omitempty"`
 }
 
-// Unresolved reports whether the record's outcome is still to be learned: it may have been sent
-// and no answer was recorded (pending, uncertain), or the server refused its id (conflict: still
-// running, or the id is taken), and no request replaced it.
+// Unresolved reports whether the record's outcome is still to be learned: no request replaced it,
+// and it is open (a holder that may have sent it never settled it), or it may have been sent and
+// no answer was recorded (pending, uncertain), or the server refused its id (conflict: still
+// running, or the id is taken).
 func (r *JournalRecord) Unresolved() bool {
-	return (r.State == StatePending || r.State == StateUncertain || r.State == StateConflict) && r.SupersededBy.IsZero()
+	return r.SupersededBy.IsZero() && (r.Open || r.State == StatePending || r.State == StateUncertain || r.State == StateConflict)
+}
+
+// Settled reports whether nothing can still depend on the record once no live claim holds it: a
+// request replaced it, or no holder left it open and its outcome is definite (answered, failed).
+// A journal makes room, and prunes, only among settled records that no live claim holds.
+func (r *JournalRecord) Settled() bool {
+	return !r.SupersededBy.IsZero() || !r.Open && (r.State == StateAnswered || r.State == StateFailed)
 }
 
 // A Recovered request is one a journal holds unresolved from an earlier process: it was
@@ -137,6 +170,14 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 			yield(Recovered{}, returned(&Error{Code: CodeInvalidArgument, Err: errors.New("the client has no journal (WithJournal)")}))
 			return
 		}
+		// The receipts the server declares now, read fresh: a stateless server's restart shows
+		// only there. Without a session, nothing is known to hold.
+		var now ReceiptBinding
+		var nowErr error
+		s, nowErr := c.session(ctx)
+		if nowErr == nil {
+			now, nowErr = c.freshBinding(ctx, s)
+		}
 		for rec, err := range c.cfg.journal.Unresolved(ctx, c.serverIdentity()) {
 			if err != nil {
 				// A record the journal could not read is reported by its id, and the others
@@ -146,13 +187,22 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 				}
 				continue
 			}
+			if c.Ledger().holds(rec.ID) {
+				// A call of this process holds it, or has settled it since the journal was
+				// read: it is no earlier process's to recover.
+				continue
+			}
 			req, err := c.recovered(rec)
 			if err == nil && !c.safeToRepeat(req) {
-				if now := bindingOf(c.current()); receiptsHeld(rec.Receipts, now) {
+				switch {
+				case receiptsHeld(rec.Receipts, now):
 					// Checked again before the Resend sends anything: the server may restart
 					// in between.
 					req.receiptsGuard = &rec.Receipts
-				} else {
+				case nowErr != nil:
+					err = &Error{Code: CodeOutcomeUnknown, Request: req, Attempts: rec.Attempts,
+						Err: fmt.Errorf("recovered from the journal: sent under %s, and the receipts the server declares now could not be read (%w); the request is not safe to repeat", rec.Receipts, nowErr)}
+				default:
 					err = &Error{Code: CodeOutcomeUnknown, Request: req, Attempts: rec.Attempts,
 						Err: fmt.Errorf("recovered from the journal: sent under %s, and the server now declares %s, which holds no receipt of it; the request is not safe to repeat", rec.Receipts, now)}
 				}
@@ -191,7 +241,7 @@ func (c *Client) recovered(rec JournalRecord) (*Request, error) {
 	}
 	spec.idempotent = rec.Idempotent
 	req := &Request{requestSpec: spec, key: rec.ID.JSON(), params: frame.Params, frame: rec.Frame,
-		fp: rec.Fingerprint, header: rec.Header, owner: c, recovered: true}
+		fp: rec.Fingerprint, header: rec.Header, owner: c}
 	if req.fp != fingerprintOf(req.frame) {
 		return nil, &Error{Code: CodeJournal, Request: req, Err: errors.New("the record's bytes do not match its fingerprint")}
 	}
@@ -245,6 +295,6 @@ func (c *Client) journalRecord(req *Request) JournalRecord {
 	now := time.Now()
 	return JournalRecord{ID: req.id, Method: req.method, Frame: req.frame, Fingerprint: req.fp,
 		Header: req.header, Version: req.version, Idempotent: req.idempotent, Server: c.serverIdentity(),
-		Receipts: bindingOf(c.current()), State: StatePending, Created: now, Updated: now,
-		Supersedes: req.supersedes, Reason: req.reason}
+		Receipts: bindingOf(c.current()), State: StatePending, Open: true, Created: now, Updated: now,
+		Supersedes: req.supersedes, Reason: req.reason, Reissue: req.automatic}
 }

@@ -34,9 +34,13 @@ func (j *scriptedJournal) Claim(ctx context.Context, rec mcpclient.JournalRecord
 		j.refuse = nil
 		return nil, err
 	}
-	receipts := rec.Receipts
-	if known, ok := j.records[rec.ID.JSON()]; ok {
-		receipts = known.Receipts // kept, as a journal keeps those of the last send
+	prior, known := j.records[rec.ID.JSON()]
+	if known {
+		// Kept as it was, as a journal keeps a known id's state and the receipts of its last
+		// send; only opened.
+		open := prior
+		open.Open = true
+		j.records[rec.ID.JSON()] = open
 	} else {
 		j.records[rec.ID.JSON()] = rec
 	}
@@ -44,7 +48,7 @@ func (j *scriptedJournal) Claim(ctx context.Context, rec mcpclient.JournalRecord
 	if j.lose {
 		close(lost)
 	}
-	return &scriptedClaim{j: j, key: rec.ID.JSON(), lost: lost, receipts: receipts}, nil
+	return &scriptedClaim{j: j, key: rec.ID.JSON(), lost: lost, prior: prior, known: known}, nil
 }
 
 func (j *scriptedJournal) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
@@ -59,13 +63,14 @@ func (j *scriptedJournal) Forget(ctx context.Context, id mcpclient.ID) error {
 }
 
 type scriptedClaim struct {
-	j        *scriptedJournal
-	key      string
-	lost     chan struct{}
-	receipts mcpclient.ReceiptBinding
+	j     *scriptedJournal
+	key   string
+	lost  chan struct{}
+	prior mcpclient.JournalRecord
+	known bool
 }
 
-func (c *scriptedClaim) Receipts() mcpclient.ReceiptBinding { return c.receipts }
+func (c *scriptedClaim) Prior() (mcpclient.JournalRecord, bool) { return c.prior, c.known }
 
 func (c *scriptedClaim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	c.j.mu.Lock()
@@ -77,10 +82,13 @@ func (c *scriptedClaim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) 
 	return nil
 }
 
-func (c *scriptedClaim) Settle(state mcpclient.State, sent int) {
+func (c *scriptedClaim) Settle(state mcpclient.State, reached bool, sent int) {
 	c.j.mu.Lock()
 	defer c.j.mu.Unlock()
 	c.j.settled[c.key] = state
+	rec := c.j.records[c.key]
+	rec.State, rec.Reached, rec.Open = state, rec.Reached || reached, false
+	c.j.records[c.key] = rec
 }
 
 func (c *scriptedClaim) Lost() <-chan struct{} { return c.lost }
@@ -198,19 +206,22 @@ func TestJournalRefusedSupersedeKeepsTheOriginal(t *testing.T) {
 // of the new attempt loop records its own, whatever the session at hand declares.
 func TestJournalResendRecordsItsReceipts(t *testing.T) {
 	var k counter
-	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "book"}, k.tool))
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "book"}, k.tool),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "book"}))
 	defer srv.Close()
 	j := newScriptedJournal()
-	c := connect(t, srv.Transport(), mcpclient.WithJournal(j), noWait)
+	c := connect(t, srv.Transport(), mcpclient.WithJournal(j), mcpclient.WithRetryPolicy(mcpclient.RetryPolicy{Mode: mcpclient.RetryNever}))
 	ctx := testCtx(t)
 	req := callReq(t, c, "book", nil)
-	if _, err := c.Do(ctx, req); err != nil {
-		t.Fatal(err)
+	if _, err := c.Do(ctx, req); !errors.Is(err, mcpclient.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want ErrOutcomeUnknown", err)
 	}
 	srv.Restart()
+	c.Ping(ctx)                         // the session is found gone, and the client sends nothing more on it
 	if err := c.Ping(ctx); err != nil { // the client meets the new epoch
 		t.Fatal(err)
 	}
+	// The caller inspected, found nothing, and re-sends the same bytes: its decision.
 	if _, err := c.Resend(ctx, req); err != nil {
 		t.Fatal(err)
 	}

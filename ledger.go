@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"weak"
 )
 
 // DefaultLedgerCapacity is the number of requests a Client remembers unless
@@ -98,21 +99,31 @@ type ledgerEntry struct {
 	// resend inherits it: a refusal of the id may then be the server recognizing it, and a
 	// resend that is not delivered leaves the request's outcome as it was.
 	reached bool
+	// receipts is the receipt binding of the last send that may have reached the server, and
+	// via the session it went out on, if this process sent it: what a later send under the id
+	// relies on to be answered from a receipt rather than run again.
+	receipts ReceiptBinding
+	via      weak.Pointer[session]
 	// flight is set while an attempt loop runs for the id, so that a second caller of the same
 	// request waits for it instead of sending again.
 	flight *flight
 	elem   *list.Element // in evictable, or nil
 }
 
-// A flight is one run of the attempt loop for an id. prior and reached are written by begin
-// before the flight is handed out; resp and err are written once, before done is closed, and
-// read only after.
+// A flight is one run of the attempt loop for an id. prior, reached, receipts and via are
+// written by begin, and by adopt with what the journal holds, before the flight's first send;
+// resp and err are written once, before done is closed, and read only after.
 type flight struct {
-	prior   State // the id's state before this flight; 0 for a new id
-	reached bool  // an earlier flight's attempt may have reached the server
-	done    chan struct{}
-	resp    *Response
-	err     error
+	prior    State // the id's state before this flight; 0 for a new id
+	reached  bool  // an earlier flight's attempt may have reached the server
+	receipts ReceiptBinding
+	via      weak.Pointer[session]
+	// record is the id's record as it stood, when it was answered: what an ErrAlreadyAnswered
+	// shows.
+	record JournalRecord
+	done   chan struct{}
+	resp   *Response
+	err    error
 	// claim is the journal's hold on the id for this flight, set by its leader before the first
 	// send and released by settle; nil without a journal. sent counts the flight's sends, for
 	// the journal. guarded by the ledger's mu.
@@ -137,6 +148,15 @@ func (l *Ledger) Lookup(id ID) (Entry, bool) {
 		return Entry{}, false
 	}
 	return e.Entry, true
+}
+
+// holds reports whether an attempt loop of this client holds id, or has settled it: a record of
+// it that a journal read earlier may be out of date.
+func (l *Ledger) holds(id ID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[id.JSON()]
+	return ok && (e.flight != nil || e.State == StateAnswered || e.State == StateFailed || !e.SupersededBy.IsZero())
 }
 
 // Len returns the number of entries.
@@ -179,6 +199,9 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			}
 			return e.flight, false, nil
 		}
+		if !e.SupersededBy.IsZero() {
+			return nil, false, supersededError(req, e.SupersededBy)
+		}
 		if e.elem != nil {
 			l.evictable.Remove(e.elem)
 			e.elem = nil
@@ -196,8 +219,8 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 				return nil, false, &Error{Code: CodeRequestInFlight, Request: req,
 					Err: fmt.Errorf("request %s, which this one supersedes, is in flight; wait for its outcome", req.supersedes.JSON())}
 			case !older.SupersededBy.IsZero():
-				return nil, false, &Error{Code: CodeInvalidArgument, Request: req,
-					Err: fmt.Errorf("request %s was already superseded by %s; supersede that one", req.supersedes.JSON(), older.SupersededBy.JSON())}
+				return nil, false, &Error{Code: CodeSuperseded, Request: req,
+					Err: fmt.Errorf("%w: request %s was superseded by %s; supersede that one", ErrAlreadySuperseded, req.supersedes.JSON(), older.SupersededBy.JSON())}
 			}
 		}
 		// The entry being superseded is never the one evicted to make room: it stays, as the
@@ -208,11 +231,6 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 		}
 		e = &ledgerEntry{Entry: Entry{ID: req.id, Method: req.method, Fingerprint: req.fp, Created: now,
 			Supersedes: req.supersedes, Reason: req.reason}}
-		if req.recovered {
-			// Read back from a journal: an earlier process may have sent it, and never learned
-			// what became of it.
-			e.State, e.reached = StateUncertain, true
-		}
 		if l.entries == nil {
 			l.entries = make(map[string]*ledgerEntry)
 		}
@@ -224,11 +242,69 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			l.markEvictableLocked(older) // not while it is in flight: an automatic re-issue
 		}
 	}
-	f = &flight{prior: e.State, reached: e.reached, done: make(chan struct{})}
+	f = &flight{prior: e.State, reached: e.reached, receipts: e.receipts, via: e.via, done: make(chan struct{})}
+	if e.State == StateAnswered {
+		f.record = JournalRecord{ID: e.ID, Method: e.Method, Frame: req.frame, Fingerprint: e.Fingerprint, State: e.State,
+			Reached: e.reached, Receipts: e.receipts, Attempts: e.Attempts, Created: e.Created, Updated: e.Updated,
+			Supersedes: e.Supersedes, Reason: e.Reason}
+	}
 	e.State = StatePending
 	e.Updated = now
 	e.flight = f
 	return f, true, nil
+}
+
+// answeredBefore is what the client holds of an id's answer when a flight may send it again.
+type answeredBefore struct {
+	record JournalRecord
+	via    weak.Pointer[session] // the session it was answered on, if this process sent it
+}
+
+// answered returns how f's id was answered before f, or nil if it was not.
+func (f *flight) answered() *answeredBefore {
+	if f.prior != StateAnswered {
+		return nil
+	}
+	return &answeredBefore{record: f.record, via: f.via}
+}
+
+// supersededError refuses to send req again: another request replaced it.
+func supersededError(req *Request, by ID) *Error {
+	return &Error{Code: CodeSuperseded, Request: req,
+		Err: fmt.Errorf("%w by request %s, which took its place; sending it again could run it beside its replacement", ErrAlreadySuperseded, by.JSON())}
+}
+
+// adopt loads into f, the flight its leader holds, the record of the id as the journal held it
+// when f claimed it: the journal is the id's memory across processes, and a flight starts from
+// what every earlier one learned, not from "new" because this process never sent it. A record
+// left open by a holder that is gone may have been sent by it after its state was written: it
+// counts as reached, and with no outcome recorded, as uncertain.
+func (l *Ledger) adopt(req *Request, f *flight, prior JournalRecord) {
+	state, reached := prior.State, prior.Reached
+	if prior.Open || state == StatePending {
+		reached = true
+		if state == StatePending || state == 0 {
+			state = StateUncertain
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.entries[req.key]
+	if !ok || e.flight != f {
+		return
+	}
+	sameReceipts := f.receipts == prior.Receipts
+	f.prior, f.reached, f.receipts = state, reached || f.reached, prior.Receipts
+	f.record = prior
+	if !sameReceipts {
+		// Another process sent it last: the session this one knew is not the one it went on.
+		f.via = weak.Pointer[session]{}
+	}
+	e.reached, e.receipts, e.via = f.reached, f.receipts, f.via
+	e.Attempts = max(e.Attempts, prior.Attempts)
+	if !prior.Created.IsZero() && prior.Created.Before(e.Created) {
+		e.Created = prior.Created
+	}
 }
 
 // evictOldest forgets the oldest resolved entry other than keep, and reports whether there was
@@ -253,23 +329,37 @@ func (l *Ledger) evictOldest(keep *ledgerEntry) bool {
 // forgotten there too (a recovered request the ledger never held included), and an error of the
 // journal's comes with CodeJournal.
 func (l *Ledger) Forget(id ID) error {
-	l.mu.Lock()
-	e, ok := l.entries[id.JSON()]
-	if ok && e.flight != nil {
-		l.mu.Unlock()
+	inFlight := func() error {
 		return returned(&Error{Code: CodeRequestInFlight, Err: fmt.Errorf("an attempt loop runs for request %s; wait for its outcome before forgetting it", id.JSON())})
 	}
-	if ok {
+	l.mu.Lock()
+	e, ok := l.entries[id.JSON()]
+	busy := ok && e.flight != nil
+	l.mu.Unlock()
+	if busy {
+		return inFlight()
+	}
+	// The journal first: an id it refuses to forget (another worker holds it) stays guarded
+	// here too.
+	if l.journal != nil {
+		if err := l.journal.Forget(context.Background(), id); err != nil {
+			code := CodeJournal
+			if errors.Is(err, ErrRequestInFlight) {
+				code = CodeRequestInFlight
+			}
+			return returned(&Error{Code: code, Err: err})
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.entries[id.JSON()]; ok {
+		if e.flight != nil {
+			return inFlight()
+		}
 		if e.elem != nil {
 			l.evictable.Remove(e.elem)
 		}
 		delete(l.entries, id.JSON())
-	}
-	l.mu.Unlock()
-	if l.journal != nil {
-		if err := l.journal.Forget(context.Background(), id); err != nil {
-			return returned(&Error{Code: CodeJournal, Err: err})
-		}
 	}
 	return nil
 }
@@ -287,13 +377,18 @@ func (l *Ledger) attempted(key string) {
 	}
 }
 
-// settle records how a flight ended and releases its waiters. reached says whether one of its
-// attempts may have reached the server.
-func (l *Ledger) settle(key string, f *flight, state State, reached bool, resp *Response, err error) {
+// settle records how a flight ended and releases its waiters. via, if not nil, is the session
+// of the flight's last attempt that may have reached the server.
+func (l *Ledger) settle(key string, f *flight, state State, via *session, resp *Response, err error) {
 	l.mu.Lock()
+	reached := f.reached || via != nil
 	if e, ok := l.entries[key]; ok && e.flight == f {
 		e.State = state
 		e.reached = e.reached || reached
+		reached = e.reached
+		if via != nil {
+			e.receipts, e.via = bindingOf(via), weak.Make(via)
+		}
 		e.Updated = time.Now()
 		e.flight = nil
 		l.markEvictableLocked(e)
@@ -302,7 +397,9 @@ func (l *Ledger) settle(key string, f *flight, state State, reached bool, resp *
 	sent := f.sent
 	l.mu.Unlock()
 	if f.claim != nil {
-		f.claim.Settle(state, sent)
+		// Written before the waiters are released: a caller that goes on to the id's next
+		// flight finds this one's outcome in the journal.
+		f.claim.Settle(state, reached, sent)
 	}
 	close(f.done)
 }

@@ -322,6 +322,39 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 	return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: errors.New("the server kept refusing the protocol revision it named")}
 }
 
+// freshBinding returns the receipt binding the server declares now on s. A session of an older
+// revision declared it in initialize, and a server restart ends that session. A stateless
+// revision has no session to end: a restart shows only in the epoch, so server/discover is asked
+// again, and a session whose server declares another binding is retired, for the next request to
+// open one that knows it.
+func (c *Client) freshBinding(ctx context.Context, s *session) (ReceiptBinding, error) {
+	if !s.stateless {
+		return bindingOf(s), nil
+	}
+	req, err := c.build(requestSpec{method: "server/discover", version: s.init.ProtocolVersion})
+	if err != nil {
+		return ReceiptBinding{}, err
+	}
+	probeCtx, cancel := context.WithTimeoutCause(ctx, discoverTimeout, errNoDiscoverAnswer)
+	raw, err := c.sendHandshake(probeCtx, s, req)
+	cancel()
+	if err != nil {
+		return ReceiptBinding{}, fmt.Errorf("confirming the server's receipts: %w", err)
+	}
+	var res discoverResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return ReceiptBinding{}, &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: fmt.Errorf("server/discover result: %w", err)}
+	}
+	now := ReceiptBinding{Scope: c.cfg.receipts}
+	if r, ok := res.Capabilities.RequestReceipts(); ok {
+		now = ReceiptBinding{Scope: r.Scope, Epoch: r.Epoch}
+	}
+	if now != bindingOf(s) {
+		s.retire(fmt.Errorf("%w: the server now declares %s, not %s", ErrSessionLost, now, bindingOf(s)))
+	}
+	return now, nil
+}
+
 // supportedVersions reads data.supported of a -32022 refusal.
 func (e *RPCError) supportedVersions() []string {
 	var data struct {

@@ -32,10 +32,10 @@ type Request struct {
 	fp     Fingerprint
 	header http.Header // transport headers naming the request (stateless revisions); never modified
 	owner  *Client
-	// recovered marks a request read back from a journal, which an earlier process may have
-	// sent. receiptsGuard, if set, is the receipts it went out under, which Recover found the
-	// server still declaring: a resend goes only while it does.
-	recovered     bool
+	// receiptsGuard, set on a request Recover read back from a journal and found the server
+	// still declaring the receipts it went out under, is those receipts: Recover promised that
+	// resending it cannot run it twice, so its first send goes only while the server declares
+	// them still.
 	receiptsGuard *ReceiptBinding
 }
 

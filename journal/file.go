@@ -125,10 +125,17 @@ type op struct {
 	seq     uint64
 }
 
-// settling is a settled state not yet written.
+// settling is a settle not yet written.
 type settling struct {
-	state mcpclient.State
-	seq   uint64
+	state   mcpclient.State
+	reached bool
+	sent    int
+	seq     uint64
+}
+
+// apply makes rec as the settle will leave it.
+func (s settling) apply(rec *mcpclient.JournalRecord) {
+	rec.State, rec.Reached, rec.Open, rec.Attempts = s.state, rec.Reached || s.reached, false, rec.Attempts+s.sent
 }
 
 // OpenFile opens the journal in the file at path, creating it (mode 0600) if it does not exist.
@@ -230,6 +237,11 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 	case j.claimed[key]:
 		j.mu.Unlock()
 		return nil, fmt.Errorf("%w: an attempt loop of this process holds request %s", mcpclient.ErrRequestInFlight, key)
+	case !rec.Supersedes.IsZero() && !rec.Reissue && j.claimed[rec.Supersedes.JSON()]:
+		// Checked under the same lock as the claims of the older request: one that follows
+		// queues its write after this one's, and finds the link.
+		j.mu.Unlock()
+		return nil, fmt.Errorf("%w: an attempt loop of this process holds request %s, which %s would supersede", mcpclient.ErrRequestInFlight, rec.Supersedes.JSON(), key)
 	}
 	j.claimed[key] = true
 	j.mu.Unlock()
@@ -238,9 +250,9 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 		j.release(key)
 		return nil, err
 	}
-	receipts := rec.Receipts // those of a known id are read when it is claimed
+	c := &claim{j: j, key: key}
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
-		return j.claim(tx, now, key, &rec, frozen, &receipts)
+		return j.claim(tx, now, key, &rec, frozen, c)
 	}}
 	if err := j.enqueue(o); err != nil {
 		j.release(key)
@@ -251,12 +263,12 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 		j.release(key)
 		return nil, o.err
 	}
-	return &claim{j: j, key: key, receipts: receipts}, nil
+	return c, nil
 }
 
-// claim writes rec in tx: a new request, or the known one back to pending, with the receipts of
-// its last send in receipts.
-func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.JournalRecord, frozen []byte, receipts *mcpclient.ReceiptBinding) error {
+// claim writes rec in tx, open: a new request, or the known one as it stood, whose record it
+// keeps in c as the claim's prior.
+func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.JournalRecord, frozen []byte, c *claim) error {
 	reqs, settled := tx.Bucket(requestsBucket), tx.Bucket(settledBucket)
 	if old := reqs.Get([]byte(key)); old != nil {
 		var f mcpclient.JournalRecord
@@ -270,15 +282,25 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 		if err != nil {
 			return err
 		}
+		if !st.SupersededBy.IsZero() {
+			return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, key, st.SupersededBy.JSON())
+		}
+		prior, err := readRecord(tx, []byte(key), &st)
+		if err != nil {
+			return err
+		}
 		if st.SettledAt != 0 {
 			if err := settled.Delete(settledKey(st.SettledAt, key)); err != nil {
 				return err
 			}
 			st.SettledAt = 0
 		}
-		st.State, st.Updated = mcpclient.StatePending, now
-		*receipts = st.Receipts
-		return j.writeStanding(tx, key, &st, now)
+		st.Open, st.Updated = true, now
+		if err := j.writeStanding(tx, key, &st, now); err != nil {
+			return err
+		}
+		c.prior, c.known = prior, true
+		return nil
 	}
 	// Everything that can refuse the request is read before anything is written, so that a
 	// refusal leaves the transaction it shares with other requests as it found it.
@@ -290,14 +312,21 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 			return err
 		}
 		if ok {
+			if !st.SupersededBy.IsZero() {
+				// The first supersession wins: a second would send another replacement
+				// beside the first.
+				return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, olderKey, st.SupersededBy.JSON())
+			}
 			older = &st
 		}
 	}
 	var evict []byte
 	if j.count >= j.opts.capacity {
-		c := settled.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if string(k[8:]) != olderKey { // the request being superseded stays, as its record
+		cur := settled.Cursor()
+		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			// The request being superseded stays, as its record, and so does one an attempt
+			// loop holds (the original of a re-issue in flight).
+			if victim := string(k[8:]); victim != olderKey && !j.isClaimed(victim) {
 				evict = k
 				break
 			}
@@ -320,7 +349,7 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 	if err := reqs.Put([]byte(key), frozen); err != nil {
 		return err
 	}
-	if err := j.writeStanding(tx, key, &standing{State: mcpclient.StatePending, Receipts: rec.Receipts, Updated: now}, now); err != nil {
+	if err := j.writeStanding(tx, key, &standing{State: mcpclient.StatePending, Open: true, Receipts: rec.Receipts, Updated: now}, now); err != nil {
 		return err
 	}
 	j.count++
@@ -328,10 +357,10 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 	return nil
 }
 
-// writeStanding writes st under key, entering the request in the settled order if it no longer
-// waits for an outcome.
+// writeStanding writes st under key, entering the request in the settled order if nothing can
+// still depend on it.
 func (j *File) writeStanding(tx *bolt.Tx, key string, st *standing, now time.Time) error {
-	if st.SettledAt == 0 && (st.State == mcpclient.StateAnswered || st.State == mcpclient.StateFailed || !st.SupersededBy.IsZero()) {
+	if rec := st.record(); st.SettledAt == 0 && rec.Settled() {
 		st.SettledAt = now.UnixNano()
 		if err := tx.Bucket(settledBucket).Put(settledKey(st.SettledAt, key), nil); err != nil {
 			return err
@@ -379,35 +408,63 @@ func (j *File) remove(tx *bolt.Tx, key string) error {
 func (j *File) prune(tx *bolt.Tx, now time.Time) error {
 	cutoff := now.Add(-j.opts.retention).UnixNano()
 	c := tx.Bucket(settledBucket).Cursor()
-	for i, k := 0, []byte(nil); i < 1000; i++ {
-		if k, _ = c.First(); k == nil || int64(binary.BigEndian.Uint64(k[:8])) >= cutoff {
-			return nil
+	k, _ := c.First()
+	for i := 0; i < 1000 && k != nil && int64(binary.BigEndian.Uint64(k[:8])) < cutoff; i++ {
+		if key := string(k[8:]); !j.isClaimed(key) { // held: its loop settles it anew
+			if err := j.remove(tx, key); err != nil {
+				return err
+			}
+			k, _ = c.Seek(k) // the cursor's place after a delete
+			continue
 		}
-		if err := j.remove(tx, string(k[8:])); err != nil {
-			return err
-		}
+		k, _ = c.Next()
 	}
 	return nil
 }
 
-// Forget removes id's request; see mcpclient.Journal.
+// Forget removes id's request; see mcpclient.Journal. One an attempt loop holds, of any client
+// sharing the File, is refused with an error matching mcpclient.ErrRequestInFlight.
 func (j *File) Forget(ctx context.Context, id mcpclient.ID) error {
 	key := id.JSON()
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error { return j.remove(tx, key) }}
-	if err := j.enqueue(o); err != nil {
-		return err
+	j.mu.Lock()
+	switch {
+	case j.closed:
+		j.mu.Unlock()
+		return ErrClosed
+	case j.claimed[key]:
+		j.mu.Unlock()
+		return fmt.Errorf("%w: an attempt loop holds request %s", mcpclient.ErrRequestInFlight, key)
 	}
+	// Queued under the lock that orders claims: a claim of the id that follows is written after
+	// the removal.
+	j.queue = append(j.queue, o)
+	j.mu.Unlock()
+	j.signal()
 	<-o.done
 	return o.err
 }
 
-// Unresolved yields the requests to server that are pending or uncertain and that no attempt loop
-// of this process holds; see mcpclient.Journal. It reads them in one transaction and yields them
-// after it, so that what the caller does with each (a Resend) does not wait for the read.
+// isClaimed reports whether an attempt loop holds key.
+func (j *File) isClaimed(key string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.claimed[key]
+}
+
+// Unresolved yields the requests to server that are unresolved and that no attempt loop of this
+// process holds; see mcpclient.Journal. It reads them in one transaction and yields them after it,
+// so that what the caller does with each (a Resend) does not wait for the read.
+//
+// The read and the look at the claims and the settles not yet written are made under the lock
+// that claims and settles take: a request settled while the file was read is found in the
+// settles not yet written (their removal waits for the lock), and one claimed before is found
+// held, so that no request of a live loop is taken for a dead one's.
 func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
 	return func(yield func(mcpclient.JournalRecord, error) bool) {
 		var found []mcpclient.JournalRecord
 		var unreadable []unreadableRecord
+		j.mu.Lock()
 		err := j.db.View(func(tx *bolt.Tx) error {
 			return tx.Bucket(standingBucket).ForEach(func(k, v []byte) error {
 				if err := ctx.Err(); err != nil {
@@ -418,19 +475,24 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 					unreadable = append(unreadable, unreadableRecord{string(k), err})
 					return nil
 				}
-				if st.SettledAt != 0 || !st.SupersededBy.IsZero() {
+				if st.SettledAt != 0 || !st.SupersededBy.IsZero() || j.claimed[string(k)] {
 					return nil
 				}
 				rec, err := readRecord(tx, k, &st)
-				switch {
-				case err != nil:
+				if err != nil {
 					unreadable = append(unreadable, unreadableRecord{string(k), err})
-				case rec.Server == server && rec.Unresolved():
+					return nil
+				}
+				if pending, ok := j.settling[string(k)]; ok {
+					pending.apply(&rec)
+				}
+				if rec.Server == server && rec.Unresolved() {
 					found = append(found, rec)
 				}
 				return nil
 			})
 		})
+		j.mu.Unlock()
 		if err != nil {
 			yield(mcpclient.JournalRecord{}, err)
 			return
@@ -448,14 +510,7 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 			}
 		}
 		for _, rec := range found {
-			key := rec.ID.JSON()
-			j.mu.Lock()
-			held := j.claimed[key]
-			if st, ok := j.settling[key]; ok {
-				rec.State = st.state
-			}
-			j.mu.Unlock()
-			if !held && rec.Unresolved() && !yield(rec, nil) {
+			if !yield(rec, nil) {
 				return
 			}
 		}
@@ -475,8 +530,8 @@ func (j *File) Lookup(ctx context.Context, id mcpclient.ID) (rec mcpclient.Journ
 		return err
 	})
 	j.mu.Lock()
-	if st, pending := j.settling[id.JSON()]; ok && pending {
-		rec.State = st.state
+	if pending, settling := j.settling[id.JSON()]; ok && settling {
+		pending.apply(&rec)
 	}
 	j.mu.Unlock()
 	return rec, ok, err
@@ -608,18 +663,22 @@ func (j *File) recount() {
 
 // isRefusal reports whether err is an op's refusal made before it wrote anything.
 func isRefusal(err error) bool {
-	return errors.Is(err, mcpclient.ErrRequestIDReused) || errors.Is(err, mcpclient.ErrLedgerFull) || errors.Is(err, ErrCorrupt)
+	return errors.Is(err, mcpclient.ErrRequestIDReused) || errors.Is(err, mcpclient.ErrLedgerFull) || errors.Is(err, ErrCorrupt) ||
+		errors.Is(err, mcpclient.ErrAlreadySuperseded)
 }
 
 // A claim is an attempt loop's hold on one request of a File.
 type claim struct {
-	j        *File
-	key      string
-	receipts mcpclient.ReceiptBinding
-	settled  atomic.Bool
+	j   *File
+	key string
+	// prior is the request as it stood when claimed, and known whether the file held it;
+	// written by the claim's write, read after it.
+	prior   mcpclient.JournalRecord
+	known   bool
+	settled atomic.Bool
 }
 
-func (c *claim) Receipts() mcpclient.ReceiptBinding { return c.receipts }
+func (c *claim) Prior() (mcpclient.JournalRecord, bool) { return c.prior, c.known }
 
 func (c *claim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
@@ -632,23 +691,33 @@ func (c *claim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	return o.err
 }
 
-func (c *claim) Settle(state mcpclient.State, sent int) {
+func (c *claim) Settle(state mcpclient.State, reached bool, sent int) {
 	if !c.settled.CompareAndSwap(false, true) {
 		return
 	}
-	// Released now: the write of the new state is queued ahead of any later claim's, so a claim
-	// that follows finds it, and reads find the state in settling until it is written.
-	c.j.mu.Lock()
-	delete(c.j.claimed, c.key)
-	c.j.seq++
-	seq := c.j.seq
-	c.j.settling[c.key] = settling{state, seq}
-	c.j.mu.Unlock()
-	c.j.enqueue(&op{settles: c.key, seq: seq, apply: func(tx *bolt.Tx, now time.Time) error {
-		return c.j.update(tx, c.key, now, func(s *standing) {
-			s.State, s.Attempts, s.Updated = state, s.Attempts+sent, now
+	j := c.j
+	j.mu.Lock()
+	if j.closed {
+		// Not written: the request stays open in the file, for the next process to recover.
+		delete(j.claimed, c.key)
+		j.mu.Unlock()
+		return
+	}
+	// Queued and released under one lock, the write first: a claim of the id that follows
+	// queues its write after this one, and reads find the state in settling until it is on
+	// disk.
+	j.seq++
+	seq := j.seq
+	j.queue = append(j.queue, &op{settles: c.key, seq: seq, apply: func(tx *bolt.Tx, now time.Time) error {
+		return j.update(tx, c.key, now, func(s *standing) {
+			s.State, s.Reached, s.Open = state, s.Reached || reached, false
+			s.Attempts, s.Updated = s.Attempts+sent, now
 		})
 	}})
+	j.settling[c.key] = settling{state: state, reached: reached, sent: sent, seq: seq}
+	delete(j.claimed, c.key)
+	j.mu.Unlock()
+	j.signal()
 }
 
 // Lost is never closed: no one else can take a request of a file this process holds locked.
@@ -673,6 +742,8 @@ type unreadableRecord struct {
 // standing is how a request stands: the fields of its JournalRecord that change.
 type standing struct {
 	State        mcpclient.State          `json:"state"`
+	Reached      bool                     `json:"reached,omitempty"`
+	Open         bool                     `json:"open,omitempty"`
 	Attempts     int                      `json:"attempts,omitempty"`
 	Receipts     mcpclient.ReceiptBinding `json:"receipts"`
 	Updated      time.Time                `json:"updated"`
@@ -682,9 +753,15 @@ type standing struct {
 	SettledAt int64 `json:"settledAt,omitempty"`
 }
 
+// record is the part of a JournalRecord that st says.
+func (st *standing) record() mcpclient.JournalRecord {
+	return mcpclient.JournalRecord{State: st.State, Reached: st.Reached, Open: st.Open, SupersededBy: st.SupersededBy}
+}
+
 // frozenOf is what never changes of rec.
 func frozenOf(rec mcpclient.JournalRecord) mcpclient.JournalRecord {
 	rec.State, rec.Attempts, rec.Receipts, rec.Updated, rec.SupersededBy = 0, 0, mcpclient.ReceiptBinding{}, time.Time{}, mcpclient.ID{}
+	rec.Reached, rec.Open = false, false
 	return rec
 }
 
@@ -699,6 +776,7 @@ func readRecord(tx *bolt.Tx, key []byte, st *standing) (mcpclient.JournalRecord,
 		return rec, err
 	}
 	rec.State, rec.Attempts, rec.Receipts, rec.Updated, rec.SupersededBy = st.State, st.Attempts, st.Receipts, st.Updated, st.SupersededBy
+	rec.Reached, rec.Open = st.Reached, st.Open
 	return rec, nil
 }
 

@@ -291,10 +291,10 @@ func TestLocked(t *testing.T) {
 	}
 }
 
-// A pinned id sent again by a later process, under receipts other than those it last went out
-// under, has the new ones recorded before it is sent: the journal never judges a recovery by
-// the receipts of an earlier send.
-func TestResendInALaterProcessRecordsItsReceipts(t *testing.T) {
+// A pinned id answered in an earlier process is not sent again by a later one once the server
+// restarted: no receipt of it is left, and the tool would run twice. The call is refused with
+// the journal's record of the answer, nothing is sent, and the journal keeps it answered.
+func TestAnsweredIDIsNotRerunAfterAServerRestart(t *testing.T) {
 	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "journal.db")
@@ -304,16 +304,50 @@ func TestResendInALaterProcessRecordsItsReceipts(t *testing.T) {
 	callInAnEarlierProcess(t, srv, path, args, id)
 	before := srv.Server.ReceiptEpoch()
 	srv.Server.Restart()
+	received := len(srv.Server.Received(id))
+	j := openJournal(t, path)
+	c := connectThrough(t, srv.Transport(), j)
+	_, err := c.CallTool(ctx, "book", args, mcpclient.WithRequestID(id))
+	var answered *mcpclient.AnsweredError
+	if !errors.Is(err, mcpclient.ErrAlreadyAnswered) || !errors.As(err, &answered) {
+		t.Fatalf("err = %v, want ErrAlreadyAnswered with the record", err)
+	}
+	if answered.Record.ID != id || answered.Record.State != mcpclient.StateAnswered || answered.Record.Receipts.Epoch != before ||
+		answered.Now.Epoch != srv.Server.ReceiptEpoch() {
+		t.Fatalf("record %+v, now %v", answered.Record, answered.Now)
+	}
+	if n := len(srv.Server.Received(id)) - received; n != 0 {
+		t.Fatalf("the restarted server received the request %d more times", n)
+	}
+	rec, ok, err := j.Lookup(ctx, id)
+	if err != nil || !ok || rec.State != mcpclient.StateAnswered || rec.Open || rec.Receipts.Epoch != before {
+		t.Fatalf("journal holds %+v (%v, %v), want it answered under the first epoch", rec, ok, err)
+	}
+}
+
+// The same pinned id sent again while the server keeps its receipts re-reads the answer: the
+// server answers from the receipt, and the tool does not run again.
+func TestAnsweredIDIsReadBackUnderTheSameReceipts(t *testing.T) {
+	var runs atomic.Int32
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		runs.Add(1)
+		return booked(ctx, call)
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	ctx := context.Background()
+	id := mcpclient.StringID(uuid.NewString())
+	args := map[string]any{"seat": "1"}
+	callInAnEarlierProcess(t, srv, path, args, id)
 	j := openJournal(t, path)
 	c := connectThrough(t, srv.Transport(), j)
 	if _, err := c.CallTool(ctx, "book", args, mcpclient.WithRequestID(id)); err != nil {
 		t.Fatal(err)
 	}
-	rec, ok, err := j.Lookup(ctx, id)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
 	}
-	if rec.Receipts.Epoch == before || rec.Receipts.Epoch != srv.Server.ReceiptEpoch() {
-		t.Fatalf("receipts %v; the last send went out under epoch %q", rec.Receipts, srv.Server.ReceiptEpoch())
+	if rec, ok, _ := j.Lookup(ctx, id); !ok || rec.State != mcpclient.StateAnswered || rec.Attempts != 2 {
+		t.Fatalf("journal holds %+v", rec)
 	}
 }

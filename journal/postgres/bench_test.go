@@ -146,8 +146,8 @@ type timedClaim struct {
 	t *timings
 }
 
-func (c *timedClaim) Settle(state mcpclient.State, sent int) {
+func (c *timedClaim) Settle(state mcpclient.State, reached bool, sent int) {
 	start := time.Now()
-	c.JournalClaim.Settle(state, sent)
+	c.JournalClaim.Settle(state, reached, sent)
 	c.t.settle.Add(int64(time.Since(start)))
 }

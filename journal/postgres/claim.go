@@ -1,12 +1,12 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,9 +25,16 @@ const maxTries = 5
 var errRaced = errors.New("postgres journal: the id was recorded meanwhile")
 
 // Claim records rec if its id is new and leases it to this claim, durably, before returning;
-// see mcpclient.Journal. A known id is checked against rec's fingerprint, and its lease taken
-// only if no live claim holds it, in this worker or another. The claim renews its lease until
-// Settle.
+// see mcpclient.Journal. A known id is checked against rec's fingerprint and the request that
+// may have replaced it, and its lease taken only if no live claim holds it, in this worker or
+// another; its record stays as it was (its state, whether it may have reached the server, the
+// receipts of its last send), returned by the claim's Prior. A new request that supersedes
+// another links it in the same transaction, only if no request replaced it first and no live
+// claim holds it (but the one of the loop whose re-issue rec is, rec.Reissue). The claim renews
+// its lease until Settle.
+//
+// A Settle of the id (or of the one rec supersedes) that this Journal is still writing is
+// waited for first, so that the claim finds the record it leaves rather than its lease.
 //
 // The commit is waited for whatever ctx does once it is under way, so that a caller giving up
 // does not leave a request in the table that Claim reported unrecorded; ctx bounds what comes
@@ -40,16 +47,32 @@ func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpcl
 	if !j.enter() {
 		return nil, ErrClosed
 	}
-	c := &claim{j: j, key: rec.ID.JSON(), token: rand.Text(), lost: make(chan struct{}), exited: make(chan struct{})}
+	c := &claim{j: j, key: rec.ID.JSON(), token: rand.Text(), lost: make(chan struct{}), written: make(chan struct{})}
+	keys := []string{c.key}
+	if !rec.Supersedes.IsZero() {
+		keys = append(keys, rec.Supersedes.JSON())
+	}
+	if err := j.awaitSettles(ctx, keys); err != nil {
+		j.wg.Done()
+		return nil, fmt.Errorf("postgres journal: waiting for a settle of request %s under way: %w", c.key, err)
+	}
 	// The lease is measured from before the transaction began: the database's now() in it is
 	// later, so the worker's idea of the lease never outlasts the database's.
 	c.start = time.Now()
 	c.renewed = c.start
-	c.receipts = rec.Receipts // those of a known id are read when it is claimed
 	recorded, err := j.fastClaim(ctx, c, &rec)
 	if err == nil && !recorded {
+		waited := false
 		for try := 1; ; try++ {
 			err = j.claim(ctx, c, &rec)
+			if errors.Is(err, mcpclient.ErrLedgerFull) && !waited && j.settlesUnderWay() {
+				// A settle this Journal is writing may make room: a caller that saw its call
+				// end is not told the journal is full for want of it.
+				waited = true
+				if j.awaitAllSettles(ctx) == nil {
+					continue
+				}
+			}
 			if !retryable(err) || try == maxTries {
 				break
 			}
@@ -76,12 +99,13 @@ func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpcl
 			c.lose("the lease lapsed while it was being taken")
 		}
 	}
-	go c.renew() // the Claim's count in j.wg passes to it
+	go c.hold() // the Claim's count in j.wg passes to it
 	return c, nil
 }
 
-// Receipts returns the receipts the table holds for the id as claimed; see mcpclient.JournalClaim.
-func (c *claim) Receipts() mcpclient.ReceiptBinding { return c.receipts }
+// Prior returns the record as the table held it before the claim, and false for a new request;
+// see mcpclient.JournalClaim. Its Open is true when a holder's lease had lapsed on it unsettled.
+func (c *claim) Prior() (mcpclient.JournalRecord, bool) { return c.prior, c.known }
 
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
@@ -136,30 +160,29 @@ func (j *Journal) claim(ctx context.Context, c *claim, rec *mcpclient.JournalRec
 		return fmt.Errorf("postgres journal: %w", err)
 	}
 	lease := j.opts.lease.Milliseconds()
-	var fp []byte
 	var live bool
-	var scope string
-	switch err := tx.QueryRow(ctx, j.q.known, c.key).Scan(&fp, &live, &scope, &c.receipts.Epoch); {
+	switch prior, err := readRecord(tx.QueryRow(ctx, j.q.known, c.key), &live); {
 	case err == nil:
-		if !bytes.Equal(fp, rec.Fingerprint[:]) {
+		switch {
+		case prior.Fingerprint != rec.Fingerprint:
 			return fmt.Errorf("%w: the journal holds other content under request %s", mcpclient.ErrRequestIDReused, c.key)
-		}
-		if live {
+		case !prior.SupersededBy.IsZero():
+			// Sent again, it could run beside its replacement.
+			return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, c.key, prior.SupersededBy.JSON())
+		case live:
 			return fmt.Errorf("%w: a live claim holds request %s", mcpclient.ErrRequestInFlight, c.key)
 		}
-		// The receipts recorded stay as they are: they are those of the last send, which may
-		// have run the request, until a Rebind records those of the next.
-		c.receipts.Scope = mcpclient.ReceiptScope(scope)
 		if _, err := tx.Exec(ctx, j.q.claimKnown, c.key, j.opts.worker, c.token, lease); err != nil {
 			return fmt.Errorf("postgres journal: %w", err)
 		}
+		c.prior, c.known = prior, true
 	case errors.Is(err, pgx.ErrNoRows):
 		if err := j.record(ctx, tx, c, rec, lease); err != nil {
 			return err
 		}
-		c.receipts = rec.Receipts
+		c.prior, c.known = mcpclient.JournalRecord{}, false
 	default:
-		return fmt.Errorf("postgres journal: %w", err)
+		return err
 	}
 	// A caller that gives up while the commit is under way would not know whether the request
 	// was recorded: the commit is waited for, within the lease, which is about to run anyway.
@@ -179,8 +202,8 @@ func (j *Journal) record(ctx context.Context, tx pgx.Tx, c *claim, rec *mcpclien
 	if !rec.Supersedes.IsZero() {
 		s := rec.Supersedes.JSON()
 		supersedes = &s
-		if _, err := tx.Exec(ctx, j.q.supersede, s, c.key); err != nil {
-			return fmt.Errorf("postgres journal: %w", err)
+		if err := j.link(ctx, tx, s, c.key, rec.Reissue); err != nil {
+			return err
 		}
 	}
 	shard, err := j.slot(ctx, tx, c.key, supersedes)
@@ -199,6 +222,36 @@ func (j *Journal) record(ctx context.Context, tx pgx.Tx, c *claim, rec *mcpclien
 	}
 	if tag.RowsAffected() == 0 {
 		return errRaced
+	}
+	return nil
+}
+
+// link records in tx that key supersedes older, as a compare-and-set: the first request to
+// supersede older wins, and a later one is refused with an error matching
+// mcpclient.ErrAlreadySuperseded, since both replacements could run; while a live claim holds
+// older (its holder may be sending it), the link is refused with one matching
+// mcpclient.ErrRequestInFlight, unless key is the re-issue that claim's own loop makes. The row
+// stays locked until tx ends, so that a claim of older that follows finds the link. An older id
+// the table does not hold (forgotten, pruned, or never recorded here) has nothing to link.
+func (j *Journal) link(ctx context.Context, tx pgx.Tx, older, key string, reissue bool) error {
+	var by *string
+	var held bool
+	switch err := tx.QueryRow(ctx, j.q.older, older).Scan(&by, &held); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("postgres journal: %w", err)
+	case by != nil:
+		return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, older, *by)
+	case held && !reissue:
+		return fmt.Errorf("%w: a live claim holds request %s, which %s would supersede", mcpclient.ErrRequestInFlight, older, key)
+	}
+	tag, err := tx.Exec(ctx, j.q.supersede, older, key, reissue)
+	if err == nil && tag.RowsAffected() != 1 {
+		err = errors.New("the row changed under its lock")
+	}
+	if err != nil {
+		return fmt.Errorf("postgres journal: linking request %s to %s: %w", older, key, err)
 	}
 	return nil
 }
@@ -240,34 +293,69 @@ type claim struct {
 	j     *Journal
 	key   string
 	token string // names this claim in the row's lease_token
-	// receipts are those the table holds for the id as claimed; written by Claim only.
-	receipts mcpclient.ReceiptBinding
+	// prior is the record as the table held it before the claim, and known whether it held
+	// one; written by Claim only.
+	prior mcpclient.JournalRecord
+	known bool
 	// start is when Claim began, and renewed when the last successful renewal was asked for
 	// (start until there is one): the lease is measured from them, since the database's now()
 	// is later. deadline is when the claim is lost without another renewal. Written by Claim,
-	// then by renew only.
+	// then by hold only.
 	start, renewed, deadline time.Time
 
 	// lost is closed, once, when the lease can no longer be relied on: by Claim, when the lease
-	// lapsed before it returned, or else by renew.
+	// lapsed before it returned, or else by hold.
 	lost chan struct{}
-	// ctx ends when Settle is called or the Journal closes; renew returns then, closing
-	// exited.
+	// ctx ends when Settle is called or the Journal closes; hold stops renewing then.
 	ctx     context.Context
 	cancel  context.CancelFunc
-	exited  chan struct{}
 	settled atomic.Bool
+
+	// mu hands the outcome from Settle to hold, which writes it: Settle sets outcome unless
+	// hold has ended, and hold takes it when it ends renewing.
+	mu      sync.Mutex
+	outcome *outcome // guarded by mu
+	ended   bool     // guarded by mu
+	// written is closed when the outcome's write is over, whether or not it succeeded.
+	written chan struct{}
 }
 
-// renew extends the lease every third of its length until the claim settles. The lease is
-// lost when a renewal finds it taken or lapsed, or when none succeeds before the worker's own
-// deadline.
-func (c *claim) renew() {
+// An outcome is what Settle records.
+type outcome struct {
+	state   mcpclient.State
+	reached bool
+	sent    int
+}
+
+// hold renews the lease until Settle or Close, and then writes the outcome Settle gave, if any.
+// It is the claim's one goroutine, counted in the Journal's WaitGroup, so that Close waits for
+// the write.
+func (c *claim) hold() {
 	defer c.j.wg.Done()
-	defer close(c.exited)
+	c.renew()
+	<-c.ctx.Done() // renew returns early when the lease is lost; Settle still writes, if it can
+	c.mu.Lock()
+	c.ended = true
+	o := c.outcome
+	c.mu.Unlock()
+	if o == nil {
+		// The Journal closed first: no one renews the lease from now on.
+		select {
+		case <-c.lost:
+		default:
+			c.lose("the journal closed")
+		}
+		return
+	}
+	c.write(*o)
+}
+
+// renew extends the lease every third of its length until the claim settles or the Journal
+// closes. It returns early when the lease is lost: when a renewal finds it taken or lapsed, or
+// when none succeeds before the worker's own deadline.
+func (c *claim) renew() {
 	select {
 	case <-c.lost: // lost before Claim returned
-		<-c.ctx.Done()
 		return
 	default:
 	}
@@ -277,11 +365,11 @@ func (c *claim) renew() {
 	for {
 		select {
 		case <-c.ctx.Done():
-			if !c.settled.Load() { // the Journal closed: no one renews the lease from now on
-				c.lose("the journal closed")
-			}
 			return
 		case <-next.C:
+		}
+		if c.ctx.Err() != nil { // settled or closed meanwhile: the claim is not lost
+			return
 		}
 		if !time.Now().Before(c.deadline) {
 			c.lose("no renewal succeeded in time")
@@ -350,23 +438,93 @@ func (c *claim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	return nil
 }
 
-// Settle records the state and the sends, and releases the lease, synchronously, within the
-// lease's length. A Settle that fails is logged and leaves the request as it was: unresolved
-// under a lease that lapses, for another worker to recover.
-func (c *claim) Settle(state mcpclient.State, sent int) {
+// Settle records the state, whether a send may have reached the server, and the sends, closes
+// the record and releases the lease; see mcpclient.JournalClaim. It returns at once: the claim's
+// goroutine writes it, within the lease's length, and the Journal's Claim, Lookup, Forget and
+// Unresolved wait for that write, so that this worker reads what it settled. A Settle that fails
+// (the database is unreachable, or the Journal closed first) is logged and counted in
+// Stats.SettleFailures, and leaves the request open under a lease that lapses, for another
+// worker to recover.
+func (c *claim) Settle(state mcpclient.State, reached bool, sent int) {
 	if !c.settled.CompareAndSwap(false, true) {
 		return
 	}
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		c.j.settleFailures.Add(1)
+		c.j.opts.log.Warn("postgres journal: settling after the journal closed: not written, the request stays open", "id", c.key, "state", state)
+		return
+	}
+	c.outcome = &outcome{state, reached, sent}
+	c.j.mu.Lock()
+	c.j.settling[c.key] = c.written
+	c.j.mu.Unlock()
+	c.mu.Unlock()
 	c.cancel()
-	<-c.exited
-	ctx, cancel := context.WithTimeout(context.Background(), c.j.opts.lease)
+}
+
+// write writes o, bounded by the lease: past it the request is another worker's to recover.
+func (c *claim) write(o outcome) {
+	j := c.j
+	defer func() {
+		j.mu.Lock()
+		if j.settling[c.key] == c.written {
+			delete(j.settling, c.key)
+		}
+		j.mu.Unlock()
+		close(c.written)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), j.opts.lease)
 	defer cancel()
-	tag, err := c.j.pool.Exec(ctx, c.j.q.settle, c.key, c.token, state.String(), sent)
+	tag, err := j.pool.Exec(ctx, j.q.settle, c.key, c.token, o.state.String(), o.sent, o.reached)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = errors.New("another claim holds the request, or it was forgotten")
 	}
 	if err != nil {
-		c.j.settleFailures.Add(1)
-		c.j.opts.log.Warn("postgres journal: settling", "id", c.key, "state", state, "err", err)
+		j.settleFailures.Add(1)
+		j.opts.log.Warn("postgres journal: settling", "id", c.key, "state", o.state, "err", err)
 	}
+}
+
+// awaitSettles waits for the settles of keys that this Journal is writing.
+func (j *Journal) awaitSettles(ctx context.Context, keys []string) error {
+	var pending []chan struct{}
+	j.mu.Lock()
+	for _, k := range keys {
+		if ch, ok := j.settling[k]; ok {
+			pending = append(pending, ch)
+		}
+	}
+	j.mu.Unlock()
+	return await(ctx, pending)
+}
+
+// settlesUnderWay reports whether this Journal is writing a settle.
+func (j *Journal) settlesUnderWay() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.settling) > 0
+}
+
+// awaitAllSettles waits for the settles that this Journal is writing now.
+func (j *Journal) awaitAllSettles(ctx context.Context) error {
+	j.mu.Lock()
+	pending := make([]chan struct{}, 0, len(j.settling))
+	for _, ch := range j.settling {
+		pending = append(pending, ch)
+	}
+	j.mu.Unlock()
+	return await(ctx, pending)
+}
+
+func await(ctx context.Context, chs []chan struct{}) error {
+	for _, ch := range chs {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }

@@ -36,6 +36,14 @@ func claim(t *testing.T, j *postgres.Journal, rec mcpclient.JournalRecord) mcpcl
 	return c
 }
 
+// awaitSettles waits for the settles j is writing.
+func awaitSettles(t *testing.T, j *postgres.Journal) {
+	t.Helper()
+	if err := postgres.AwaitSettles(j); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func lookup(t *testing.T, j *postgres.Journal, id string) (mcpclient.JournalRecord, bool) {
 	t.Helper()
 	rec, ok, err := j.Lookup(context.Background(), mcpclient.StringID(id))
@@ -78,8 +86,11 @@ func TestClaimNew(t *testing.T) {
 	rec.Version, rec.Idempotent = "2026-06-30", true
 	rec.Supersedes, rec.Reason = mcpclient.IntID(7), "checked the seat; found it free"
 	c := claim(t, j, rec)
+	if prior, known := c.Prior(); known || !prior.ID.IsZero() {
+		t.Fatalf("a new request has a prior record: %+v", prior)
+	}
 	got, ok := lookup(t, j, "a")
-	if !ok || got.State != mcpclient.StatePending || string(got.Frame) != string(rec.Frame) || got.Fingerprint != rec.Fingerprint ||
+	if !ok || got.State != mcpclient.StatePending || !got.Open || got.Reached || string(got.Frame) != string(rec.Frame) || got.Fingerprint != rec.Fingerprint ||
 		got.Header.Get("Mcp-Method") != "tools/call" || got.Version != rec.Version || !got.Idempotent ||
 		got.Receipts != rec.Receipts || got.Supersedes != rec.Supersedes || got.Reason != rec.Reason || got.Server != "srv" {
 		t.Fatalf("recorded %+v, want %+v", got, rec)
@@ -87,9 +98,9 @@ func TestClaimNew(t *testing.T) {
 	if err := c.Rebind(context.Background(), mcpclient.ReceiptBinding{Scope: mcpclient.ReceiptScopeProcess, Epoch: "e2"}); err != nil {
 		t.Fatal(err)
 	}
-	c.Settle(mcpclient.StateAnswered, 2)
+	c.Settle(mcpclient.StateAnswered, true, 2)
 	got, _ = lookup(t, j, "a")
-	if got.State != mcpclient.StateAnswered || got.Attempts != 2 || got.Receipts.Epoch != "e2" {
+	if got.State != mcpclient.StateAnswered || !got.Reached || got.Open || got.Attempts != 2 || got.Receipts.Epoch != "e2" {
 		t.Fatalf("settled %+v", got)
 	}
 	select {
@@ -99,18 +110,22 @@ func TestClaimNew(t *testing.T) {
 	}
 }
 
-// A known id with the same content is claimed again, back to pending, keeping its sends; with
-// other content it is refused.
+// A known id with the same content is claimed again: it only takes the lease, keeping its state,
+// whether it reached the server, its receipts and its sends, which a Settle adds to; with other
+// content it is refused.
 func TestClaimKnown(t *testing.T) {
 	j := open(t, newTable(t))
-	claim(t, j, record("a", "1")).Settle(mcpclient.StateUncertain, 1)
-	c := claim(t, j, record("a", "1"))
-	if got, _ := lookup(t, j, "a"); got.State != mcpclient.StatePending || got.Attempts != 1 {
+	claim(t, j, record("a", "1")).Settle(mcpclient.StateAnswered, true, 1)
+	again := record("a", "1")
+	again.Receipts.Epoch = "e9"
+	c := claim(t, j, again)
+	got, _ := lookup(t, j, "a")
+	if got.State != mcpclient.StateAnswered || !got.Reached || !got.Open || got.Attempts != 1 || got.Receipts.Epoch != "e1" {
 		t.Fatalf("claimed again: %+v", got)
 	}
-	c.Settle(mcpclient.StateAnswered, 1)
-	if got, _ := lookup(t, j, "a"); got.Attempts != 2 {
-		t.Fatalf("attempts %d, want 2", got.Attempts)
+	c.Settle(mcpclient.StateAnswered, false, 1) // a re-read that did not reach the server
+	if got, _ := lookup(t, j, "a"); got.Attempts != 2 || !got.Reached || got.Open {
+		t.Fatalf("settled again: %+v", got)
 	}
 	_, err := j.Claim(context.Background(), record("a", "2"))
 	if !errors.Is(err, mcpclient.ErrRequestIDReused) {
@@ -134,11 +149,12 @@ func TestInFlightAcrossWorkers(t *testing.T) {
 	if ids := unresolved(t, b, "srv"); len(ids) != 0 {
 		t.Fatalf("unresolved lists the held request: %v", ids)
 	}
-	c.Settle(mcpclient.StateUncertain, 1)
+	c.Settle(mcpclient.StateUncertain, true, 1)
+	awaitSettles(t, a)
 	if ids := unresolved(t, b, "srv"); len(ids) != 1 {
 		t.Fatalf("unresolved %v, want the released request", ids)
 	}
-	claim(t, b, record("x", "1")).Settle(mcpclient.StateAnswered, 1)
+	claim(t, b, record("x", "1")).Settle(mcpclient.StateAnswered, true, 1)
 }
 
 // Of many workers claiming one new id at once, one holds it.
@@ -161,7 +177,7 @@ func TestConcurrentClaimsOneWinner(t *testing.T) {
 				case err == nil:
 					won.Add(1)
 					time.Sleep(20 * time.Millisecond) // still held while the others try
-					c.Settle(mcpclient.StatePending, 0)
+					c.Settle(mcpclient.StatePending, false, 0)
 				case errors.Is(err, mcpclient.ErrRequestInFlight):
 					refused.Add(1)
 				default:
@@ -208,11 +224,14 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatalf("listed after %v, before the lease lapsed", d)
 	}
 	cb := claim(t, b, record("x", "1"))
-	ca.Settle(mcpclient.StateAnswered, 1)
-	if got, _ := lookup(t, b, "x"); got.State != mcpclient.StatePending {
+	if prior, _ := cb.Prior(); !prior.Open || prior.State != mcpclient.StatePending {
+		t.Fatalf("the lapsed claim's record: %+v, want open and pending", prior)
+	}
+	ca.Settle(mcpclient.StateAnswered, true, 1)
+	if got, _ := lookup(t, a, "x"); got.State != mcpclient.StatePending || !got.Open {
 		t.Fatalf("the lapsed claim's Settle wrote over the new holder's: %+v", got)
 	}
-	cb.Settle(mcpclient.StateAnswered, 1)
+	cb.Settle(mcpclient.StateAnswered, true, 1)
 	if got, _ := lookup(t, b, "x"); got.State != mcpclient.StateAnswered {
 		t.Fatalf("%+v", got)
 	}
@@ -235,7 +254,7 @@ func TestLeaseRenewed(t *testing.T) {
 		t.Fatal("lost while renewing")
 	default:
 	}
-	c.Settle(mcpclient.StateAnswered, 1)
+	c.Settle(mcpclient.StateAnswered, true, 1)
 }
 
 // A claim whose lease another took closes Lost, and a Rebind fails.
@@ -252,7 +271,7 @@ func TestLostWhenTaken(t *testing.T) {
 	if err := c.Rebind(context.Background(), mcpclient.ReceiptBinding{}); !errors.Is(err, postgres.ErrLeaseLost) {
 		t.Fatalf("Rebind: %v, want ErrLeaseLost", err)
 	}
-	c.Settle(mcpclient.StateAnswered, 1)
+	c.Settle(mcpclient.StateAnswered, true, 1)
 	if got, _ := lookup(t, j, "x"); got.State != mcpclient.StatePending {
 		t.Fatalf("a lost claim settled another's: %+v", got)
 	}
@@ -289,7 +308,7 @@ func TestLostWhenRenewalLate(t *testing.T) {
 		t.Fatal("Lost not closed")
 	}
 	tx.Rollback(ctx)
-	c.Settle(mcpclient.StateUncertain, 1)
+	c.Settle(mcpclient.StateUncertain, true, 1)
 }
 
 // A full table makes room by dropping the oldest settled request, never an unresolved one, nor
@@ -297,13 +316,13 @@ func TestLostWhenRenewalLate(t *testing.T) {
 func TestCapacity(t *testing.T) {
 	j := open(t, newTable(t), postgres.WithCapacity(3))
 	for _, id := range []string{"a", "b", "c"} {
-		claim(t, j, record(id, "1")).Settle(mcpclient.StateUncertain, 1)
+		claim(t, j, record(id, "1")).Settle(mcpclient.StateUncertain, true, 1)
 	}
 	if _, err := j.Claim(context.Background(), record("d", "1")); !errors.Is(err, mcpclient.ErrLedgerFull) {
 		t.Fatalf("err = %v, want ErrLedgerFull", err)
 	}
-	claim(t, j, record("b", "1")).Settle(mcpclient.StateAnswered, 1)
-	claim(t, j, record("d", "1")).Settle(mcpclient.StateAnswered, 1)
+	claim(t, j, record("b", "1")).Settle(mcpclient.StateAnswered, true, 1)
+	claim(t, j, record("d", "1")).Settle(mcpclient.StateAnswered, true, 1)
 	if _, ok := lookup(t, j, "b"); ok {
 		t.Fatal("the settled request was kept in a full table")
 	}
@@ -315,7 +334,7 @@ func TestCapacity(t *testing.T) {
 	// e supersedes a, settled and oldest-but-one; d, the only other settled one, makes room.
 	e := record("e", "1")
 	e.Supersedes = mcpclient.StringID("a")
-	claim(t, j, e).Settle(mcpclient.StateUncertain, 1)
+	claim(t, j, e).Settle(mcpclient.StateUncertain, true, 1)
 	if _, ok := lookup(t, j, "d"); ok {
 		t.Fatal("d kept")
 	}
@@ -332,7 +351,7 @@ func TestCapacity(t *testing.T) {
 	if err := j.Forget(context.Background(), mcpclient.StringID("c")); err != nil {
 		t.Fatal(err)
 	}
-	claim(t, j, record("g", "1")).Settle(mcpclient.StateAnswered, 1)
+	claim(t, j, record("g", "1")).Settle(mcpclient.StateAnswered, true, 1)
 	st, err := j.Stats(context.Background())
 	if err != nil || st.Held != 3 {
 		t.Fatalf("held %d, %v; want 3", st.Held, err)
@@ -357,7 +376,7 @@ func TestCapacityConcurrent(t *testing.T) {
 					switch {
 					case err == nil:
 						ok.Add(1)
-						c.Settle(mcpclient.StateUncertain, 1)
+						c.Settle(mcpclient.StateUncertain, true, 1)
 					case errors.Is(err, mcpclient.ErrLedgerFull):
 						full.Add(1)
 					default:
@@ -389,8 +408,8 @@ func TestCapacityConcurrent(t *testing.T) {
 // Settled requests are pruned after the retention; unresolved ones stay however old.
 func TestRetention(t *testing.T) {
 	j := open(t, newTable(t), postgres.WithRetention(300*time.Millisecond))
-	claim(t, j, record("answered", "1")).Settle(mcpclient.StateAnswered, 1)
-	claim(t, j, record("lost", "1")).Settle(mcpclient.StateUncertain, 1)
+	claim(t, j, record("answered", "1")).Settle(mcpclient.StateAnswered, true, 1)
+	claim(t, j, record("lost", "1")).Settle(mcpclient.StateUncertain, true, 1)
 	if n, err := j.Prune(context.Background()); err != nil || n != 0 {
 		t.Fatalf("pruned %d, %v before the retention", n, err)
 	}
@@ -407,25 +426,25 @@ func TestRetention(t *testing.T) {
 	}
 }
 
-// Unresolved lists a server's pending and uncertain requests that are not superseded and that
-// no live claim holds.
+// Unresolved lists a server's pending, uncertain and open requests that are not superseded and
+// that no live claim holds (see TestPredicatesMatchGo for every combination).
 func TestUnresolved(t *testing.T) {
 	j := open(t, newTable(t))
-	claim(t, j, record("answered", "1")).Settle(mcpclient.StateAnswered, 1)
-	claim(t, j, record("failed", "1")).Settle(mcpclient.StateFailed, 1)
-	claim(t, j, record("uncertain", "1")).Settle(mcpclient.StateUncertain, 1)
-	claim(t, j, record("old", "1")).Settle(mcpclient.StateUncertain, 1)
+	claim(t, j, record("answered", "1")).Settle(mcpclient.StateAnswered, true, 1)
+	claim(t, j, record("failed", "1")).Settle(mcpclient.StateFailed, true, 1)
+	claim(t, j, record("uncertain", "1")).Settle(mcpclient.StateUncertain, true, 1)
+	claim(t, j, record("old", "1")).Settle(mcpclient.StateUncertain, true, 1)
 	next := record("new", "1")
 	next.Supersedes = mcpclient.StringID("old")
-	claim(t, j, next).Settle(mcpclient.StateAnswered, 1)
+	claim(t, j, next).Settle(mcpclient.StateAnswered, true, 1)
 	held := claim(t, j, record("held", "1"))
 	other := record("other", "1")
 	other.Server = "another"
-	claim(t, j, other).Settle(mcpclient.StateUncertain, 1)
+	claim(t, j, other).Settle(mcpclient.StateUncertain, true, 1)
 	if ids := unresolved(t, j, "srv"); len(ids) != 1 || ids[0] != "uncertain" {
 		t.Fatalf("unresolved %v, want [uncertain]", ids)
 	}
-	held.Settle(mcpclient.StatePending, 0) // released with no outcome: for another to take up
+	held.Settle(mcpclient.StatePending, false, 0) // released with no outcome: for another to take up
 	if ids := unresolved(t, j, "srv"); len(ids) != 2 {
 		t.Fatalf("unresolved %v, want uncertain and held", ids)
 	}
@@ -434,7 +453,7 @@ func TestUnresolved(t *testing.T) {
 // Forget deletes a request unless a live claim holds it.
 func TestForget(t *testing.T) {
 	j := open(t, newTable(t))
-	claim(t, j, record("a", "1")).Settle(mcpclient.StateUncertain, 1)
+	claim(t, j, record("a", "1")).Settle(mcpclient.StateUncertain, true, 1)
 	c := claim(t, j, record("b", "1"))
 	ctx := context.Background()
 	if err := j.Forget(ctx, mcpclient.StringID("a")); err != nil {
@@ -449,7 +468,7 @@ func TestForget(t *testing.T) {
 	if err := j.Forget(ctx, mcpclient.StringID("nothing")); err != nil {
 		t.Fatal(err)
 	}
-	c.Settle(mcpclient.StateAnswered, 1)
+	c.Settle(mcpclient.StateAnswered, true, 1)
 	if st, _ := j.Stats(ctx); st.Held != 1 {
 		t.Fatalf("held %d, want 1", st.Held)
 	}
@@ -519,7 +538,7 @@ func TestClaimSurvivesCrash(t *testing.T) {
 	for i := range n {
 		c := claim(t, async, record(fmt.Sprint(i), "1"))
 		if i%2 == 0 {
-			c.Settle(mcpclient.StateAnswered, 1)
+			c.Settle(mcpclient.StateAnswered, true, 1)
 		}
 	}
 	if err := db.crash(); err != nil {
@@ -549,7 +568,8 @@ func TestSlowClaim(t *testing.T) {
 	pool := newPool(t)
 	for _, held := range []time.Duration{lease / 2, lease + lease/2} {
 		id := fmt.Sprint("held-", held)
-		claim(t, j, record(id, "1")).Settle(mcpclient.StateUncertain, 1)
+		claim(t, j, record(id, "1")).Settle(mcpclient.StateUncertain, true, 1)
+		awaitSettles(t, j)
 		tx, err := pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -575,7 +595,7 @@ func TestSlowClaim(t *testing.T) {
 		case held > lease && !lost:
 			t.Errorf("held %v, past the lease: the claim was returned live", held)
 		}
-		c.Settle(mcpclient.StateAnswered, 1)
+		c.Settle(mcpclient.StateAnswered, true, 1)
 	}
 }
 
@@ -584,9 +604,10 @@ func TestSlowClaim(t *testing.T) {
 func TestUnresolvedConflictAndCorruptRow(t *testing.T) {
 	table := newTable(t)
 	j := open(t, table)
-	claim(t, j, record("refused", "1")).Settle(mcpclient.StateConflict, 1)
-	claim(t, j, record("broken", "1")).Settle(mcpclient.StateUncertain, 1)
-	claim(t, j, record("uncertain", "1")).Settle(mcpclient.StateUncertain, 1)
+	claim(t, j, record("refused", "1")).Settle(mcpclient.StateConflict, true, 1)
+	claim(t, j, record("broken", "1")).Settle(mcpclient.StateUncertain, true, 1)
+	claim(t, j, record("uncertain", "1")).Settle(mcpclient.StateUncertain, true, 1)
+	awaitSettles(t, j)
 	execSQL(t, "UPDATE "+table+" SET fingerprint = '\\x00' WHERE id = $1", mcpclient.StringID("broken").JSON())
 	var ids, corrupt []string
 	for rec, err := range j.Unresolved(context.Background(), "srv") {
@@ -605,22 +626,51 @@ func TestUnresolvedConflictAndCorruptRow(t *testing.T) {
 	}
 }
 
-// A claim says which receipts the table holds for its id: the record's for a new request, those
-// of the last send for a known one, whatever the new claim's record says.
-func TestClaimReceipts(t *testing.T) {
+// A claim returns the record as it stood: none for a new request; for a known one, every column,
+// its state and the receipts of its last send among them, whatever the new claim's record says.
+func TestClaimPrior(t *testing.T) {
 	j := open(t, newTable(t))
-	first := claim(t, j, record("a", "1"))
-	if got := first.Receipts(); got.Epoch != "e1" {
-		t.Fatalf("new request: %v", got)
+	rec := record("a", "1")
+	rec.Header = http.Header{"Mcp-Method": {"tools/call"}}
+	rec.Version, rec.Idempotent = "2026-06-30", true
+	rec.Supersedes, rec.Reason = mcpclient.IntID(7), "checked first"
+	first := claim(t, j, rec)
+	if _, known := first.Prior(); known {
+		t.Fatal("a new request has a prior record")
 	}
 	sent := mcpclient.ReceiptBinding{Scope: mcpclient.ReceiptScopeProcess, Epoch: "e2"}
 	if err := first.Rebind(context.Background(), sent); err != nil {
 		t.Fatal(err)
 	}
-	first.Settle(mcpclient.StateUncertain, 1)
+	first.Settle(mcpclient.StateUncertain, true, 1)
 	again := record("a", "1")
 	again.Receipts.Epoch = "e3"
-	if got := claim(t, j, again).Receipts(); got != sent {
-		t.Fatalf("known request: %v, want those of its last send %v", got, sent)
+	prior, known := claim(t, j, again).Prior()
+	if !known || prior.ID != rec.ID || prior.Server != rec.Server || prior.Method != rec.Method ||
+		string(prior.Frame) != string(rec.Frame) || prior.Fingerprint != rec.Fingerprint ||
+		prior.Header.Get("Mcp-Method") != "tools/call" || prior.Version != rec.Version || !prior.Idempotent ||
+		prior.Supersedes != rec.Supersedes || prior.Reason != rec.Reason || !prior.SupersededBy.IsZero() ||
+		prior.Receipts != sent || prior.State != mcpclient.StateUncertain || !prior.Reached || prior.Open ||
+		prior.Attempts != 1 || prior.Created.IsZero() || prior.Updated.Before(prior.Created) {
+		t.Fatalf("known request: %+v, %v", prior, known)
+	}
+}
+
+// A holder that is gone leaves its request open: the next claim's prior says so, with the state
+// the request had.
+func TestClaimPriorOfDeadHolder(t *testing.T) {
+	table := newTable(t)
+	j := open(t, table)
+	claim(t, j, record("a", "1")).Settle(mcpclient.StateAnswered, true, 1)
+	dead := open(t, table, postgres.WithWorker("dead"))
+	claim(t, dead, record("a", "1")) // a re-read under way when the worker dies
+	dead.Close()
+	execSQL(t, "UPDATE "+table+" SET lease_expires = now() - interval '1 second' WHERE id = $1", `"a"`)
+	if ids := unresolved(t, j, "srv"); !slices.Equal(ids, []string{"a"}) {
+		t.Fatalf("unresolved %v: the answered request left open is not listed", ids)
+	}
+	prior, known := claim(t, j, record("a", "1")).Prior()
+	if !known || !prior.Open || prior.State != mcpclient.StateAnswered || !prior.Reached || prior.Attempts != 1 {
+		t.Fatalf("prior %+v, want answered and open", prior)
 	}
 }

@@ -4,6 +4,23 @@
 // dies, its leases lapse and another worker finds its requests with mcpclient.Client.Recover and
 // resends them, or reports them as unknown.
 //
+// # Claims and settles
+//
+// A row is a request's record: its bytes, its outcome (the state), whether a send under it may
+// have reached the server (reached, which once true stays true), the receipts of its last send,
+// and its supersession. A claim opens it under a lease and a settle closes it: a request is open
+// while a lease is on it, live or lapsed, and a lapsed one is a holder that is gone and may have
+// sent it. A claim of a known id keeps the record as it is and returns it (JournalClaim.Prior):
+// the attempt loop starts from what every earlier holder learned. Settle writes the outcome,
+// reached and the sends, and releases the lease.
+//
+// A request is superseded once: the link is a compare-and-set made in the transaction that
+// records the new request, under the older row's lock. Of two workers superseding one request,
+// the second is refused with an error matching mcpclient.ErrAlreadySuperseded, and a request a
+// live lease holds (its holder may be resending it) is not superseded, but by the holder's own
+// re-issue (mcpclient.JournalRecord.Reissue): the refusal matches mcpclient.ErrRequestInFlight.
+// A superseded request is not claimed again, by any worker.
+//
 // It is a module of its own, so that the client's module does not depend on a database driver
 // (github.com/jackc/pgx/v5).
 //
@@ -32,18 +49,22 @@
 // # Durability
 //
 // Claim and Rebind commit synchronously (synchronous_commit is raised to on for them when the
-// session has it off) and return once the commit is durable. Settle commits asynchronously: its
-// change is visible to every worker at once, and written to disk with the next synchronous commit
-// or within the WAL writer's delay; a database crash in between leaves the request unresolved,
-// to be recovered, as the mcpclient.Journal contract allows. A Settle that fails (the database is
-// unreachable) leaves the row as it was, pending under a lease that lapses, and another worker
-// recovers it.
+// session has it off) and return once the commit is durable. Settle returns at once: the claim's
+// goroutine writes it, within a lease, and commits asynchronously: its change is visible to every
+// worker once written, and reaches disk with the next synchronous commit or within the WAL
+// writer's delay; a database crash in between leaves the request open, to be recovered, as the
+// mcpclient.Journal contract allows. The Journal's own Claim, Lookup, Forget and Unresolved wait
+// for the settles it is writing, so that a worker reads what it settled; Close waits for them
+// too. A Settle that fails (the database is unreachable) is logged, and leaves the row open
+// under a lease that lapses, for another worker to recover.
 //
 // # Schema
 //
-// Open creates the journal's table and its companions when the table does not exist, under an
-// advisory lock so that workers starting together do not race; WithoutMigration leaves the schema
-// alone, for a deployment that applies Schema's statements with its own tools. Delete rows
+// Open creates the journal's table and its companions when the table does not exist, and
+// upgrades the table of an earlier version of this package, under an advisory lock so that
+// workers starting together do not race; WithoutMigration leaves the schema alone, for a
+// deployment that applies Schema's statements with its own tools (Open then reports a table to
+// upgrade with ErrSchema, naming the statements). Delete rows
 // through the journal (Forget, the retention) or with plain DELETE or TRUNCATE: triggers keep the
 // held-count that the capacity is checked against.
 package postgres
@@ -116,13 +137,15 @@ func WithLease(d time.Duration) Option { return func(o *options) { o.lease = d }
 func WithWorker(name string) Option { return func(o *options) { o.worker = name } }
 
 // WithCapacity bounds the table to n requests, n > 0. When it is full, a new request takes the
-// place of the oldest settled one; when every request it holds is unresolved (or still leased),
+// place of the oldest settled one (see mcpclient.JournalRecord.Settled) that no live lease
+// holds; when every request it holds is unresolved (or still leased),
 // a new one is refused with an error matching mcpclient.ErrLedgerFull, and no unresolved request
 // is ever dropped to make room. The bound is the process's: give every worker the same one.
 // Default DefaultCapacity.
 func WithCapacity(n int) Option { return func(o *options) { o.capacity = int64(n) } }
 
-// WithRetention sets how long a settled request (answered, failed, or superseded) is kept, d > 0:
+// WithRetention sets how long a settled request (closed answered or failed, or superseded) is
+// kept, d > 0:
 // for that long its id keeps denoting its bytes, and other content under it is refused. The
 // Journal prunes older ones in the background, and so does Prune. Unresolved requests are kept
 // until they settle or are forgotten, however old. Default DefaultRetention.
@@ -153,7 +176,10 @@ type Journal struct {
 
 	mu     sync.Mutex
 	closed bool           // guarded by mu
-	wg     sync.WaitGroup // claims being made, lease renewals, the pruner; Add under mu
+	wg     sync.WaitGroup // claims being made, held or settling, the pruner; Add under mu
+	// settling has, for each request whose Settle this Journal is writing, what is closed when
+	// the write is over; guarded by mu.
+	settling map[string]chan struct{}
 
 	claims, lost, settleFailures atomic.Int64
 }
@@ -185,7 +211,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Journal, er
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{pool: pool, opts: o, n: n, q: queriesOf(n)}
+	j := &Journal{pool: pool, opts: o, n: n, q: queriesOf(n), settling: map[string]chan struct{}{}}
 	if o.migrate {
 		if err := j.migrate(ctx); err != nil {
 			return nil, fmt.Errorf("postgres journal: creating %s: %w", n.table, err)
@@ -217,8 +243,9 @@ func Connect(ctx context.Context, connString string, opts ...Option) (*Journal, 
 }
 
 // Close stops renewing the leases of the claims still held, closing their Lost channels (their
-// requests stay unresolved in the table, for a worker to recover once the leases lapse), waits
-// for the claims being made, and closes the pool if Connect made it. Close is idempotent.
+// requests stay open in the table, for a worker to recover once the leases lapse), waits for the
+// claims being made and the settles being written (each within a lease), and closes the pool if
+// Connect made it. A Settle called after Close is not written. Close is idempotent.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	already := j.closed
@@ -256,7 +283,7 @@ type Stats struct {
 	// LeasesLost is the number of its claims whose Lost channel closed.
 	LeasesLost int64
 	// SettleFailures is the number of Settles that did not reach the table: their requests
-	// stay unresolved until another worker recovers them.
+	// stay open until another worker recovers them.
 	SettleFailures int64
 	// Held is the number of requests in the table, every worker's.
 	Held int64

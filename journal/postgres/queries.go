@@ -2,13 +2,19 @@ package postgres
 
 import "fmt"
 
-// columns are those a record is read from, in scanRecord's order.
+// columns are those a record is read from, in scanRecord's order. A row is open while it has a
+// lease, live or lapsed: a lapsed one is a holder that is gone without settling it, and that may
+// have sent it.
 const columns = `id, server, method, frame, fingerprint, header::text, version, idempotent, receipts_scope, ` +
-	`receipts_epoch, state, attempts, created, updated, supersedes, reason, superseded_by`
+	`receipts_epoch, state, attempts, created, updated, supersedes, reason, superseded_by, reached, lease_token IS NOT NULL`
 
 // free is true of a row that no live claim holds. now() is the database's clock, the one every
 // worker's leases are measured by.
 const free = `(lease_token IS NULL OR lease_expires <= now())`
+
+// unresolvedRow is mcpclient.JournalRecord.Unresolved of a row, written once for the statement
+// and the partial index that must agree with it.
+const unresolvedRow = `superseded_by IS NULL AND (lease_token IS NOT NULL OR state IN ('pending', 'uncertain', 'conflict'))`
 
 // durable raises the transaction's synchronous_commit to on when the session has it off, so
 // that a commit the journal promises to be durable is, whatever the role's or database's
@@ -18,8 +24,8 @@ const durable = `set_config('synchronous_commit', CASE current_setting('synchron
 
 // queries are a Journal's statements, written for its table.
 type queries struct {
-	fastInsert, durable, known, claimKnown, supersede, slotSkipLocked, slotWait, victim, lockSlot, evict, insert string
-	extend, rebind, settle, forget, unresolved, lookup, prune                                                    string
+	fastInsert, durable, known, claimKnown, older, supersede, slotSkipLocked, slotWait, victim, lockSlot, evict, insert string
+	extend, rebind, settle, forget, unresolved, lookup, prune                                                           string
 }
 
 func queriesOf(n names) queries {
@@ -35,10 +41,19 @@ func queriesOf(n names) queries {
 			`SELECT $1, $2, $3, $4, $5, $6::text::jsonb, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, ` +
 			`now() + $15 * interval '1 millisecond', shard FROM slot WHERE ` + durable + ` IS NOT NULL ON CONFLICT (id) DO NOTHING`,
 		durable: `SELECT ` + durable,
-		known:   `SELECT fingerprint, lease_token IS NOT NULL AND lease_expires > now(), receipts_scope, receipts_epoch FROM ` + t + ` WHERE id = $1 FOR UPDATE`,
-		claimKnown: `UPDATE ` + t + ` SET state = 'pending', settled_at = NULL, updated = now(), lease_owner = $2, ` +
+		// The row as it stands, locked until the claim commits, and whether a live claim holds it.
+		known: `SELECT ` + columns + `, lease_token IS NOT NULL AND lease_expires > now() FROM ` + t + ` WHERE id = $1 FOR UPDATE`,
+		// A known id keeps its state, reached and receipts: the claim only opens it under its
+		// lease. An open row is not settled (see mcpclient.JournalRecord.Settled).
+		claimKnown: `UPDATE ` + t + ` SET settled_at = NULL, updated = now(), lease_owner = $2, ` +
 			`lease_token = $3, lease_expires = now() + $4 * interval '1 millisecond' WHERE id = $1`,
-		supersede: `UPDATE ` + t + ` SET superseded_by = $2, settled_at = coalesce(settled_at, now()), updated = now() WHERE id = $1`,
+		// The older request, locked: whether another request replaced it, and whether a live
+		// claim holds it, are what the link is conditional on.
+		older: `SELECT superseded_by, NOT ` + free + ` FROM ` + t + ` WHERE id = $1 FOR UPDATE`,
+		// The link is set once: the conditions are checked again in the statement, which runs
+		// under the row lock older took.
+		supersede: `UPDATE ` + t + ` SET superseded_by = $2, settled_at = coalesce(settled_at, now()), updated = now() ` +
+			`WHERE id = $1 AND superseded_by IS NULL AND (` + free + ` OR $3::boolean)`,
 		// A shard with room, the request's own first: one that another claim holds locked is
 		// passed over for one that is free, and waited for only when no free one has room.
 		slotSkipLocked: fmt.Sprintf(`SELECT shard FROM %s WHERE held < $1::bigint + (shard < $2::int)::int ORDER BY (shard + %d - $3) %% %[2]d LIMIT 1 FOR UPDATE SKIP LOCKED`, n.slots, shards),
@@ -58,8 +73,10 @@ func queriesOf(n names) queries {
 		rebind: `UPDATE ` + t + ` SET receipts_scope = $3, receipts_epoch = $4, updated = now() ` +
 			`WHERE id = $1 AND lease_token = $2 AND lease_expires > now() AND ` + durable + ` IS NOT NULL`,
 		// Written whether or not the lease is still live, as long as no other claim took it:
-		// the outcome is this claim's to record. Committed asynchronously (see the package doc).
-		settle: `UPDATE ` + t + ` SET state = $3, attempts = attempts + $4, updated = now(), ` +
+		// the outcome is this claim's to record. The row it leaves is not open, so it is
+		// settled (see mcpclient.JournalRecord.Settled) when replaced, or answered or failed.
+		// Committed asynchronously (see the package doc).
+		settle: `UPDATE ` + t + ` SET state = $3, reached = reached OR $5, attempts = attempts + $4, updated = now(), ` +
 			`settled_at = CASE WHEN $3 IN ('answered', 'failed') OR superseded_by IS NOT NULL THEN coalesce(settled_at, now()) END, ` +
 			`lease_owner = NULL, lease_token = NULL, lease_expires = NULL ` +
 			`WHERE id = $1 AND lease_token = $2 AND set_config('synchronous_commit', 'off', true) IS NOT NULL`,
@@ -67,8 +84,8 @@ func queriesOf(n names) queries {
 		// row was free and deleted, the second whether there was one.
 		forget: `WITH gone AS (DELETE FROM ` + t + ` WHERE id = $1 AND ` + free + ` RETURNING 1) ` +
 			`SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM ` + t + ` WHERE id = $1)`,
-		unresolved: `SELECT ` + columns + ` FROM ` + t + ` WHERE server = $1 AND state IN ('pending', 'uncertain', 'conflict') ` +
-			`AND superseded_by IS NULL AND ` + free + ` ORDER BY created, id`,
+		unresolved: `SELECT ` + columns + ` FROM ` + t + ` WHERE server = $1 AND ` + unresolvedRow + ` AND ` + free +
+			` ORDER BY created, id`,
 		lookup: `SELECT ` + columns + ` FROM ` + t + ` WHERE id = $1`,
 		prune: `WITH gone AS (DELETE FROM ` + t + ` WHERE ctid IN (SELECT ctid FROM ` + t +
 			` WHERE settled_at < now() - $1 * interval '1 millisecond' AND ` + free +

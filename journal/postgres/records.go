@@ -14,14 +14,19 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 )
 
-// Unresolved yields the requests to server that are pending or uncertain, not superseded, and
-// that no live claim holds, in this worker or another (a dead worker's, once its lease lapsed);
-// see mcpclient.Journal. It reads them in one query and yields them after, so that what the
+// Unresolved yields the requests to server that are unresolved (see
+// mcpclient.JournalRecord.Unresolved: open, or pending, uncertain or refused, and not superseded)
+// and that no live claim holds, in this worker or another (a dead worker's, once its lease
+// lapsed); see mcpclient.Journal. It waits for the settles this Journal is writing, and reads them in one query and yields them after, so that what the
 // caller does with each (a Resend) does not hold the query open. A request it yields may be
 // claimed by another worker before this one resends it: the Resend's claim is then refused with
 // an error matching mcpclient.ErrRequestInFlight, and nothing is sent.
 func (j *Journal) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
 	return func(yield func(mcpclient.JournalRecord, error) bool) {
+		if err := j.awaitAllSettles(ctx); err != nil {
+			yield(mcpclient.JournalRecord{}, fmt.Errorf("postgres journal: waiting for the settles under way: %w", err))
+			return
+		}
 		rows, err := j.pool.Query(ctx, j.q.unresolved, server)
 		if err != nil {
 			yield(mcpclient.JournalRecord{}, fmt.Errorf("postgres journal: %w", err))
@@ -60,8 +65,12 @@ func (j *Journal) Unresolved(ctx context.Context, server string) iter.Seq2[mcpcl
 }
 
 // Lookup returns what the table holds of id: for a look at a request before deciding what to do
-// with it.
+// with it. A settle of id that this Journal is writing is waited for first. The record is open
+// while a claim's lease, live or lapsed, is on it.
 func (j *Journal) Lookup(ctx context.Context, id mcpclient.ID) (rec mcpclient.JournalRecord, ok bool, err error) {
+	if err := j.awaitSettles(ctx, []string{id.JSON()}); err != nil {
+		return rec, false, fmt.Errorf("postgres journal: waiting for the settle under way: %w", err)
+	}
 	rows, err := j.pool.Query(ctx, j.q.lookup, id.JSON())
 	if err != nil {
 		return rec, false, fmt.Errorf("postgres journal: %w", err)
@@ -75,9 +84,12 @@ func (j *Journal) Lookup(ctx context.Context, id mcpclient.ID) (rec mcpclient.Jo
 
 // Forget removes id's request; see mcpclient.Journal. A request a live claim holds, in this
 // worker or another, is refused with an error matching mcpclient.ErrRequestInFlight: its holder
-// may be sending it, and the record is what answers for that send. Forgetting an id the table
-// does not hold does nothing.
+// may be sending it, and the record is what answers for that send. A settle of id that this
+// Journal is writing is waited for first. Forgetting an id the table does not hold does nothing.
 func (j *Journal) Forget(ctx context.Context, id mcpclient.ID) error {
+	if err := j.awaitSettles(ctx, []string{id.JSON()}); err != nil {
+		return fmt.Errorf("postgres journal: waiting for the settle under way: %w", err)
+	}
 	var gone, held int
 	if err := j.pool.QueryRow(ctx, j.q.forget, id.JSON()).Scan(&gone, &held); err != nil {
 		return fmt.Errorf("postgres journal: %w", err)
@@ -139,7 +151,10 @@ func (j *Journal) prune() {
 }
 
 // scanRecord reads a row of columns.
-func scanRecord(row pgx.CollectableRow) (mcpclient.JournalRecord, error) {
+func scanRecord(row pgx.CollectableRow) (mcpclient.JournalRecord, error) { return readRecord(row) }
+
+// readRecord reads a row of columns, and after them the values of more.
+func readRecord(row interface{ Scan(dest ...any) error }, more ...any) (mcpclient.JournalRecord, error) {
 	var (
 		rec                    mcpclient.JournalRecord
 		id, state              string
@@ -149,8 +164,8 @@ func scanRecord(row pgx.CollectableRow) (mcpclient.JournalRecord, error) {
 		created, updated       time.Time
 		attempts               int32
 	)
-	err := row.Scan(&id, &rec.Server, &rec.Method, &rec.Frame, &fp, &header, &rec.Version, &rec.Idempotent, &scope,
-		&rec.Receipts.Epoch, &state, &attempts, &created, &updated, &supersedes, &rec.Reason, &by)
+	err := row.Scan(append([]any{&id, &rec.Server, &rec.Method, &rec.Frame, &fp, &header, &rec.Version, &rec.Idempotent, &scope,
+		&rec.Receipts.Epoch, &state, &attempts, &created, &updated, &supersedes, &rec.Reason, &by, &rec.Reached, &rec.Open}, more...)...)
 	if err != nil {
 		return rec, fmt.Errorf("postgres journal: %w", err)
 	}

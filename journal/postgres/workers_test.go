@@ -409,9 +409,10 @@ func workers(t *testing.T, n int) {
 				return false
 			}
 		}
-		// Read past the leases: a dead worker's request is unresolved before its lease lapses.
+		// Read past the leases: a dead worker's request is unresolved before its lease lapses,
+		// and open until it is settled.
 		rows, err := pool.Query(context.Background(), "SELECT id FROM "+table+
-			" WHERE state IN ('pending', 'uncertain', 'conflict') AND superseded_by IS NULL")
+			" WHERE superseded_by IS NULL AND (lease_token IS NOT NULL OR state IN ('pending', 'uncertain', 'conflict'))")
 		if err != nil {
 			return false
 		}

@@ -30,8 +30,8 @@ var errRaced = errors.New("postgres journal: the id was recorded meanwhile")
 // another; its record stays as it was (its state, whether it may have reached the server, the
 // receipts of its last send), returned by the claim's Prior. A new request that supersedes
 // another links it in the same transaction, only if no request replaced it first and no live
-// claim holds it (but the one of the loop whose re-issue rec is, rec.Reissue). The claim renews
-// its lease until Settle.
+// claim holds it but, for a re-issue (rec.Reissue), a claim of this Journal. The claim renews its
+// lease until Settle.
 //
 // A Settle of the id (or of the one rec supersedes) that this Journal is still writing is
 // waited for first, so that the claim finds the record it leaves rather than its lease.
@@ -99,8 +99,18 @@ func (j *Journal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpcl
 			c.lose("the lease lapsed while it was being taken")
 		}
 	}
+	j.mu.Lock()
+	j.holding[c.key] = c.token
+	j.mu.Unlock()
 	go c.hold() // the Claim's count in j.wg passes to it
 	return c, nil
+}
+
+// holds reports whether a claim of this Journal holds key under token, and has not settled.
+func (j *Journal) holds(key, token string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.holding[key] == token
 }
 
 // Prior returns the record as the table held it before the claim, and false for a new request;
@@ -230,23 +240,23 @@ func (j *Journal) record(ctx context.Context, tx pgx.Tx, c *claim, rec *mcpclien
 // supersede older wins, and a later one is refused with an error matching
 // mcpclient.ErrAlreadySuperseded, since both replacements could run; while a live claim holds
 // older (its holder may be sending it), the link is refused with one matching
-// mcpclient.ErrRequestInFlight, unless key is the re-issue that claim's own loop makes. The row
-// stays locked until tx ends, so that a claim of older that follows finds the link. An older id
-// the table does not hold (forgotten, pruned, or never recorded here) has nothing to link.
+// mcpclient.ErrRequestInFlight, unless key is the re-issue that claim's own loop makes (a claim
+// of this Journal holds older). The row stays locked until tx ends, so that a claim of older
+// that follows finds the link. An older id the table does not hold (forgotten, pruned, or never
+// recorded here) has nothing to link.
 func (j *Journal) link(ctx context.Context, tx pgx.Tx, older, key string, reissue bool) error {
-	var by *string
-	var held bool
-	switch err := tx.QueryRow(ctx, j.q.older, older).Scan(&by, &held); {
+	var by, holder *string
+	switch err := tx.QueryRow(ctx, j.q.older, older).Scan(&by, &holder); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil
 	case err != nil:
 		return fmt.Errorf("postgres journal: %w", err)
 	case by != nil:
 		return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, older, *by)
-	case held && !reissue:
+	case holder != nil && !(reissue && j.holds(older, *holder)):
 		return fmt.Errorf("%w: a live claim holds request %s, which %s would supersede", mcpclient.ErrRequestInFlight, older, key)
 	}
-	tag, err := tx.Exec(ctx, j.q.supersede, older, key, reissue)
+	tag, err := tx.Exec(ctx, j.q.supersede, older, key, holder)
 	if err == nil && tag.RowsAffected() != 1 {
 		err = errors.New("the row changed under its lock")
 	}
@@ -334,6 +344,11 @@ func (c *claim) hold() {
 	defer c.j.wg.Done()
 	c.renew()
 	<-c.ctx.Done() // renew returns early when the lease is lost; Settle still writes, if it can
+	c.j.mu.Lock()
+	if c.j.holding[c.key] == c.token {
+		delete(c.j.holding, c.key)
+	}
+	c.j.mu.Unlock()
 	c.mu.Lock()
 	c.ended = true
 	o := c.outcome

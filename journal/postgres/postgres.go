@@ -180,6 +180,9 @@ type Journal struct {
 	// settling has, for each request whose Settle this Journal is writing, what is closed when
 	// the write is over; guarded by mu.
 	settling map[string]chan struct{}
+	// holding has the token of each request a claim of this Journal holds until it settles,
+	// for the re-issue its own loop makes; guarded by mu.
+	holding map[string]string
 
 	claims, lost, settleFailures atomic.Int64
 }
@@ -211,7 +214,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Journal, er
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{pool: pool, opts: o, n: n, q: queriesOf(n), settling: map[string]chan struct{}{}}
+	j := &Journal{pool: pool, opts: o, n: n, q: queriesOf(n), settling: map[string]chan struct{}{}, holding: map[string]string{}}
 	if o.migrate {
 		if err := j.migrate(ctx); err != nil {
 			return nil, fmt.Errorf("postgres journal: creating %s: %w", n.table, err)

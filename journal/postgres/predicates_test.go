@@ -60,12 +60,15 @@ func makeCases(t *testing.T) *cases {
 	dead.Close()
 	execSQL(t, "UPDATE "+table+" SET lease_expires = now() - interval '1 second' WHERE id = ANY($1)", lapsed)
 	for _, id := range replaced {
-		rec := superseding("by-"+id, id)
-		rec.Reissue = strings.Contains(id, "-live-") // the holder's own loop re-issues it
-		claim(t, cs.j, rec).Settle(mcpclient.StateAnswered, true, 1)
+		rec, by := superseding("by-"+id, id), cs.j
+		if strings.Contains(id, "-live-") { // the holder's own loop re-issues it
+			rec.Reissue, by = true, holder
+		}
+		claim(t, by, rec).Settle(mcpclient.StateAnswered, true, 1)
 		cs.keys = append(cs.keys, rec.ID.JSON())
 	}
 	awaitSettles(t, cs.j)
+	awaitSettles(t, holder)
 	return cs
 }
 

@@ -47,13 +47,13 @@ func queriesOf(n names) queries {
 		// lease. An open row is not settled (see mcpclient.JournalRecord.Settled).
 		claimKnown: `UPDATE ` + t + ` SET settled_at = NULL, updated = now(), lease_owner = $2, ` +
 			`lease_token = $3, lease_expires = now() + $4 * interval '1 millisecond' WHERE id = $1`,
-		// The older request, locked: whether another request replaced it, and whether a live
-		// claim holds it, are what the link is conditional on.
-		older: `SELECT superseded_by, NOT ` + free + ` FROM ` + t + ` WHERE id = $1 FOR UPDATE`,
-		// The link is set once: the conditions are checked again in the statement, which runs
-		// under the row lock older took.
+		// The older request, locked: whether another request replaced it, and which live claim
+		// holds it, are what the link is conditional on.
+		older: `SELECT superseded_by, CASE WHEN NOT ` + free + ` THEN lease_token END FROM ` + t + ` WHERE id = $1 FOR UPDATE`,
+		// The link is set once, on a row free or held by the claim $3: the conditions are
+		// checked again in the statement, which runs under the row lock older took.
 		supersede: `UPDATE ` + t + ` SET superseded_by = $2, settled_at = coalesce(settled_at, now()), updated = now() ` +
-			`WHERE id = $1 AND superseded_by IS NULL AND (` + free + ` OR $3::boolean)`,
+			`WHERE id = $1 AND superseded_by IS NULL AND (` + free + ` OR lease_token = $3)`,
 		// A shard with room, the request's own first: one that another claim holds locked is
 		// passed over for one that is free, and waited for only when no free one has room.
 		slotSkipLocked: fmt.Sprintf(`SELECT shard FROM %s WHERE held < $1::bigint + (shard < $2::int)::int ORDER BY (shard + %d - $3) %% %[2]d LIMIT 1 FOR UPDATE SKIP LOCKED`, n.slots, shards),

@@ -98,13 +98,16 @@ func TestSupersedeHeldByAnotherWorker(t *testing.T) {
 
 // The attempt loop that holds a request may re-issue it under a new id (rec.Reissue): the link
 // is made under its own live lease, and its Settle of the original then closes a record that is
-// settled, as superseded.
+// settled, as superseded. A re-issue from a worker that does not hold the original is refused.
 func TestReissueUnderOwnLease(t *testing.T) {
 	table := newTable(t)
-	j := open(t, table)
+	j, other := open(t, table, postgres.WithWorker("holder")), open(t, table, postgres.WithWorker("other"))
 	orig := claim(t, j, record("orig", "1"))
 	next := superseding("next", "orig")
 	next.Reissue = true
+	if _, err := other.Claim(context.Background(), next); !errors.Is(err, mcpclient.ErrRequestInFlight) {
+		t.Fatalf("a re-issue by a worker that does not hold the original: %v, want ErrRequestInFlight", err)
+	}
 	c := claim(t, j, next)
 	got, _ := lookup(t, j, "orig")
 	if got.SupersededBy != mcpclient.StringID("next") || !got.Open {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	flightgroup "github.com/northstar-mcp/mcpclient/internal/flight" // the name flight is the ledger's
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -46,10 +47,12 @@ type Client struct {
 	meta      atomic.Pointer[statelessMetaCache]
 	acks      acks
 
-	mu      sync.Mutex
-	sess    *session      // the last session opened, live or dead; nil before the first
-	dialing chan struct{} // closed when the dial under way ends; nil when none is
-	live    []*session    // sessions not yet ended: the current one, and those retiring
+	// dials is the dial under way, if any: concurrent calls that need a session share it.
+	dials flightgroup.Group[struct{}, *session]
+
+	mu   sync.Mutex
+	sess *session   // the last session opened, live or dead; nil before the first
+	live []*session // sessions not yet ended: the current one, and those retiring
 	// olderServer is the revision a server that answered server/discover as an older one
 	// accepted in initialize: later dials of the client go straight to initialize, a request
 	// fewer per reconnection. A failed initialize forgets it.
@@ -171,8 +174,9 @@ func isDefinite(err error) bool {
 var errExitsAtStart = errors.New("mcpclient: the server process exited before the session opened, twice in a row")
 
 // session returns the live session, dialing a new one if there is none. One dial runs at a
-// time; concurrent callers wait for it. Errors that are *Error are definite; others are
-// transport failures, after which nothing of the caller's request was sent.
+// time; concurrent callers wait for it and share its outcome. Errors that are *Error are
+// definite; others are transport failures, after which nothing of the caller's request was
+// sent.
 func (c *Client) session(ctx context.Context) (*session, error) {
 	for {
 		c.mu.Lock()
@@ -184,49 +188,69 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 			c.mu.Unlock()
 			return s, nil
 		}
-		if wait := c.dialing; wait != nil {
-			c.mu.Unlock()
-			select {
-			case <-wait:
-				continue
-			case <-ctx.Done():
-				return nil, &transport.Error{Outcome: transport.NotDelivered, Err: ctx.Err()}
-			}
-		}
-		done := make(chan struct{})
-		c.dialing = done
 		c.mu.Unlock()
 
-		s, err := c.dial(ctx)
-
-		c.mu.Lock()
-		c.dialing = nil
+		s, err := c.dials.Do(ctx, c.closing, struct{}{}, func() (*session, error) { return c.dialOnce(ctx) })
 		switch {
-		case err == nil && c.closed:
-			err = &Error{Code: CodeClosed, Err: ErrClosed}
-		case err == nil:
-			c.sess = s
-			c.exitsAtStart = 0
-		case errors.Is(err, transport.ErrUnauthorized) && !isDefinite(err):
-			// The transport's authorizer did what it could: dialing again would be refused
-			// again.
-			err = &Error{Code: CodeUnauthorized, Err: err}
-		case errors.Is(err, transport.ErrProcessExited) && !isDefinite(err):
-			if c.exitsAtStart++; c.exitsAtStart > 1 {
-				err = &Error{Code: CodeNotDelivered, Err: fmt.Errorf("%w: %w", errExitsAtStart, err)}
-			}
+		case errors.Is(err, flightgroup.ErrPanicked):
+			// The dial of another call panicked, which is that call's to answer for; this one
+			// dials again.
+			continue
+		case errors.Is(err, flightgroup.ErrStopped):
+			return nil, &Error{Code: CodeClosed, Err: ErrClosed}
+		case err != nil && err == ctx.Err():
+			// This call's own context ended while it waited for the dial.
+			return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 		}
-		c.mu.Unlock()
-		close(done)
-		if err != nil {
-			if s != nil {
-				s.kill(err)
-			}
-			return nil, err
-		}
-		return s, nil
+		return s, err
 	}
 }
+
+// dialOnce dials a new session and makes it the client's, unless a live one appeared since
+// the caller looked.
+func (c *Client) dialOnce(ctx context.Context) (*session, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
+	}
+	if s := c.sess; s != nil && !s.isDead() {
+		c.mu.Unlock()
+		return s, nil
+	}
+	c.mu.Unlock()
+
+	s, err := c.dial(ctx)
+
+	c.mu.Lock()
+	switch {
+	case err == nil && c.closed:
+		err = &Error{Code: CodeClosed, Err: ErrClosed}
+	case err == nil:
+		c.sess = s
+		c.exitsAtStart = 0
+	case errors.Is(err, transport.ErrUnauthorized) && !isDefinite(err):
+		// The transport's authorizer did what it could: dialing again would be refused
+		// again.
+		err = &Error{Code: CodeUnauthorized, Err: err}
+	case errors.Is(err, transport.ErrProcessExited) && !isDefinite(err):
+		if c.exitsAtStart++; c.exitsAtStart > 1 {
+			err = &Error{Code: CodeNotDelivered, Err: fmt.Errorf("%w: %w", errExitsAtStart, err)}
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		if s != nil {
+			s.kill(err)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// closing returns a channel closed at Close and Detach. Only a call that waits for another's
+// dial asks for it, so that a client none has waited in makes no lifetime context.
+func (c *Client) closing() <-chan struct{} { return c.lifetime().Done() }
 
 // sessionEnded is run once a session has ended and its connection is closed.
 func (c *Client) sessionEnded(s *session) {

@@ -48,6 +48,15 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	opened := false
+	defer func() {
+		if !opened && s != nil {
+			// The error paths have killed it already; a panic in an interceptor or attempt hook
+			// has not, and the session must not stay half-open, holding its connection, until
+			// Close.
+			s.kill(errDialAbandoned)
+		}
+	}()
 	lc := lifecycle{version: c.initializeOffer()}
 	c.mu.Lock()
 	older := c.olderServer
@@ -63,6 +72,7 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 	if lc.stateless {
 		c.adoptStateless(s, lc)
 		s.opened()
+		opened = true
 		return s, nil
 	}
 	if lc.redial || s.isDead() {
@@ -90,8 +100,11 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 		c.meta.Store(nil)
 	}
 	s.opened()
+	opened = true
 	return s, nil
 }
+
+var errDialAbandoned = errors.New("mcpclient: the dial that opened the session did not return")
 
 var errProbeCostSession = errors.New("mcpclient: the server ended the session over server/discover")
 

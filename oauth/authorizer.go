@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/northstar-mcp/mcpclient/internal/flight"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -55,14 +56,9 @@ type Authorizer struct {
 	key      string       // the store's key for it; guarded by mu
 	creds    *Credentials // the current credentials; guarded by mu
 	loaded   bool         // creds were read from the store; guarded by mu
-	flight   *flight      // the authorization running, if any; guarded by mu
 	nonces   *dpopNonces
-}
-
-// flight is one authorization that concurrent refused requests wait for.
-type flight struct {
-	done chan struct{}
-	err  error
+	// flights is the authorization running, if any, that concurrent refused requests share.
+	flights flight.Group[struct{}, struct{}]
 }
 
 var _ transport.Authorizer = (*Authorizer)(nil)
@@ -222,31 +218,27 @@ func presented(req *http.Request) string {
 }
 
 // await runs renew unless an authorization already runs, in which case it waits for that one;
-// renew is skipped too when the credentials changed since seen.
+// renew is skipped too when the credentials changed since seen. A waiter whose authorization
+// panicked, or failed because the context of the request that ran it ended, runs its own.
 func (a *Authorizer) await(ctx context.Context, seen *Credentials, renew func(context.Context) error) error {
-	a.mu.Lock()
-	if f := a.flight; f != nil {
-		a.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.err
-		case <-ctx.Done():
+	for {
+		_, err := a.flights.Do(ctx, nil, struct{}{}, func() (struct{}, error) {
+			a.mu.Lock()
+			changed := a.creds != seen
+			a.mu.Unlock()
+			if changed {
+				return struct{}{}, nil
+			}
+			return struct{}{}, renew(ctx)
+		})
+		switch {
+		case errors.Is(err, flight.ErrPanicked):
+			continue // the panic is the business of the request that ran the authorization
+		case err != nil && err == ctx.Err():
 			return context.Cause(ctx)
 		}
+		return err
 	}
-	if a.creds != seen {
-		a.mu.Unlock()
-		return nil
-	}
-	f := &flight{done: make(chan struct{})}
-	a.flight = f
-	a.mu.Unlock()
-	f.err = renew(ctx)
-	a.mu.Lock()
-	a.flight = nil
-	a.mu.Unlock()
-	close(f.done)
-	return f.err
 }
 
 // save makes c the current credentials and stores them.

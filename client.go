@@ -46,6 +46,9 @@ type Client struct {
 	logLevel  atomic.Pointer[string] // the log level stateless requests ask for, once set
 	meta      atomic.Pointer[statelessMetaCache]
 	acks      acks
+	// unfinished holds, by request key, the exchanges whose interceptors returned while they
+	// were being sent, until the sending ends: the next sending of the id waits for it.
+	unfinished sync.Map
 
 	// dials is the dial under way, if any: concurrent calls that need a session share it.
 	dials flightgroup.Group[struct{}, *session]

@@ -310,6 +310,9 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 			final = st
 			return nil, backoff.Permanent(st.final)
 		}
+		if st.resp != nil {
+			final = st
+		}
 		return st.resp, st.retry
 	}, b, func(err error, d time.Duration) {
 		if stopWatching == nil {
@@ -324,7 +327,7 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 	r.told(0)
 	switch {
 	case err == nil:
-		return resp, StateAnswered, nil
+		return resp, final.state, nil
 	case final.final != nil:
 		return nil, final.state, final.final
 	}
@@ -353,8 +356,9 @@ type step struct {
 	retry error  // the cause of a retry
 }
 
-// stepAnswer ends the loop with resp.
-func stepAnswer(resp *Response) step { return step{resp: resp, state: StateAnswered} }
+// stepAnswer ends the loop with resp, leaving the id in state: answered, unless the caller's
+// answer is an interceptor's, for a request that was not sent or that the server refused.
+func stepAnswer(resp *Response, state State) step { return step{resp: resp, state: state} }
 
 // stepEnd ends the loop with err, leaving the id in state.
 func stepEnd(state State, err *Error) step { return step{state: state, final: err} }
@@ -426,9 +430,17 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		ev := attemptEvent(r.cur, s, r.tries, false)
 		r.event, start = &ev, time.Now()
 	}
-	result, refused, err := c.send(ctx, s, r.cur, r.tries, false)
-	if refused {
+	out := c.send(ctx, s, r.cur, r.tries, false)
+	result, err := out.result, out.err
+	if !out.sent {
 		r.noteAttempt(start, transport.NotDelivered, err)
+		if err == nil { // an interceptor answered by itself: the id was not sent
+			state := r.undeliveredState()
+			if r.everUncertain {
+				state = StateUncertain
+			}
+			return stepAnswer(&Response{Request: r.cur, Result: result, Attempts: r.attempts}, state)
+		}
 		if r.everUncertain {
 			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: %w", ErrRefused, err)))
 		}
@@ -452,10 +464,15 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 	}
 	switch outcome {
 	case transport.Answered:
+		state := StateAnswered
 		if err != nil {
-			return stepEnd(StateFailed, r.fail(CodeServerError, err))
+			state = StateFailed
 		}
-		return stepAnswer(&Response{Request: r.cur, Result: result, Attempts: r.attempts})
+		// The ledger keeps the server's answer; the caller gets what the interceptors made of it.
+		if result, err = out.answer(); err != nil {
+			return stepEnd(state, r.fail(CodeServerError, err))
+		}
+		return stepAnswer(&Response{Request: r.cur, Result: result, Attempts: r.attempts}, state)
 	case transport.Conflict:
 		code := CodeRequestInFlight
 		var rpc *RPCError

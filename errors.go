@@ -25,6 +25,8 @@ const (
 	// CodeLedgerFull: every ledger entry is unresolved, so no new request can be tracked.
 	CodeLedgerFull
 	// CodeServerError: the server answered with a JSON-RPC error; errors.As gives the *RPCError.
+	// An interceptor that turns the server's answer into an error of its own ends the call with
+	// this Code too, its error in the chain: the request was answered, and is not sent again.
 	CodeServerError
 	// CodeUnsupportedVersion: the server chose a protocol revision this client does not speak.
 	CodeUnsupportedVersion
@@ -197,6 +199,14 @@ var (
 	ErrCallTimeout = errors.New("mcpclient: call timed out")
 	// ErrRefused: an interceptor refused the request before anything was sent (CodeRefused).
 	ErrRefused = errors.New("mcpclient: refused by an interceptor")
+	// ErrExchangeSent is what an interceptor's next returns, having sent nothing, when called
+	// for an exchange it already sent (a second call, from any goroutine), or after the
+	// interceptors returned without calling it: next sends at most once per exchange.
+	ErrExchangeSent = errors.New("mcpclient: the exchange was already sent or ended")
+	// ErrExchangeRequestChanged is what an interceptor's next returns, having sent nothing,
+	// when Exchange.Request holds another request than the one the exchange was made for: an
+	// exchange sends only the request it was made for.
+	ErrExchangeRequestChanged = errors.New("mcpclient: the exchange's request was replaced")
 	// ErrNotStateless reports a call that only the stateless revisions (2026-07-28) have.
 	ErrNotStateless = errors.New("mcpclient: the session does not speak a stateless revision")
 	// ErrSkillUnverifiable reports, besides ErrSkillVerification, the files of a skill whose

@@ -7,7 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/transport"
@@ -18,11 +20,16 @@ import (
 // (server/discover, initialize), each attempt of a typed call or of Do, Resend and Supersede,
 // the re-issues of a safe request under a new id, the rounds of a stateless revision's
 // multi round-trip requests, and the polls of the tasks package.
+//
+// An exchange is sent at most once: the first call of next sends it, and any other call, from
+// any goroutine, or one made after the interceptors returned without calling next, returns
+// ErrExchangeSent and sends nothing.
 type Exchange struct {
 	// Request is the request being sent: its method, id, tool name and params, frozen when it
 	// was built. A resend carries the same bytes under the same id, so an interceptor cannot
 	// change them; what it must add to a request's bytes (a trace context in _meta) it adds
-	// when the request is built, with WithMeta.
+	// when the request is built, with WithMeta. The exchange sends only the request it was made
+	// for: with another one put here, next returns ErrExchangeRequestChanged and sends nothing.
 	Request *Request
 	// Attempt counts the sendings of Request's id in this call, from 1; a handshake request
 	// is sent once.
@@ -39,8 +46,27 @@ type Exchange struct {
 	// ignore it.
 	Header http.Header
 
-	s       *session
-	reached bool // the innermost handler ran: the request went to the transport
+	s      *session
+	frozen *Request // the request the exchange was made for: what it sends
+	// state moves once from open, either to sending and then done, or to closed.
+	state atomic.Int32
+	// done is closed when the sending ended; wire holds its outcome, written before.
+	done chan struct{}
+	wire wireOutcome
+}
+
+// The states of an Exchange.
+const (
+	exchangeOpen    int32 = iota // next not called yet
+	exchangeSending              // next is sending it
+	exchangeDone                 // sent, and its outcome recorded
+	exchangeClosed               // the interceptors returned without sending it: nothing will be
+)
+
+// wireOutcome is what the transport made of one sending: the answer's result, or the error.
+type wireOutcome struct {
+	result json.RawMessage
+	err    error
 }
 
 // A Handler sends an exchange and returns the server's answer: a Response whose Result is the
@@ -49,10 +75,17 @@ type Exchange struct {
 type Handler func(ctx context.Context, x *Exchange) (*Response, error)
 
 // An Interceptor wraps the sending of every request: it may read the exchange, add headers,
-// refuse it by returning an error without calling next (nothing is sent), and see or replace
-// what next returns. What it returns is what the client reads as the attempt's outcome: an
-// error is classified as the transport's would be, and a Response it makes up is recorded as
-// the server's answer.
+// refuse it by returning an error without calling next (nothing is sent), answer by itself
+// without calling next (a cache), and see or replace what next returns.
+//
+// What happened on the wire, not what an interceptor returns, is what the client records and
+// retries on. When next brought the server's answer (a result or a JSON-RPC error), what the
+// interceptor returns is what the caller gets: a Response it returns, or an error, which ends
+// the call with CodeServerError. When next did not bring an answer (nothing was delivered, or
+// the reply was lost), the client goes on as it would without interceptors, whatever the
+// interceptor returns. An interceptor that returns while the next it started on another
+// goroutine is still sending leaves the attempt uncertain: the request may have been sent. An
+// answer returned without calling next reaches the caller, and the id counts as never sent.
 type Interceptor func(next Handler) Handler
 
 // WithInterceptors wraps every sending of a request in ics, the first listed outermost. They run
@@ -73,45 +106,128 @@ func WithInterceptors(ics ...Interceptor) Option {
 
 // chain composes the interceptors around the sending of an exchange.
 func chain(ics []Interceptor) Handler {
-	var h Handler = func(ctx context.Context, x *Exchange) (*Response, error) {
-		x.reached = true
-		raw, err := x.s.exchange(ctx, x.Request, x.Header)
-		if err != nil {
-			return nil, err
-		}
-		return &Response{Request: x.Request, Result: raw, Attempts: x.Attempt}, nil
-	}
+	h := Handler(func(ctx context.Context, x *Exchange) (*Response, error) { return x.send(ctx) })
 	for i := len(ics) - 1; i >= 0; i-- {
 		h = ics[i](h)
 	}
 	return h
 }
 
-// send sends req on s through the interceptors, if any. refused reports an interceptor that
-// returned err without letting the request reach the transport.
-func (c *Client) send(ctx context.Context, s *session, req *Request, attempt int, handshake bool) (result json.RawMessage, refused bool, err error) {
-	if c.cfg.intercept == nil {
-		result, err = s.exchange(ctx, req, nil)
-		return result, false, err
+// send puts the exchange's request on the wire, if nothing was sent yet and nothing will be by
+// another call: the compare-and-set from open to sending is what makes the sending happen once.
+func (x *Exchange) send(ctx context.Context) (*Response, error) {
+	if x.Request != x.frozen {
+		return nil, fmt.Errorf("%w: the exchange of request %s holds another request; nothing was sent", ErrExchangeRequestChanged, x.frozen.key)
 	}
-	x := &Exchange{Request: req, Attempt: attempt, Handshake: handshake, Header: http.Header{}, s: s}
+	if !x.state.CompareAndSwap(exchangeOpen, exchangeSending) {
+		if x.state.Load() == exchangeClosed {
+			return nil, fmt.Errorf("%w: next was called for request %s after the interceptors returned without it; nothing was sent", ErrExchangeSent, x.frozen.key)
+		}
+		return nil, fmt.Errorf("%w: next was called again for request %s; nothing was sent", ErrExchangeSent, x.frozen.key)
+	}
+	x.wire.err = errSendPanicked // unless the transport returns
+	defer x.finish()
+	raw, err := x.s.exchange(ctx, x.frozen, x.Header)
+	x.wire = wireOutcome{raw, err}
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Request: x.frozen, Result: raw, Attempts: x.Attempt}, nil
+}
+
+// finish ends the sending, however it ended: a panic in the transport leaves the outcome
+// uncertain rather than the exchange sending forever.
+func (x *Exchange) finish() {
+	x.state.Store(exchangeDone)
+	close(x.done)
+	x.s.c.unfinished.CompareAndDelete(x.frozen.key, x)
+}
+
+// A sending is what became of a request handed to the interceptors: whether it went to the
+// transport, what the transport made of it, and what the interceptors returned.
+type sending struct {
+	// sent: the request went to the transport, or may have (the interceptors returned while
+	// it was being sent).
+	sent bool
+	// result and err are the transport's outcome when sent. Otherwise err is the interceptors'
+	// refusal, or, when nil, result is the answer they gave by themselves.
+	result json.RawMessage
+	err    error
+	// intercepted: the interceptors returned reply and replyErr after the transport's outcome.
+	intercepted bool
+	reply       *Response
+	replyErr    error
+}
+
+// answer returns what the caller gets when the transport's outcome is the server's answer: what
+// the interceptors made of it.
+func (o *sending) answer() (json.RawMessage, error) {
+	switch {
+	case !o.intercepted:
+		return o.result, o.err
+	case o.replyErr != nil:
+		return nil, o.replyErr
+	case o.reply == nil:
+		return nil, errNoResponse
+	}
+	return o.reply.Result, nil
+}
+
+// send sends req on s through the interceptors, if any, and reports what the transport made of
+// it, which the client records and retries on, whatever the interceptors returned.
+func (c *Client) send(ctx context.Context, s *session, req *Request, attempt int, handshake bool) sending {
+	if c.cfg.intercept == nil {
+		result, err := s.exchange(ctx, req, nil)
+		return sending{sent: true, result: result, err: err}
+	}
+	if v, ok := c.unfinished.Load(req.key); ok {
+		// The interceptors of an earlier attempt returned while it was being sent: this one
+		// waits for that sending to end, so that the two do not meet at the server.
+		select {
+		case <-v.(*Exchange).done:
+		case <-ctx.Done():
+			return sending{sent: true, err: &transport.Error{Outcome: transport.NotDelivered,
+				Err: fmt.Errorf("waiting for the earlier sending of the request to end: %w", context.Cause(ctx))}}
+		}
+	}
+	x := &Exchange{Request: req, Attempt: attempt, Handshake: handshake, Header: http.Header{}, s: s, frozen: req, done: make(chan struct{})}
 	if sc, ok := s.conn.(transport.SessionConn); ok {
 		x.SessionID = sc.SessionID()
 	}
 	resp, err := c.cfg.intercept(ctx, x)
-	if err == nil && resp == nil {
-		err = errNoResponse
-		if x.reached { // the request may have run: no usable answer came
-			err = &errMalformedAnswer{err}
+	if x.state.CompareAndSwap(exchangeOpen, exchangeClosed) {
+		switch {
+		case err != nil:
+			return sending{err: err}
+		case resp == nil:
+			return sending{err: errNoResponse}
 		}
+		return sending{result: resp.Result}
 	}
+	select {
+	case <-x.done:
+		return sending{sent: true, result: x.wire.result, err: x.wire.err, intercepted: true, reply: resp, replyErr: err}
+	default:
+	}
+	// The next this attempt started is still sending, on another goroutine: the request may
+	// have gone out, and the next attempt under its id waits for it to end.
+	c.unfinished.Store(req.key, x)
+	select {
+	case <-x.done: // it ended meanwhile, perhaps before it could see the entry
+		c.unfinished.CompareAndDelete(req.key, x)
+	default:
+	}
+	cause := errors.New("the interceptors returned while the request was being sent")
 	if err != nil {
-		return nil, !x.reached, err
+		cause = fmt.Errorf("%w: %w", cause, err)
 	}
-	return resp.Result, false, nil
+	return sending{sent: true, err: &transport.Error{Outcome: transport.Uncertain, Err: cause}}
 }
 
-var errNoResponse = errors.New("an interceptor returned neither a response nor an error")
+var (
+	errNoResponse   = errors.New("an interceptor returned neither a response nor an error")
+	errSendPanicked = &transport.Error{Outcome: transport.Uncertain, Err: errors.New("the sending of the request panicked")}
+)
 
 // sendHandshake sends a request that opens the session, through the interceptors, and tells the
 // attempt hook. A refusal is an *Error with CodeRefused: the session cannot open, and dialing
@@ -122,19 +238,22 @@ func (c *Client) sendHandshake(ctx context.Context, s *session, req *Request) (j
 	if c.cfg.onAttempt != nil {
 		ev, start = attemptEvent(req, s, 1, true), time.Now()
 	}
-	result, refused, err := c.send(ctx, s, req, 1, true)
+	out := c.send(ctx, s, req, 1, true)
+	outcome := transport.NotDelivered
+	if out.sent {
+		outcome = c.cfg.retry.Classify(out.err, false)
+	}
 	if c.cfg.onAttempt != nil {
-		outcome := c.cfg.retry.Classify(err, false)
-		if refused {
-			outcome = transport.NotDelivered
-		}
-		ev.finish(start, outcome, err)
+		ev.finish(start, outcome, out.err)
 		c.cfg.onAttempt(ctx, ev)
 	}
-	if refused {
-		return nil, &Error{Code: CodeRefused, Request: req, Err: err}
+	switch {
+	case !out.sent && out.err != nil:
+		return nil, &Error{Code: CodeRefused, Request: req, Err: out.err}
+	case outcome == transport.Answered:
+		return out.answer()
 	}
-	return result, err
+	return out.result, out.err
 }
 
 // An AttemptEvent tells how one attempt went: one sending of a request, or a failure to open

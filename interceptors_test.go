@@ -450,8 +450,8 @@ func TestWithResponseAndWithMeta(t *testing.T) {
 }
 
 // An interceptor that returns neither a response nor an error is a broken one: if it never let
-// the request through, nothing ran and the call is refused; if it did, the request may have run
-// and its outcome is unknown.
+// the request through, nothing ran and the call is refused; if it did, the server's answer is
+// what the ledger records, and the caller gets the interceptor's failure to pass it on.
 func TestInterceptorReturningNothing(t *testing.T) {
 	t.Parallel()
 	for _, passOn := range []bool{false, true} {
@@ -474,8 +474,13 @@ func TestInterceptorReturningNothing(t *testing.T) {
 			switch {
 			case !passOn && (mcpclient.CodeOf(err) != mcpclient.CodeRefused || k.runs != 0):
 				t.Errorf("%v after %d runs, want CodeRefused and nothing run", err, k.runs)
-			case passOn && (!errors.Is(err, mcpclient.ErrOutcomeUnknown) || k.runs != 1):
-				t.Errorf("%v after %d runs, want ErrOutcomeUnknown after one run", err, k.runs)
+			case passOn && (mcpclient.CodeOf(err) != mcpclient.CodeServerError || k.runs != 1):
+				t.Errorf("%v after %d runs, want CodeServerError after one run", err, k.runs)
+			}
+			if e := asError(t, err); passOn {
+				if entry, _ := c.Ledger().Lookup(e.Request.ID()); entry.State != mcpclient.StateAnswered {
+					t.Errorf("ledger entry %+v, want answered", entry)
+				}
 			}
 		})
 	}

@@ -157,6 +157,8 @@ type sending struct {
 	intercepted bool
 	reply       *Response
 	replyErr    error
+	// header is the exchange's Header, as the interceptors left it; nil without interceptors.
+	header http.Header
 }
 
 // answer returns what the caller gets when the transport's outcome is the server's answer: what
@@ -198,15 +200,15 @@ func (c *Client) send(ctx context.Context, s *session, req *Request, attempt int
 	if x.state.CompareAndSwap(exchangeOpen, exchangeClosed) {
 		switch {
 		case err != nil:
-			return sending{err: err}
+			return sending{err: err, header: x.Header}
 		case resp == nil:
-			return sending{err: errNoResponse}
+			return sending{err: errNoResponse, header: x.Header}
 		}
-		return sending{result: resp.Result}
+		return sending{result: resp.Result, header: x.Header}
 	}
 	select {
 	case <-x.done:
-		return sending{sent: true, result: x.wire.result, err: x.wire.err, intercepted: true, reply: resp, replyErr: err}
+		return sending{sent: true, result: x.wire.result, err: x.wire.err, intercepted: true, reply: resp, replyErr: err, header: x.Header}
 	default:
 	}
 	// The next this attempt started is still sending, on another goroutine: the request may
@@ -221,7 +223,7 @@ func (c *Client) send(ctx context.Context, s *session, req *Request, attempt int
 	if err != nil {
 		cause = fmt.Errorf("%w: %w", cause, err)
 	}
-	return sending{sent: true, err: &transport.Error{Outcome: transport.Uncertain, Err: cause}}
+	return sending{sent: true, err: &transport.Error{Outcome: transport.Uncertain, Err: cause}, header: x.Header}
 }
 
 var (
@@ -231,7 +233,8 @@ var (
 
 // sendHandshake sends a request that opens the session, through the interceptors, and tells the
 // attempt hook. A refusal is an *Error with CodeRefused: the session cannot open, and dialing
-// again would meet the same refusal.
+// again would meet the same refusal. The headers the interceptors gave an answered request
+// become the session's, for its messages that belong to no call.
 func (c *Client) sendHandshake(ctx context.Context, s *session, req *Request) (json.RawMessage, error) {
 	var ev AttemptEvent
 	var start time.Time
@@ -251,6 +254,9 @@ func (c *Client) sendHandshake(ctx context.Context, s *session, req *Request) (j
 	case !out.sent && out.err != nil:
 		return nil, &Error{Code: CodeRefused, Request: req, Err: out.err}
 	case outcome == transport.Answered:
+		if len(out.header) > 0 {
+			s.setHeader(out.header.Clone())
+		}
 		return out.answer()
 	}
 	return out.result, out.err

@@ -175,6 +175,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 		if errors.Is(err, ErrRefused) {
 			return err
 		}
+		err = fmt.Errorf("initialize: %w", err) // named, for Connect's error
 		if errors.Is(err, transport.ErrUnauthorized) {
 			return &Error{Code: CodeUnauthorized, Request: req, Attempts: 1, Err: err}
 		}
@@ -207,8 +208,15 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	if sc, ok := s.conn.(transport.SessionConn); ok {
 		sc.SetProtocolVersion(res.ProtocolVersion)
 	}
+	// The session's own messages carry what the interceptors gave initialize: a gateway that let
+	// it through checks them too.
+	header := s.ownHeader()
+	if hc, ok := s.conn.(transport.SessionHeaderConn); ok && header != nil {
+		hc.SetSessionHeader(header)
+	}
 	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
-	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized"}); err != nil {
+	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized", Header: header}); err != nil {
+		err = fmt.Errorf("notifications/initialized: %w", err)
 		if transport.OutcomeOf(err) == transport.Answered {
 			return &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err} // refused: definite
 		}
@@ -330,7 +338,7 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 		case rpc != nil || transport.OutcomeOf(err) == transport.Answered:
 			return older, nil // whatever refused server/discover is an older server
 		}
-		return lifecycle{}, err // nothing got through; the caller dials again
+		return lifecycle{}, fmt.Errorf("server/discover: %w", err) // nothing got through; the caller dials again
 	}
 	return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: errors.New("the server kept refusing the protocol revision it named")}
 }

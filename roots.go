@@ -69,7 +69,7 @@ func (c *Client) notify(ctx context.Context, method string, params any) error {
 		return &Error{Code: CodeNotDelivered, Err: err}
 	}
 	frame := jsonrpc.AppendRequest(nil, "", method, raw)
-	if err := s.conn.Send(ctx, &transport.Message{Frame: frame, Method: method}); err != nil {
+	if err := s.conn.Send(ctx, &transport.Message{Frame: frame, Method: method, Header: s.ownHeader()}); err != nil {
 		return &Error{Code: CodeNotDelivered, Err: err}
 	}
 	return nil

@@ -157,7 +157,7 @@ func (s *session) answer(id json.RawMessage, result any, err error) {
 		body, _ := json.Marshal(rpc) // plain fields
 		frame = jsonrpc.AppendError(nil, id, body)
 	}
-	if err := s.conn.Send(s.lifetime(), &transport.Message{Frame: frame}); err != nil {
+	if err := s.conn.Send(s.lifetime(), &transport.Message{Frame: frame, Header: s.ownHeader()}); err != nil {
 		s.c.log.Debug("mcpclient: could not answer a server request", "err", err)
 	}
 }

@@ -69,6 +69,27 @@ type session struct {
 	// cancelling holds, by request key, the notifications/cancelled being sent; each channel is
 	// closed once its notice is out. guarded by mu.
 	cancelling map[string]chan struct{}
+
+	// header holds the headers the interceptors gave the handshake, which the session's
+	// messages that belong to no call carry (see setHeader); nil when they gave none. Never
+	// modified once set. guarded by mu.
+	header http.Header
+}
+
+// setHeader makes h the headers of the session's messages that belong to no call:
+// notifications/initialized, the answers to the server's requests, the caller's notifications,
+// and, on a connection that has them, its own requests (the GET stream, the DELETE at Close).
+func (s *session) setHeader(h http.Header) {
+	s.mu.Lock()
+	s.header = h
+	s.mu.Unlock()
+}
+
+// ownHeader returns the headers of the session's messages that belong to no call.
+func (s *session) ownHeader() http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.header
 }
 
 // withHeaders returns the headers that name a request, with extra's besides; the request's win.
@@ -283,7 +304,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 		if ctx.Err() != nil && transport.OutcomeOf(err) == transport.Uncertain {
 			// The caller gave up while the answer was being read (an HTTP POST answered
 			// with JSON): the request was sent, so the server is told.
-			s.abandon(req, context.Cause(ctx))
+			s.abandon(req, extra, context.Cause(ctx))
 		}
 		return nil, withReply(err)
 	}
@@ -298,17 +319,18 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 			return r.result, withReply(r.err)
 		}
 		cause := context.Cause(ctx)
-		s.abandon(req, cause)
+		s.abandon(req, extra, cause)
 		return nil, cause
 	}
 }
 
 // abandon tells the server the client no longer waits for req, unless the protocol forbids it
-// (initialize) or the transport already did by closing the exchange. The notice goes on a
-// goroutine of the session's: the caller has stopped waiting and must not wait for a slow server
-// to take it. A later send under the same id waits for it instead (see awaitCancelNotice), so
-// that the notice cannot reach the server after a resend and cancel that.
-func (s *session) abandon(req *Request, cause error) {
+// (initialize) or the transport already did by closing the exchange. The notice carries the
+// headers extra that req's exchange carried: what let req through lets its cancellation through.
+// It goes on a goroutine of the session's: the caller has stopped waiting and must not wait for
+// a slow server to take it. A later send under the same id waits for it instead (see
+// awaitCancelNotice), so that the notice cannot reach the server after a resend and cancel that.
+func (s *session) abandon(req *Request, extra http.Header, cause error) {
 	if sc, ok := s.conn.(transport.SessionConn); req.method == "initialize" || (ok && sc.CancelsByClosing()) {
 		return
 	}
@@ -324,9 +346,10 @@ func (s *session) abandon(req *Request, cause error) {
 	s.cancelling[req.key] = sent
 	s.c.wg.Add(1) // while the session's own count is held: it has not ended
 	s.mu.Unlock()
+	extra = extra.Clone() // an interceptor's goroutine may still hold the exchange's
 	go func() {
 		defer s.c.wg.Done()
-		s.sendCancelled(req, cause)
+		s.sendCancelled(req, extra, cause)
 		s.mu.Lock()
 		if s.cancelling[req.key] == sent {
 			delete(s.cancelling, req.key)
@@ -357,10 +380,10 @@ func (s *session) awaitCancelNotice(ctx context.Context, key string) error {
 // caller's context ended.
 const cancelNoticeTimeout = 2 * time.Second
 
-// sendCancelled tells the server the client no longer waits for req. The request's outcome
-// stays unknown: the server may have finished it, and one that keeps receipts may still answer
-// a Resend.
-func (s *session) sendCancelled(req *Request, cause error) {
+// sendCancelled tells the server the client no longer waits for req, with the headers header.
+// The request's outcome stays unknown: the server may have finished it, and one that keeps
+// receipts may still answer a Resend.
+func (s *session) sendCancelled(req *Request, header http.Header, cause error) {
 	params, _ := json.Marshal(struct {
 		RequestID json.RawMessage `json:"requestId"`
 		Reason    string          `json:"reason,omitempty"`
@@ -368,7 +391,7 @@ func (s *session) sendCancelled(req *Request, cause error) {
 	frame := jsonrpc.AppendRequest(nil, "", "notifications/cancelled", params)
 	ctx, cancel := context.WithTimeout(s.lifetime(), cancelNoticeTimeout)
 	defer cancel()
-	if err := s.conn.Send(ctx, &transport.Message{Frame: frame, Method: "notifications/cancelled"}); err != nil {
+	if err := s.conn.Send(ctx, &transport.Message{Frame: frame, Method: "notifications/cancelled", Header: header}); err != nil {
 		s.c.log.Debug("mcpclient: notifications/cancelled not sent", "id", req.key, "err", err)
 	}
 }

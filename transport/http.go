@@ -224,7 +224,7 @@ func (t *HTTP) Connect(ctx context.Context, r Receiver) (Conn, error) {
 // discardLogger is the Logger of connections given none.
 var discardLogger = slog.New(slog.DiscardHandler)
 
-var _ SessionConn = (*httpConn)(nil)
+var _ SessionHeaderConn = (*httpConn)(nil)
 
 // httpConn is one session with a Streamable HTTP endpoint.
 type httpConn struct {
@@ -241,11 +241,14 @@ type httpConn struct {
 	recv        Receiver
 	streams     sync.WaitGroup // stream readers
 
-	mu        sync.Mutex
-	session   string // Mcp-Session-Id, once the server gave one; guarded by mu
-	version   string // MCP-Protocol-Version, once negotiated; guarded by mu
-	stateless bool   // a stateless revision: no session, no GET stream, no resumption; guarded by mu
-	listening bool   // the GET stream was asked for; guarded by mu
+	mu      sync.Mutex
+	session string // Mcp-Session-Id, once the server gave one; guarded by mu
+	// sessionHeader goes with the requests that carry no Message: the GET stream and the
+	// DELETE (see SetSessionHeader). guarded by mu.
+	sessionHeader http.Header
+	version       string // MCP-Protocol-Version, once negotiated; guarded by mu
+	stateless     bool   // a stateless revision: no session, no GET stream, no resumption; guarded by mu
+	listening     bool   // the GET stream was asked for; guarded by mu
 	// serverStreamOpened is closed when the server has answered the first GET; guarded by mu.
 	serverStreamOpened chan struct{}
 	// serverStreamCtx, made by the first Listen, ends at Close: the GET stream runs under it.
@@ -284,6 +287,20 @@ func (c *httpConn) SetProtocolVersion(v string) {
 
 // statelessRevision is the first revision without sessions.
 const statelessRevision = "2026-07-28"
+
+// SetSessionHeader makes the GET stream and the DELETE at Close carry h.
+func (c *httpConn) SetSessionHeader(h http.Header) {
+	c.mu.Lock()
+	c.sessionHeader = h
+	c.mu.Unlock()
+}
+
+// ownHeader returns the headers of the connection's requests that carry no Message.
+func (c *httpConn) ownHeader() http.Header {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionHeader
+}
 
 // CancelsByClosing reports whether closing a request's response stream cancels it.
 func (c *httpConn) CancelsByClosing() bool {
@@ -462,7 +479,7 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 			release()
 			return nil
 		}
-		return c.readAnswer(reqCtx, release, stop, resp, msg.ID)
+		return c.readAnswer(reqCtx, release, stop, resp, msg)
 	default:
 		defer release()
 		return postFailure(resp, msg.ID, sessionKnown)
@@ -762,7 +779,8 @@ func postFailure(resp *http.Response, id string, sessionKnown bool) error {
 
 // readAnswer reads a 2xx answer to a request, by its media type. release ends the exchange;
 // unbind stops the caller's context from ending it.
-func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func() bool, resp *http.Response, id string) error {
+func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func() bool, resp *http.Response, msg *Message) error {
+	id := msg.ID
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
@@ -795,7 +813,7 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 		// routing of every answer, and hand the answer over to the caller besides. What follows
 		// the answer, normally just the end of the stream, is left to a goroutine of its own, so
 		// that a server keeping the stream open does not hold the caller.
-		rest := c.responseStream(ctx, resp.Body, id)
+		rest := c.responseStream(ctx, resp.Body, id, msg.Header)
 		if rest == nil {
 			c.streams.Done()
 			release()
@@ -875,11 +893,11 @@ func (c *httpConn) startStream() bool {
 }
 
 // responseStream reads the SSE stream answering request id, resuming it by GET with
-// Last-Event-ID when it breaks before the answer came. It reports the exchange broken when the
-// stream cannot be resumed. It returns as soon as the answer was delivered, and rest reads the
-// remainder of the stream (nil when there is none to read).
-func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id string) (rest func()) {
-	st := &stream{c: c, id: id, pause: true}
+// Last-Event-ID when it breaks before the answer came, with the request's headers. It reports
+// the exchange broken when the stream cannot be resumed. It returns as soon as the answer was
+// delivered, and rest reads the remainder of the stream (nil when there is none to read).
+func (c *httpConn) responseStream(ctx context.Context, body io.ReadCloser, id string, header http.Header) (rest func()) {
+	st := &stream{c: c, id: id, header: header, pause: true}
 	err := st.read(ctx, body)
 	c.mu.Lock()
 	resumable := !c.stateless // stateless revisions lose a broken stream's request
@@ -941,8 +959,11 @@ func (c *httpConn) serverStream(ctx context.Context, opened chan struct{}) {
 
 // A stream is the client's view of one SSE stream across its connections.
 type stream struct {
-	c        *httpConn
-	id       string // the request it answers; "" for the GET stream
+	c  *httpConn
+	id string // the request it answers; "" for the GET stream
+	// header is the request's Message.Header, which a resumption carries too; the GET stream
+	// carries the connection's session header.
+	header   http.Header
 	lastID   string
 	retry    time.Duration
 	answered bool
@@ -1082,7 +1103,11 @@ func (st *stream) get(ctx context.Context) (*http.Response, error) {
 	ctx, abort := context.WithCancelCause(ctx)
 	trace, traced := traceRequest(ctx, st.c.headerTimeout, abort)
 	resp, err := doAuthorized(ctx, st.c.client, st.c.t.Authorizer, func() (*http.Request, error) {
-		req, err := st.c.newRequest(traced, http.MethodGet, nil, nil)
+		header := st.header
+		if st.id == "" {
+			header = st.c.ownHeader()
+		}
+		req, err := st.c.newRequest(traced, http.MethodGet, nil, header)
 		if err == nil && st.lastID != "" {
 			req.Header.Set("Last-Event-ID", st.lastID)
 		}
@@ -1189,7 +1214,7 @@ func (c *httpConn) shutdown(endSession bool) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 		defer cancel()
-		req, err := c.newRequest(ctx, http.MethodDelete, nil, nil)
+		req, err := c.newRequest(ctx, http.MethodDelete, nil, c.ownHeader())
 		if err == nil {
 			err = authorize(ctx, c.t.Authorizer, req)
 		}

@@ -83,3 +83,40 @@ func TestStreamOpenAfterItsAnswerIsClosed(t *testing.T) {
 		t.Fatal("the stream is still open")
 	}
 }
+
+// The requests a connection makes on its own, the GET stream and the DELETE at Close, carry the
+// session header the client set, so that a gateway checking every request lets them through.
+func TestSessionHeaderReachesGETAndDELETE(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Method] = r.Header.Get("X-Token")
+		mu.Unlock()
+		switch r.Method {
+		case http.MethodPost:
+			w.Header().Set("Mcp-Session-Id", "s1")
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		case http.MethodGet:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := httpConn(t, &transport.HTTP{URL: srv.URL})
+	sc := c.(transport.SessionHeaderConn)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Send(ctx, &transport.Message{Frame: []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`), ID: "1", Method: "initialize",
+		Header: http.Header{"X-Token": {"post"}}}); err != nil {
+		t.Fatal(err)
+	}
+	sc.SetSessionHeader(http.Header{"X-Token": {"session"}})
+	sc.Listen()
+	c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]string{"POST": "post", "GET": "session", "DELETE": "session"}; fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("X-Token by HTTP method: %v, want %v", seen, want)
+	}
+}

@@ -131,6 +131,19 @@ type SessionConn interface {
 	Detach() error
 }
 
+// A SessionHeaderConn is a SessionConn whose own requests, those that carry no Message (the
+// GET stream, the DELETE that ends the session), can carry headers the client chose for the
+// session: those its interceptors gave the handshake, so that a gateway that checks every
+// request lets them through. The client finds it with a type assertion.
+type SessionHeaderConn interface {
+	SessionConn
+
+	// SetSessionHeader makes the connection's later requests that carry no Message carry h,
+	// with the precedence a Message's Header has. The client calls it once the handshake has
+	// been answered, and does not modify h afterwards.
+	SetSessionHeader(h http.Header)
+}
+
 // A Message is one outgoing frame and what the client knows about it.
 //
 // ID and Method are metadata the client already has, passed along so that transports that need
@@ -151,8 +164,10 @@ type Message struct {
 	// Header holds HTTP headers for the message: those that name it in the stateless revisions
 	// (Mcp-Method, Mcp-Name, Mcp-Param-*, MCP-Protocol-Version), already encoded, and those the
 	// client's interceptors added. They win over an HTTP transport's configured Header, and the
-	// protocol's own (the session's, Content-Type) over them. Transports must not modify it;
-	// those without headers ignore it.
+	// protocol's own (the session's, Content-Type) over them. Every HTTP request made for the
+	// message carries them, a resumption of its response stream included. Transports must not
+	// modify it, and may keep it while the message's exchange lasts: the client does not modify
+	// it after Send. Transports without headers ignore it.
 	Header http.Header
 }
 

@@ -523,8 +523,9 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 	mode := r.c.cfg.retry.Mode
 	if r.uncertainIn != nil {
 		switch {
-		case r.uncertainIn == s && s.stateless && !r.safe && mode != RetryAlways:
-			// No session tells a stateless server's restart: only the epoch it declares now.
+		case r.uncertainIn == s && (s.stateless || outlivesItsProcess(s)) && !r.safe && mode != RetryAlways:
+			// No session tells a stateless server's restart, nor one whose sessions outlive
+			// its process: only the epoch it declares now.
 			now, err := r.c.freshBinding(ctx, s)
 			if err != nil {
 				return r.giveUpUnlessRetrying(err), false

@@ -94,3 +94,51 @@ func TestStatelessResendConfirmsTheEpoch(t *testing.T) {
 		})
 	}
 }
+
+// statefulReceiptServer is statelessReceiptServer's twin for an older revision whose sessions
+// outlive its process (they are kept in a store of their own): its restart changes the epoch and
+// loses the receipts, and the session goes on.
+func (s *statelessReceiptServer) statefulScript(r *testpeer.Request) bool {
+	s.mu.Lock()
+	if r.Method == "initialize" {
+		s.discover++
+		r.W.Header().Set("Mcp-Session-Id", "kept-across-restarts")
+		r.Answer(fmt.Sprintf(`{"protocolVersion":"2025-11-25","serverInfo":{"name":"stateful","version":"1"},`+
+			`"capabilities":{"tools":{},"experimental":{"requestReceipts":{"scope":"process","epoch":"e%d"}}}}`, s.epoch))
+		s.mu.Unlock()
+		return true
+	}
+	s.mu.Unlock()
+	if r.Method == "tools/call" {
+		return s.script(r)
+	}
+	return false
+}
+
+// A session of an older revision that outlives the server's restart would resend the same bytes
+// under the same id to a process without the receipt: before that resend the client reads the
+// epoch again, in a session opened for it.
+func TestStatefulResendConfirmsTheEpochOfASessionThatOutlivesTheServer(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			srv := &statelessReceiptServer{runs: map[string]int{}, restart: restart}
+			peer := testpeer.NewHTTP(t, srv.statefulScript)
+			c := connect(t, &transport.HTTP{URL: peer.URL}, mcpclient.WithProtocolVersion("2025-11-25"),
+				mcpclient.WithRetryPolicy(mcptest.FastRetryPolicy()))
+			res, err := c.CallTool(context.Background(), "book", map[string]any{"seat": 1})
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			for id, n := range srv.runs {
+				if n > 1 {
+					t.Fatalf("request %s ran %d times", id, n)
+				}
+			}
+			switch {
+			case !restart && (err != nil || res.Text() != "from the receipt"):
+				t.Fatalf("no restart: %v, %v; want the receipt's answer", res, err)
+			case restart && (!errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrSessionLost)):
+				t.Fatalf("after a restart: %v, want ErrOutcomeUnknown with ErrSessionLost", err)
+			}
+		})
+	}
+}

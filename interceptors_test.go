@@ -102,6 +102,10 @@ func TestInterceptorsSeeEveryAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		exchanges, events := log.since(x0, e0)
+		// Before the resend, the client confirms in a session of its own that the server
+		// still declares the receipts' epoch: its initialize is seen as a handshake.
+		exchanges = slices.DeleteFunc(exchanges, func(x seen) bool { return x.handshake && x.method == "initialize" })
+		events = slices.DeleteFunc(events, func(ev mcpclient.AttemptEvent) bool { return ev.Handshake })
 		if len(exchanges) != 2 || exchanges[0].id != exchanges[1].id || exchanges[0].attempt != 1 || exchanges[1].attempt != 2 || exchanges[1].name != "reserve" {
 			t.Fatalf("exchanges %+v, want the same id twice", exchanges)
 		}

@@ -350,7 +350,10 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 // open one that knows it.
 func (c *Client) freshBinding(ctx context.Context, s *session) (ReceiptBinding, error) {
 	if !s.stateless {
-		return bindingOf(s), nil
+		if !outlivesItsProcess(s) {
+			return bindingOf(s), nil
+		}
+		return c.probeBinding(ctx, s)
 	}
 	req, err := c.build(requestSpec{method: "server/discover", version: s.init.ProtocolVersion})
 	if err != nil {
@@ -375,6 +378,42 @@ func (c *Client) freshBinding(ctx context.Context, s *session) (ReceiptBinding, 
 	}
 	return now, nil
 }
+
+// outlivesItsProcess reports whether s is a session of an older revision that may outlive the
+// server process holding its receipts: one with a transport session id (a server may keep its
+// sessions in a store of their own, and a restarted process then takes them up, its receipts
+// gone), whose receipts are the process's, under an epoch that can tell.
+func outlivesItsProcess(s *session) bool {
+	if s.stateless || s.receipts != ReceiptScopeProcess || s.receiptEpoch == "" {
+		return false
+	}
+	sc, ok := s.conn.(transport.SessionConn)
+	return ok && sc.SessionID() != ""
+}
+
+// probeBinding reads the receipt binding the server declares now by opening a session of its
+// own, for a session of an older revision that would not show a restart of the server
+// (outlivesItsProcess): initialize is the only place such a server declares it. The probe session
+// ends at once, and s is retired when the binding changed.
+func (c *Client) probeBinding(ctx context.Context, s *session) (ReceiptBinding, error) {
+	ctx, stop := c.boundHandshake(ctx)
+	defer stop()
+	p, err := c.open(ctx)
+	if err != nil {
+		return ReceiptBinding{}, fmt.Errorf("confirming the server's receipts: %w", err)
+	}
+	defer p.kill(errReceiptsProbed)
+	if err := c.initialize(ctx, p, s.init.ProtocolVersion); err != nil {
+		return ReceiptBinding{}, fmt.Errorf("confirming the server's receipts: %w", err)
+	}
+	now := bindingOf(p)
+	if now != bindingOf(s) {
+		s.retire(fmt.Errorf("%w: the server now declares %s, not %s", ErrSessionLost, now, bindingOf(s)))
+	}
+	return now, nil
+}
+
+var errReceiptsProbed = errors.New("mcpclient: a session opened only to read the server's receipts")
 
 // supportedVersions reads data.supported of a -32022 refusal.
 func (e *RPCError) supportedVersions() []string {

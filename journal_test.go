@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"sync"
 	"testing"
@@ -14,12 +15,14 @@ import (
 // scriptedJournal is a Journal in memory whose claims can be refused or lost, to see what the
 // client makes of a journal that fails.
 type scriptedJournal struct {
-	mu      sync.Mutex
-	refuse  error // returned by the next Claim
-	lose    bool  // claims are lost as soon as they are made
-	records map[string]mcpclient.JournalRecord
-	rebinds map[string][]mcpclient.ReceiptBinding
-	settled map[string]mcpclient.State
+	mu     sync.Mutex
+	refuse error // returned by the next Claim
+	// refuseForget is returned by every Forget while set.
+	refuseForget error
+	lose         bool // claims are lost as soon as they are made
+	records      map[string]mcpclient.JournalRecord
+	rebinds      map[string][]mcpclient.ReceiptBinding
+	settled      map[string]mcpclient.State
 }
 
 func newScriptedJournal() *scriptedJournal {
@@ -58,6 +61,9 @@ func (j *scriptedJournal) Unresolved(ctx context.Context, server string) iter.Se
 func (j *scriptedJournal) Forget(ctx context.Context, id mcpclient.ID) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.refuseForget != nil {
+		return j.refuseForget
+	}
 	delete(j.records, id.JSON())
 	return nil
 }
@@ -243,5 +249,32 @@ func TestJournalRecordUnresolved(t *testing.T) {
 		if rec.Unresolved() {
 			t.Errorf("%v superseded: unresolved", state)
 		}
+	}
+}
+
+// Forget asks the journal first: an id the journal will not forget (another worker holds it)
+// stays guarded in the ledger too, its bytes still bound to its id.
+func TestLedgerForgetKeepsWhatTheJournalKeeps(t *testing.T) {
+	var k counter
+	srv := mcptest.NewServer(mcptest.WithTool(mcpclient.Tool{Name: "book"}, k.tool), mcptest.WithMode(mcptest.ModeNone),
+		mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "book"}))
+	defer srv.Close()
+	j := newScriptedJournal()
+	c := connect(t, srv.Transport(), mcpclient.WithJournal(j))
+	_, err := c.CallTool(testCtx(t), "book", map[string]any{"room": 12})
+	lost := asError(t, err).Request
+	j.refuseForget = fmt.Errorf("%w: another worker holds it", mcpclient.ErrRequestInFlight)
+	if err := c.Ledger().Forget(lost.ID()); !errors.Is(err, mcpclient.ErrRequestInFlight) {
+		t.Fatalf("Forget refused by the journal: %v, want ErrRequestInFlight", err)
+	}
+	if e, ok := c.Ledger().Lookup(lost.ID()); !ok || e.State != mcpclient.StateUncertain {
+		t.Fatalf("the ledger after the journal's refusal: %+v, %v", e, ok)
+	}
+	j.refuseForget = nil
+	if err := c.Ledger().Forget(lost.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Ledger().Lookup(lost.ID()); ok {
+		t.Fatal("forgotten, yet in the ledger")
 	}
 }

@@ -169,7 +169,7 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior, followProgress: followProgress,
 		// A resend inherits what earlier calls, in this process or an earlier one, learned
 		// about the id.
-		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict,
+		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict, state: f.prior,
 		claim: f.claim, bound: f.bound, receiptsGuard: req.receiptsGuard, answered: f.answered()}
 	settled := false
 	defer func() {
@@ -260,8 +260,11 @@ type attemptLoop struct {
 	uncertainIn   *session
 	everUncertain bool
 	prior         State // the original's state before this loop
-	lastErr       error
-	hint          *hintedBackOff
+	// state is cur's state as its attempts left it (see transition), from what was known before
+	// the loop: orig's prior, nothing for a re-issue.
+	state   State
+	lastErr error
+	hint    *hintedBackOff
 	// reissueNext: cur is to be re-issued under a new id before the next send.
 	reissueNext bool
 	// tries counts the attempts as RetryPolicy.MaxAttempts does: sends, and reconnections that
@@ -454,11 +457,13 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		// error, an error that is no object, more bytes than the limit): the request may have
 		// run, and a resend would only fetch the same thing again.
 		r.reached, r.via, r.everUncertain = true, s, true
+		r.state = transition(r.state, transport.Uncertain, false)
 		r.noteAttempt(start, transport.Uncertain, err)
 		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
 	}
 	outcome := p.Classify(err, r.resent)
 	r.noteAttempt(start, outcome, err)
+	r.state = transition(r.state, outcome, err != nil)
 	if outcome != transport.NotDelivered {
 		r.reached, r.via = true, s
 	}
@@ -623,13 +628,36 @@ func (r *attemptLoop) giveUpUnlessRetrying(err error) step {
 	return stepEnd(r.undeliveredState(), r.fail(CodeNotDelivered, err))
 }
 
-// undeliveredState is the ledger state after a loop none of whose attempts was delivered: what
-// was known before, if anything definite was (a re-read that failed does not undo an answer).
-func (r *attemptLoop) undeliveredState() State {
-	if r.cur == r.orig && (r.prior == StateAnswered || r.prior == StateFailed) {
-		return r.prior
+// undeliveredState is the ledger state of cur after a loop none of whose attempts was delivered:
+// what was known before, if anything was (a re-read that failed does not undo an answer).
+func (r *attemptLoop) undeliveredState() State { return settledState(r.state) }
+
+// transition is the one rule for what an attempt under an id makes of its state, whatever
+// process sent it before: an answer is the id's outcome (a JSON-RPC error, failed), a conflict
+// and an uncertain attempt are what they are, and an attempt that was not delivered leaves what
+// was known.
+func transition(prior State, outcome transport.Outcome, rpcError bool) State {
+	switch outcome {
+	case transport.Answered:
+		if rpcError {
+			return StateFailed
+		}
+		return StateAnswered
+	case transport.Conflict:
+		return StateConflict
+	case transport.Uncertain:
+		return StateUncertain
 	}
-	return StateFailed
+	return prior
+}
+
+// settledState is the state an attempt loop leaves its id in: the one its attempts left, or
+// failed when none was ever delivered and nothing was known before (nothing ran).
+func settledState(s State) State {
+	if s == 0 || s == StatePending {
+		return StateFailed
+	}
+	return s
 }
 
 func (r *attemptLoop) fail(code Code, cause error) *Error {
@@ -667,7 +695,7 @@ func (r *attemptLoop) reissue(ctx context.Context, s *session) *Error {
 	} else {
 		r.origVia = r.via
 	}
-	r.cur, r.curFlight = next, f
+	r.cur, r.curFlight, r.state = next, f, 0
 	r.claim, r.bound = f.claim, f.bound
 	r.resent, r.reached, r.via, r.uncertainIn = false, false, nil, nil
 	if next.asksProgress() {

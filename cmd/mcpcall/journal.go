@@ -20,9 +20,17 @@ func recoverRequest(ctx context.Context, c *mcpclient.Client, o *options, term *
 	others := 0
 	for r, err := range c.Recover(ctx) {
 		if r.Request == nil {
-			report(term, err, c.SessionID())
-			c.Close()
-			return nil, exitLocal
+			if r.Record.ID.IsZero() {
+				// The journal could not be read at all: nothing it holds can be trusted to
+				// tell whether this command is already under way.
+				report(term, err, c.SessionID())
+				c.Close()
+				return nil, exitLocal
+			}
+			// One record the journal cannot read says nothing about the others, nor about
+			// this command: it is named, for the user to look at, and left alone.
+			term.printf("mcpcall: journal: record %s cannot be read and is left alone: %v", r.Record.ID.JSON(), err)
+			continue
 		}
 		if !sameCommand(r.Request, o, want) {
 			others++

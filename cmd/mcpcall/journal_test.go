@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
@@ -139,3 +141,71 @@ func TestJournalUnknownNeedsID(t *testing.T) {
 }
 
 var regexpID = regexp.MustCompile(`-id ([0-9a-f-]{36})`)
+
+// A journal record that no longer decodes is named on stderr and left alone: the run goes on and
+// sends its own call.
+func TestJournalCorruptRecordDoesNotStopTheRun(t *testing.T) {
+	var runs atomic.Int32
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(mcpclient.Tool{Name: "deploy", InputSchema: []byte(`{"type":"object"}`)},
+		func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			runs.Add(1)
+			return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("deployed")}}, nil
+		}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	args := []string{"-url", srv.URL, "-journal", path, "-retry", "never", "tools/call", `{"name":"deploy"}`}
+	var stdout, stderr bytes.Buffer
+	srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "deploy"})
+	if code := run(args, nil, &stdout, &stderr); code != exitUnknown {
+		t.Fatalf("first run: exit %d; %s", code, stderr.String())
+	}
+	id := regexp.MustCompile(`request "([0-9a-f-]{36})"`).FindStringSubmatch(stderr.String())
+	if id == nil {
+		t.Fatalf("no id in %q", stderr.String())
+	}
+	corruptRecord(t, path, mcpclient.StringID(id[1]))
+
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(args, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("run past a corrupt record: exit %d; %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), mcpclient.StringID(id[1]).JSON()) || !strings.Contains(stderr.String(), "corrupt") {
+		t.Fatalf("stderr %q does not name the corrupt record %s", stderr.String(), id[1])
+	}
+	if !strings.Contains(stdout.String(), "deployed") {
+		t.Fatalf("stdout %q", stdout.String())
+	}
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the tool ran %d times, want 2 (the lost call and the new one)", n)
+	}
+
+	// Naming the unreadable record with -id sends nothing under its id: what it holds is unknown.
+	stderr.Reset()
+	withID := append(args[:len(args)-2:len(args)-2], "-id", id[1], "tools/call", `{"name":"deploy"}`)
+	if code := run(withID, nil, &stdout, &stderr); code == exitOK {
+		t.Fatalf("resend of an unreadable record: exit %d; %s", code, stderr.String())
+	}
+	if n := len(srv.Received(mcpclient.StringID(id[1]))); n != 1 || runs.Load() != 2 {
+		t.Fatalf("the unreadable record's id was received %d times, the tool ran %d times", n, runs.Load())
+	}
+}
+
+// corruptRecord overwrites how id stands in the file journal at path with bytes that do not
+// decode, as a torn or damaged write would leave it.
+func corruptRecord(t *testing.T, path string, id mcpclient.ID) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("standing")).Put([]byte(id.JSON()), []byte("{not json"))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}

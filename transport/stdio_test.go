@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -424,6 +425,46 @@ func TestCommandOversizedAnswerEndsItsExchange(t *testing.T) {
 	if got, ok := h.find(slog.LevelWarn, "err"); !ok || got != transport.ErrMessageTooLarge.Error() {
 		t.Errorf("warning about the oversized answer: err = %q, %v", got, ok)
 	}
+}
+
+// A line over the limit costs the client about the limit, whatever its length: what is read of it
+// is dropped once it is over, and what was kept until then is not copied as it grows. Every byte
+// the client allocates while it reads the line bounds what the line can have held at once, so
+// the bound is checked on the total allocated, which garbage collection timing cannot blur.
+func TestCommandOversizedAnswerCostsAtMostTheLimit(t *testing.T) {
+	const limit = 8 << 20
+	cmd := fakeServer(t)
+	cmd.MaxFrameSize = limit
+	c := connectCommand(t, cmd)
+	callTool(t, c, 1, "echo", `{}`) // the process and the connection's buffers are up
+	var err error
+	allocated := bytesAllocated(func() {
+		sendToolCall(t, c, 2, "big", fmt.Sprintf(`{"size":%d}`, limit*7/4))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err = c.Receive(ctx)
+	})
+	if te := wantOutcome(t, err, transport.Uncertain, transport.ErrMessageTooLarge); te.ID != "2" {
+		t.Fatalf("the failure names request %q, want 2", te.ID)
+	}
+	if allocated > limit*3/2 {
+		t.Errorf("reading a line of %d MiB over a limit of %d MiB allocated %.1f MiB, want at most %.1f MiB",
+			limit*7/4>>20, limit>>20, float64(allocated)/(1<<20), float64(limit*3/2)/(1<<20))
+	}
+	// The connection goes on.
+	if got := callTool(t, c, 3, "echo", `{"n":3}`); !strings.HasPrefix(got, `{"n":3}`) {
+		t.Fatalf("echo = %q", got)
+	}
+}
+
+// bytesAllocated returns how many bytes of heap f allocated (the process's: tests that measure it
+// must not run in parallel).
+func bytesAllocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 func TestCommandOversizedAnswerWithClient(t *testing.T) {

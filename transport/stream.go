@@ -38,7 +38,8 @@ import (
 // buffer beyond a small one of its own; large ones are pooled.
 //
 // A line longer than MaxFrameSize bytes is read to its newline and dropped, no more than the
-// limit of it ever held; memory otherwise follows the lines read, never the limit. What the line
+// limit of it ever held; memory otherwise follows the lines read, never the limit (a line
+// longer than a read buffer is held twice while its pieces are joined). What the line
 // was is read from it on the way (the id of a JSON-RPC response may come anywhere in it):
 //   - an answer: once the line has ended, the Receiver's Fail gets, for each request it answers,
 //     an Uncertain *Error with the request's id wrapping ErrMessageTooLarge (the request may
@@ -458,28 +459,41 @@ type oversizedLine struct {
 
 // readLine returns the next line worth delivering, nil for an empty one, or what was read of a
 // line over the limit; and the error that ended the stream, if it did.
+//
+// A line longer than a read buffer is kept as the pieces it was read in, each copied once, and
+// joined into one slice of its exact length when it ends within the limit: a slice grown by
+// append would copy it over and over, leaving several times the limit of garbage behind a line
+// that turns out to be over it. Once the pieces pass the limit they are dropped, and the rest of
+// the line is only skimmed.
 func (c *streamConn) readLine() (line []byte, over *oversizedLine, err error) {
+	var pieces [][]byte
+	n := 0 // bytes of the line read so far, its line terminator included
 	for {
 		chunk, err := c.lines.next()
+		n += len(chunk)
+		ended := err != nil || endsLine(chunk)
 		switch {
 		case over != nil:
-			over.n += len(chunk)
 			over.skim.Write(chunk)
-		case len(line)+len(chunk)-2 > c.max: // room for "\r\n"
-			over = &oversizedLine{n: len(line) + len(chunk)}
-			over.skim.Write(line)
+		case n-2 > c.max: // room for "\r\n"
+			over = new(oversizedLine)
+			for _, p := range pieces {
+				over.skim.Write(p)
+			}
 			over.skim.Write(chunk)
-			line = nil
+			pieces = nil
+		case !ended:
+			pieces = append(pieces, bytes.Clone(chunk))
 		default:
-			line = append(line, chunk...)
+			line = joinLine(pieces, chunk, n)
 		}
-		if err == nil && !endsLine(chunk) {
+		if !ended {
 			continue
 		}
 		if over != nil {
+			over.n = n
 			return nil, over, err
 		}
-		n := len(line)
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		switch {
@@ -492,6 +506,19 @@ func (c *streamConn) readLine() (line []byte, over *oversizedLine, err error) {
 		}
 		return line, nil, err
 	}
+}
+
+// joinLine returns the pieces of a line and its last chunk in one new slice of n bytes, or nil
+// for a line of no bytes.
+func joinLine(pieces [][]byte, last []byte, n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	line := make([]byte, 0, n)
+	for _, p := range pieces {
+		line = append(line, p...)
+	}
+	return append(line, last...)
 }
 
 func endsLine(chunk []byte) bool { return len(chunk) > 0 && chunk[len(chunk)-1] == '\n' }

@@ -51,7 +51,7 @@ func (c *Client) do(ctx context.Context, req *Request) (*Response, error) {
 	if err == nil && req.response != nil {
 		*req.response = *resp
 	}
-	return resp, err
+	return resp, withCallerEnding(ctx, err)
 }
 
 // rounds sends req and, in a stateless revision, carries the call through the rounds the protocol

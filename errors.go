@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,6 +104,12 @@ var (
 	// would fetch the same unusable answer). The *Error holds the frozen Request: inspect the
 	// server's state, then Resend it to re-read the outcome, or Supersede it with an inspection
 	// record.
+	//
+	// A call whose own context ended (cancelled, or past its deadline) once its request may have
+	// been sent ends so too, since the request may have run: errors.Is(err, context.Canceled)
+	// or errors.Is(err, context.DeadlineExceeded) tells that ending from the others, whatever
+	// cause the context was given. One that ended before the request was ever sent is
+	// ErrNotDelivered, with the same error in its chain.
 	ErrOutcomeUnknown = errors.New("mcpclient: outcome unknown")
 	// ErrNotDelivered: every attempt failed before any byte could reach the server.
 	ErrNotDelivered = errors.New("mcpclient: not delivered")
@@ -281,6 +288,21 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Is(target error) bool {
 	s, ok := sentinels[e.Code]
 	return ok && s == target
+}
+
+// withCallerEnding returns err, the error of a call made under ctx, with ctx's error in its chain
+// when ctx's ending is what ended the call and err names only the cause the caller gave it
+// (context.WithCancelCause, WithTimeoutCause): errors.Is(err, context.Canceled) or
+// errors.Is(err, context.DeadlineExceeded) tells a caller's own ending, whatever its cause.
+func withCallerEnding(ctx context.Context, err error) error {
+	ctxErr := ctx.Err()
+	e, ok := err.(*Error)
+	if ctxErr == nil || !ok || errors.Is(err, ctxErr) || !errors.Is(err, context.Cause(ctx)) {
+		return err
+	}
+	ended := *e // the *Error may be shared with the ledger and other waiters
+	ended.Err = fmt.Errorf("%w (%w)", e.Err, ctxErr)
+	return &ended
 }
 
 // testHookReturned, set only by tests, sees every error an exported method returns, so that

@@ -69,6 +69,9 @@ type session struct {
 	// cancelling holds, by request key, the notifications/cancelled being sent; each channel is
 	// closed once its notice is out. guarded by mu.
 	cancelling map[string]chan struct{}
+	// abandoned holds the keys of the last requests the client stopped waiting for: a response
+	// that comes for one of them is late, not a stray. guarded by mu.
+	abandoned recentKeys
 
 	// header holds the headers the interceptors gave the handshake, which the session's
 	// messages that belong to no call carry (see setHeader); nil when they gave none. Never
@@ -331,15 +334,15 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 // a slow server to take it. A later send under the same id waits for it instead (see
 // awaitCancelNotice), so that the notice cannot reach the server after a resend and cancel that.
 func (s *session) abandon(req *Request, extra http.Header, cause error) {
-	if sc, ok := s.conn.(transport.SessionConn); req.method == "initialize" || (ok && sc.CancelsByClosing()) {
-		return
-	}
-	sent := make(chan struct{})
+	sc, ok := s.conn.(transport.SessionConn)
+	notify := req.method != "initialize" && !(ok && sc.CancelsByClosing())
 	s.mu.Lock()
-	if s.ended {
+	s.abandoned.add(req.key)
+	if s.ended || !notify {
 		s.mu.Unlock()
 		return
 	}
+	sent := make(chan struct{})
 	if s.cancelling == nil {
 		s.cancelling = make(map[string]chan struct{})
 	}
@@ -654,9 +657,49 @@ func (s *session) routeResponse(m jsonrpc.Message) (key string) {
 		r.result = m.Result
 	}
 	if !s.resolve(key, r) {
-		s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", key)
+		s.mu.Lock()
+		late := s.abandoned.has(key)
+		s.mu.Unlock()
+		if late {
+			// A server may answer before it learns of the cancellation, or not heed it.
+			s.c.log.Debug("mcpclient: dropped a late response to a request the client stopped waiting for", "id", key)
+		} else {
+			s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", key)
+		}
 	}
 	return key
+}
+
+// maxAbandoned bounds the keys a session remembers as abandoned.
+const maxAbandoned = 256
+
+// recentKeys is a set of the last maxAbandoned keys added; the oldest is forgotten first.
+type recentKeys struct {
+	set  map[string]struct{}
+	ring []string // the keys in set, by when they were added; next is the oldest once it is full
+	next int
+}
+
+func (r *recentKeys) add(key string) {
+	if _, ok := r.set[key]; ok {
+		return
+	}
+	if r.set == nil {
+		r.set = make(map[string]struct{})
+	}
+	if len(r.ring) < maxAbandoned {
+		r.ring = append(r.ring, key)
+	} else {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = key
+		r.next = (r.next + 1) % maxAbandoned
+	}
+	r.set[key] = struct{}{}
+}
+
+func (r *recentKeys) has(key string) bool {
+	_, ok := r.set[key]
+	return ok
 }
 
 // dispatch runs notification handlers and starts server request handlers, one message at a

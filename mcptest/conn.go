@@ -116,6 +116,7 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 			c.failExchange(key, transport.NotDelivered, v.refuse, v.retryAfter)
 		case v.drop:
 			c.failExchange(key, transport.Uncertain, errDropped, 0)
+		case s.unanswered(t, key):
 		default:
 			if v.session != "" {
 				c.mu.Lock()

@@ -221,6 +221,13 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	case v.inFlight:
 		writeFrame(w, h.inFlightStatus, reply(m, v.answer))
 		return
+	case h.unanswered(t, key):
+		if sw == nil {
+			// A JSON response has no way to end without the answer but a reset.
+			panic(http.ErrAbortHandler)
+		}
+		sw.abandon() // the stream ends without it
+		return
 	}
 	if v.session != "" {
 		session = v.session

@@ -160,6 +160,9 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out.accept()
+	if h.unanswered(t, key) {
+		return
+	}
 	select {
 	case ls.outbox <- reply(m, v.answer):
 	case <-ls.done:

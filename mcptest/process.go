@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,6 +42,20 @@ type tracked struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ep     *epoch
+	// cancelledByClient: the client sent notifications/cancelled for the request, and so
+	// awaits no response to it.
+	cancelledByClient atomic.Bool
+}
+
+// unanswered reports whether the request's response must not be sent: its client cancelled it,
+// and the protocol asks a receiver of the cancellation not to answer. A receipt of it is kept
+// all the same, for a resend of the same id to read.
+func (s *Server) unanswered(t *tracked, key string) bool {
+	if !t.cancelledByClient.Load() {
+		return false
+	}
+	s.log.Debug("mcptest: no response to a request its client cancelled", "id", key)
+	return true
 }
 
 // track registers a request under key as running and records its frame. ok is false once the
@@ -85,6 +100,7 @@ func (s *Server) cancelRequest(session string, params json.RawMessage) {
 	t := s.cancels[session+"\x00"+p.RequestID.JSON()]
 	s.mu.Unlock()
 	if t != nil {
+		t.cancelledByClient.Store(true)
 		t.cancel()
 	}
 }

@@ -54,7 +54,8 @@ const DefaultMaxReceipts = 1024
 
 // A ToolFunc runs one tools/call. An error becomes a result with isError set, which the receipt
 // store retains like any other reply. ctx ends when the server closes or restarts, or the client
-// cancels the request.
+// cancels the request (notifications/cancelled): the server then sends no response to the
+// request, whatever the func returns, though a receipt keeps the reply for a resend of its id.
 type ToolFunc func(ctx context.Context, call *ToolCall) (*mcpclient.CallToolResult, error)
 
 // ToolCall is what a ToolFunc is called with. Besides the request, it is the tool's way back to

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -48,6 +49,19 @@ type RetryPolicy struct {
 	// wraps it with the call's context, outermost. Default DefaultBackOff.
 	NewBackOff func() backoff.BackOff
 
+	// RetryAfterIsUncertain makes an HTTP 429 or 503 that carries Retry-After an uncertain
+	// outcome, where by default it is not delivered.
+	//
+	// The default assumes the server itself answered so, turning the request away before its
+	// MCP handler read it: nothing ran, so the same bytes are resent under the same id after the
+	// delay, whatever the request. A gateway, load balancer or proxy in front of the server may
+	// answer 503 (some with Retry-After) after it forwarded the request, which may then have run:
+	// set this when one may stand in front of the server. Such a refusal then follows the rule of
+	// any uncertain attempt: the same bytes resent under the same id (after the delay) when the
+	// server keeps receipts, a re-issue of a request safe to repeat, and ErrOutcomeUnknown for
+	// any other. It applies to what Classify returns.
+	RetryAfterIsUncertain bool
+
 	// MaxServerDelay caps the server's delay hints (Retry-After, SSE retry:), which replace the
 	// computed wait when present. Default 30s.
 	MaxServerDelay time.Duration
@@ -92,7 +106,25 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxServerDelay <= 0 {
 		p.MaxServerDelay = d.MaxServerDelay
 	}
+	if p.RetryAfterIsUncertain {
+		classify := p.Classify
+		p.Classify = func(err error, resent bool) transport.Outcome {
+			outcome := classify(err, resent)
+			if outcome == transport.NotDelivered && refusedWithRetryAfter(err) {
+				return transport.Uncertain
+			}
+			return outcome
+		}
+	}
 	return p
+}
+
+// refusedWithRetryAfter reports whether err is an HTTP 429 or 503 that the transport reported
+// as not delivered: one that carried Retry-After.
+func refusedWithRetryAfter(err error) bool {
+	var status *transport.StatusError
+	return transport.OutcomeOf(err) == transport.NotDelivered && errors.As(err, &status) &&
+		(status.StatusCode == http.StatusTooManyRequests || status.StatusCode == http.StatusServiceUnavailable)
 }
 
 // DefaultBackOff returns an exponential backoff with jitter: base waits of 100ms, 200ms,
@@ -116,7 +148,9 @@ func DefaultBackOff() backoff.BackOff {
 //   - an *RPCError -32600 (invalid request) for a resend that may follow a delivered attempt:
 //     conflict, the in-flight refusal of servers that keep no receipts (Ruby SDK, Go SDK).
 //   - any other *RPCError: answered; an error is an outcome.
-//   - a transport.Error: its own outcome (HTTP 409 is a conflict there).
+//   - a transport.Error: its own outcome (HTTP 409 is a conflict there; a 429 or 503 that
+//     carries Retry-After is not delivered, the server's refusal of a request it did not read,
+//     unless RetryPolicy.RetryAfterIsUncertain says a gateway may answer so after forwarding).
 //   - anything else, context errors included: uncertain, since the bytes may be out.
 func DefaultClassify(err error, resent bool) transport.Outcome {
 	if err == nil {

@@ -15,7 +15,10 @@ const (
 	// NotDelivered: the request cannot have reached the MCP handler (dial refused, DNS, TLS
 	// handshake, the frame not entirely written, a redirect to another origin that the client
 	// did not follow, or refused unread by the server itself: 429 or 503 with Retry-After, 404
-	// for a known session). Definite: nothing ran, resending is safe.
+	// for a known session). Definite: nothing ran, resending is safe. A 429 or 503 with
+	// Retry-After is taken for the server's own: a client that may reach the server through a
+	// gateway answering so after forwarding can count it uncertain (the client's retry policy
+	// has a setting for it).
 	NotDelivered
 	// Uncertain: bytes may have reached the server and no answer came (reset, EOF mid-stream,
 	// timeout, any other 5xx, since a proxy may answer one after the server ran the request, an

@@ -449,6 +449,19 @@ func WithRequestID(id ID) CallOption {
 	return callOptionFunc(func(c *callConfig) { c.id = id })
 }
 
+// RequestIDOf returns the id that opts pin with WithRequestID (the last one, as when they
+// apply), or the zero ID when they pin none: for a wrapper that must know, before the call, that
+// it is made again under an id already frozen, whose bytes it must not change.
+func RequestIDOf(opts ...CallOption) ID {
+	var cc callConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(&cc)
+		}
+	}
+	return cc.id
+}
+
 // WithMeta sets key in the request's params._meta to value, encoded as JSON: a trace context, a
 // correlation id. It is part of the request's bytes, frozen with its id, and every resend
 // carries it alike; re-issues under a new id and the rounds of a stateless revision carry it too.

@@ -38,6 +38,7 @@ type Caller struct {
 	opDur   metric.Float64Histogram
 	session *sessionClock
 	info    sessionInfo // nil when the wrapped Caller does not tell its session
+	frozen  *frozenTrace
 }
 
 // sessionInfo is what a *mcpclient.Client tells of its session beyond the Caller interface.
@@ -58,7 +59,11 @@ var _ mcpclient.Caller = (*Caller)(nil)
 // rpc.response.status_code (for a JSON-RPC error) and an ERROR status. Each is measured as
 // mcp.client.operation.duration. The span's trace context goes into the request's params._meta
 // (traceparent, tracestate, baggage: whatever the propagator writes) with WithMeta, before the
-// request is frozen: every resend under the same id carries the same bytes.
+// request is frozen: every resend under the same id carries the same bytes. A call that pins an
+// id (WithRequestID) already frozen, to re-read its outcome, writes the trace context that
+// request was frozen with rather than its span's, so that it is the same bytes again: the
+// wrapper remembers what it wrote under each id (as many as the client's ledger holds), and a
+// client with a journal tells it of a request frozen by an earlier process (Client.Journaled).
 //
 // Do and Resend send a request frozen before them, whose bytes cannot change: their span is
 // made, but its context is not in the request. Freeze such a request with Inject's options, under
@@ -86,6 +91,10 @@ func Wrap(c mcpclient.Caller, opts ...Option) *Caller {
 	}
 	w.opDur = opDur.Inst()
 	w.info, _ = c.(sessionInfo)
+	w.frozen = &frozenTrace{max: mcpclient.DefaultLedgerCapacity}
+	if l, ok := c.(interface{ Ledger() *mcpclient.Ledger }); ok && l.Ledger().Cap() > 0 {
+		w.frozen.max = l.Ledger().Cap()
+	}
 	w.session = &sessionClock{hist: sessDur.Inst(), attrs: cfg.attrs, start: time.Now()}
 	if w.info != nil {
 		w.session.observe(w.info.ProtocolVersion())
@@ -181,6 +190,11 @@ type op struct {
 	// req is the request Do was handed; listing: the op spans the pages of a listing.
 	req     *mcpclient.Request
 	listing bool
+	// trace is what the call wrote into params._meta, and pinned the id its options pin;
+	// traced is false for a call that made no request of its own (Do, Resend, a listing).
+	trace  []metaMember
+	pinned mcpclient.ID
+	traced bool
 }
 
 // begin starts the span of a call of t, and the context the call runs under: the span, and the
@@ -213,11 +227,13 @@ func (c *Caller) begin(ctx context.Context, t target) (context.Context, *op) {
 	return ctx, &op{c: c, ctx: ctx, span: span, start: time.Now(), attrs: attrs, state: st}
 }
 
-// options returns the call's options with the wrapper's before them: the trace context, and
-// WithResponse for the request's id. The caller's own come last, so that a WithMeta or
-// WithResponse of theirs wins over the wrapper's.
+// options returns the call's options with the wrapper's before them: the trace context (see
+// traceFor), and WithResponse for the request's id. The caller's own come last, so that a
+// WithMeta or WithResponse of theirs wins over the wrapper's.
 func (o *op) options(opts []mcpclient.CallOption) []mcpclient.CallOption {
-	ours := inject(o.ctx, o.c.cfg.propagator, make([]mcpclient.CallOption, 0, 3+len(opts)))
+	o.pinned = mcpclient.RequestIDOf(opts...)
+	o.trace, o.traced = o.c.traceFor(o.ctx, o.pinned), true
+	ours := withMeta(o.trace, make([]mcpclient.CallOption, 0, 4+len(opts)))
 	ours = append(ours, mcpclient.WithResponse(&o.resp))
 	return append(ours, opts...)
 }
@@ -230,6 +246,13 @@ func (o *op) end(err error, toolError bool) {
 		var e *mcpclient.Error
 		if errors.As(err, &e) {
 			final = e.Request
+		}
+	}
+	if o.traced {
+		// Under the id pinned, and under a re-issue's, which carries the same _meta.
+		o.c.frozen.put(o.pinned, o.trace)
+		if final.ID() != o.pinned {
+			o.c.frozen.put(final.ID(), o.trace)
 		}
 	}
 	id := final.ID()

@@ -35,6 +35,12 @@
 // keys unprefixed (traceparent, tracestate, baggage). A request frozen before the call (Do,
 // Resend) cannot take its span's context; freeze it with Inject's options instead.
 //
+// A call made again under an id it pins (WithRequestID), to re-read the outcome of a request
+// already frozen under it, in this process or, with a journal, in an earlier one, writes the
+// trace context that request was frozen with, not its own span's: the id's bytes are fixed, and
+// other bytes would be refused as a reused id. Its span is its own all the same, and names the
+// id; the server's span stays a child of the span the request was frozen under.
+//
 // # Attempts
 //
 // With AttemptHook, every attempt of a call is an event of its span, named AttemptEvent, with the

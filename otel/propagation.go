@@ -2,8 +2,6 @@ package mcpotel
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"go.opentelemetry.io/otel/propagation"
 
@@ -22,19 +20,7 @@ func Inject(ctx context.Context, opts ...Option) []mcpclient.CallOption {
 	return inject(ctx, newConfig(opts).propagator, nil)
 }
 
-// inject appends to dst a WithMeta for each key p writes for ctx, in the order of the keys. A
-// key the client writes itself (progressToken, io.modelcontextprotocol/...) is left out: the
-// client would refuse the request for it.
+// inject appends to dst the call options that write the trace context p writes for ctx.
 func inject(ctx context.Context, p propagation.TextMapPropagator, dst []mcpclient.CallOption) []mcpclient.CallOption {
-	carrier := propagation.MapCarrier{}
-	p.Inject(ctx, carrier)
-	keys := carrier.Keys()
-	slices.Sort(keys)
-	for _, k := range keys {
-		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
-			continue
-		}
-		dst = append(dst, mcpclient.WithMeta(k, carrier[k]))
-	}
-	return dst
+	return withMeta(carried(ctx, p), dst)
 }

@@ -140,6 +140,33 @@ func TestJournalUnknownNeedsID(t *testing.T) {
 	}
 }
 
+// An -id the journal holds as answered is not sent again to a server that restarted since: it
+// has no receipt, and the tool would run twice. The run exits 5 and says what the journal holds.
+func TestJournalAnsweredIDIsNotRerun(t *testing.T) {
+	var runs atomic.Int32
+	srv := mcptest.NewHTTPServer(mcptest.WithTool(mcpclient.Tool{Name: "deploy", InputSchema: []byte(`{"type":"object"}`)},
+		func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			runs.Add(1)
+			return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("deployed")}}, nil
+		}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	id := "6f1c1ef0-7d0e-4a6b-9d7f-2b1f3e4c5a6d"
+	args := []string{"-url", srv.URL, "-journal", path, "-id", id, "tools/call", `{"name":"deploy"}`}
+	var stdout, stderr bytes.Buffer
+	if code := run(args, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("first run: exit %d; %s", code, stderr.String())
+	}
+	srv.Server.Restart()
+	stderr.Reset()
+	if code := run(args, nil, &stdout, &stderr); code != exitConflict || !strings.Contains(stderr.String(), "already answered") {
+		t.Fatalf("the same -id after the server restarted: exit %d; %s", code, stderr.String())
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times", n)
+	}
+}
+
 var regexpID = regexp.MustCompile(`-id ([0-9a-f-]{36})`)
 
 // A journal record that no longer decodes is named on stderr and left alone: the run goes on and

@@ -42,7 +42,9 @@
 //	   with the server's Retry-After, 401 or 403 that no authorization could clear)
 //	4  outcome unknown (a 5xx without Retry-After, a reset after sending, a malformed or
 //	   oversized answer: the request may have run)
-//	5  request-id conflict (409, MCP_REQUEST_ID_REUSED, an in-flight refusal of a resend)
+//	5  request-id conflict (409, MCP_REQUEST_ID_REUSED, an in-flight refusal of a resend; with
+//	   -journal, an -id answered before that no receipt can answer again, or one another
+//	   request replaced: nothing is sent)
 //
 // stdout is empty unless a result arrived; stderr has one line naming the error class, the
 // request id, the session id and the attempts, after what a stdio server wrote to its stderr.
@@ -414,7 +416,7 @@ func exitCode(err error) int {
 	switch mcpclient.CodeOf(err) {
 	case mcpclient.CodeOutcomeUnknown:
 		return exitUnknown
-	case mcpclient.CodeRequestInFlight, mcpclient.CodeRequestIDReused:
+	case mcpclient.CodeRequestInFlight, mcpclient.CodeRequestIDReused, mcpclient.CodeAlreadyAnswered, mcpclient.CodeSuperseded:
 		return exitConflict
 	case mcpclient.CodeNotDelivered, mcpclient.CodeUnauthorized:
 		return exitNotExecuted

@@ -170,13 +170,17 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 			yield(Recovered{}, returned(&Error{Code: CodeInvalidArgument, Err: errors.New("the client has no journal (WithJournal)")}))
 			return
 		}
-		// The receipts the server declares now, read fresh: a stateless server's restart shows
-		// only there. Without a session, nothing is known to hold.
+		// The receipts the server declares now: a stateless server is asked again, since its
+		// restart shows nowhere else. A session of an older revision declared them when it
+		// opened; the Resend of a request found under them reads them fresh before it sends.
+		// Without a session, nothing is known to hold.
 		var now ReceiptBinding
-		var nowErr error
 		s, nowErr := c.session(ctx)
-		if nowErr == nil {
+		switch {
+		case nowErr == nil && s.stateless:
 			now, nowErr = c.freshBinding(ctx, s)
+		case nowErr == nil:
+			now = bindingOf(s)
 		}
 		for rec, err := range c.cfg.journal.Unresolved(ctx, c.serverIdentity()) {
 			if err != nil {

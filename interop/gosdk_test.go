@@ -328,7 +328,7 @@ func runGoSDK(t *testing.T, bin string, m gosdkMode, rev string) {
 		}
 	})
 
-	cb.check("pinned id: reuse refused locally, resend re-executes", func(t *testing.T) {
+	cb.check("pinned id: reuse refused locally, a resend after the answer refused without receipts", func(t *testing.T) {
 		id := mcpclient.StringID(fmt.Sprintf("interop-pinned-%d", time.Now().UnixNano()))
 		before := executions(t)
 		res := callTool(t, c, "add", map[string]any{"a": 2, "b": 3}, mcpclient.WithRequestID(id))
@@ -342,17 +342,21 @@ func runGoSDK(t *testing.T, bin string, m gosdkMode, rev string) {
 		if got := executions(t).Add - before.Add; got != 1 {
 			t.Errorf("add ran %d times after the refused reuse, want 1: the refusal must not reach the server", got)
 		}
-		// The same content under the same id is a resend; the go-sdk keeps no receipts.
-		res = callTool(t, c, "add", map[string]any{"a": 2, "b": 3}, mcpclient.WithRequestID(id))
-		if res.Text() != "5" {
-			t.Errorf("resent add(2, 3) = %q", res.Text())
+		// The same content under the same id is a resend of an answered request: the go-sdk
+		// keeps no receipts and would run add again, so the client refuses it before sending.
+		_, err = c.CallTool(ctxFor(t), "add", map[string]any{"a": 2, "b": 3}, mcpclient.WithRequestID(id))
+		var answered *mcpclient.AnsweredError
+		if !errors.Is(err, mcpclient.ErrAlreadyAnswered) || !errors.As(err, &answered) || answered.Record.ID != id {
+			t.Errorf("resend of the answered add(2, 3): %v; want ErrAlreadyAnswered with its record", err)
 		}
-		ran := executions(t).Add - before.Add
-		if e, _ := c.Ledger().Lookup(id); e.Attempts != 2 || e.State != mcpclient.StateAnswered {
-			t.Errorf("ledger entry = %+v; want answered after 2 attempts", e)
+		if got := executions(t).Add - before.Add; got != 1 {
+			t.Errorf("add ran %d times after the refused resend, want 1", got)
+		}
+		if e, _ := c.Ledger().Lookup(id); e.Attempts != 1 || e.State != mcpclient.StateAnswered {
+			t.Errorf("ledger entry = %+v; want answered after 1 attempt", e)
 		}
 		if rev == "all" {
-			cb.note("same id + same content resent after completion: the go-sdk ran add again (%d executions for 2 sends): no receipts, no duplicate detection", ran)
+			cb.note("same id + same content after completion: refused locally (ErrAlreadyAnswered); the go-sdk keeps no receipts and would run add again")
 		}
 		// A numeric pinned id is routed as well.
 		res = callTool(t, c, "add", map[string]any{"a": 1, "b": 1}, mcpclient.WithRequestID(mcpclient.IntID(time.Now().UnixNano()%1_000_000_000)))
@@ -375,17 +379,14 @@ func runGoSDK(t *testing.T, bin string, m gosdkMode, rev string) {
 		if resp.Decode(&res); res.Text() != "30" || resp.Request.ID() != req.ID() {
 			t.Errorf("Do(add 10 20) = %s", resp.Result)
 		}
-		resp, err = c.Resend(ctxFor(t), req)
-		if err != nil {
-			t.Fatalf("Resend: %s", errorChain(err))
-		}
-		if resp.Decode(&res); res.Text() != "30" {
-			t.Errorf("Resend(add 10 20) = %s", resp.Result)
+		// Without receipts a Resend of the answered request would run it again: refused.
+		if _, err := c.Resend(ctxFor(t), req); !errors.Is(err, mcpclient.ErrAlreadyAnswered) {
+			t.Errorf("Resend of the answered add(10, 20): %v; want ErrAlreadyAnswered", err)
 		}
 		if _, err := c.Supersede(ctxFor(t), req, mcpclient.Inspection{}, nil); !errors.Is(err, mcpclient.ErrInspectionRequired) {
 			t.Errorf("Supersede without an inspection: %v, want ErrInspectionRequired", err)
 		}
-		resp, err = c.Supersede(ctxFor(t), req, mcpclient.Inspection{Checked: "the executions tool", Found: "add ran twice"},
+		resp, err = c.Supersede(ctxFor(t), req, mcpclient.Inspection{Checked: "the executions tool", Found: "add ran once"},
 			mcpclient.CallToolParams{Name: "add", Arguments: map[string]any{"a": 1, "b": 1}})
 		if err != nil {
 			t.Fatalf("Supersede: %s", errorChain(err))
@@ -396,8 +397,8 @@ func runGoSDK(t *testing.T, bin string, m gosdkMode, rev string) {
 		if !strings.Contains(string(resp.Request.Params()), `"supersedes"`) {
 			t.Errorf("superseding params %s lack _meta.supersedes", resp.Request.Params())
 		}
-		if got := executions(t).Add - before.Add; got != 3 {
-			t.Errorf("add ran %d times for Do, Resend and Supersede, want 3 (no receipts)", got)
+		if got := executions(t).Add - before.Add; got != 2 {
+			t.Errorf("add ran %d times for Do, the refused Resend and Supersede, want 2", got)
 		}
 	})
 

@@ -521,32 +521,36 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 // relies on are held: the server must answer it from a receipt rather than run it again. Three
 // sends rely on them: a resend after an uncertain attempt of this loop; the first send of a
 // request Recover found under receipts the server still declared; and a send of a request
-// answered before, which only a receipt can answer without running it again. The binding is
-// read fresh where a server restart could hide (a server/discover in a stateless revision). ok
-// is false, with the step that ends or retries the loop, when the attempt must not be sent.
+// answered before, which only a receipt can answer without running it again. receiptsHold
+// decides each. ok is false, with the step that ends or retries the loop, when the attempt must
+// not be sent.
 func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st step, ok bool) {
 	mode := r.c.cfg.retry.Mode
-	if r.uncertainIn != nil {
+	if r.uncertainIn != nil && !(r.uncertainIn == s && (r.safe || mode == RetryAlways)) {
+		then := bindingOf(r.uncertainIn)
+		var held bool
+		var now ReceiptBinding
+		var err error
+		if r.safe {
+			// Running it again does no harm: what s declared is enough to tell whether a
+			// refusal of the id is the server recognizing it.
+			now = bindingOf(s)
+			held = receiptsHeld(then, now)
+		} else {
+			held, now, err = r.c.receiptsHold(ctx, s, then, r.uncertainIn == s)
+		}
 		switch {
-		case r.uncertainIn == s && (s.stateless || outlivesItsProcess(s)) && !r.safe && mode != RetryAlways:
-			// No session tells a stateless server's restart, nor one whose sessions outlive
-			// its process: only the epoch it declares now.
-			now, err := r.c.freshBinding(ctx, s)
-			if err != nil {
-				return r.giveUpUnlessRetrying(err), false
-			}
-			if !receiptsHeld(bindingOf(s), now) {
-				return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: the server now declares %s, not the %s the request went out under; a resend could run it twice (last attempt: %w)", ErrSessionLost, now, bindingOf(s), r.lastErr))), false
-			}
-		case r.uncertainIn == s:
-		case receiptsSurvive(r.uncertainIn, s):
-			// The receipt outlived the session: the same bytes under the same id read it on
-			// this one, and a refusal of the id is still the server recognizing it.
+		case err != nil:
+			return r.giveUpUnlessRetrying(err), false
+		case held:
+			// The receipt is there: the same bytes under the same id read it on s, and a
+			// refusal of the id is still the server recognizing it.
 			r.uncertainIn = s
 		case !r.safe:
-			// The session that could answer for the uncertain attempt is gone, and with it
-			// any receipt: a resend could run the request a second time.
-			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: a resend could run the request twice (last attempt: %w)", ErrSessionLost, r.lastErr))), false
+			// The receipt that could answer for the uncertain attempt is gone, with the
+			// session or the server process that held it: a resend could run the request a
+			// second time.
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: the request went out under %s and the server now declares %s; a resend could run it twice (last attempt: %w)", ErrSessionLost, then, now, r.lastErr))), false
 		default: // safe to repeat: it goes on
 			r.uncertainIn, r.resent = nil, false
 		}
@@ -554,36 +558,51 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 	if under := r.receiptsGuard; under != nil {
 		// An earlier process may have sent the request, and only a receipt of the same server
 		// process can answer for it without running it again.
-		now, err := r.c.freshBinding(ctx, s)
+		held, now, err := r.c.receiptsHold(ctx, s, *under, false)
 		if err != nil {
 			return r.giveUpUnlessRetrying(err), false
 		}
 		r.receiptsGuard = nil
-		if !receiptsHeld(*under, now) {
+		if !held {
 			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent under %s, and the server now declares %s; a resend could run the request twice", ErrSessionLost, *under, now))), false
 		}
 		r.uncertainIn = s
 	}
 	if a := r.answered; a != nil && r.cur == r.orig {
-		if r.safe || mode == RetryAlways {
-			r.answered = nil
-		} else {
-			held := !s.stateless && a.via == weak.Make(s) && a.record.Receipts.Scope != ""
-			now := bindingOf(s)
-			if !held {
-				var err error
-				if now, err = r.c.freshBinding(ctx, s); err != nil {
-					return r.giveUpUnlessRetrying(err), false
-				}
-				held = receiptsHeld(a.record.Receipts, now)
+		if !r.safe && mode != RetryAlways {
+			held, now, err := r.c.receiptsHold(ctx, s, a.record.Receipts, a.via == weak.Make(s))
+			if err != nil {
+				return r.giveUpUnlessRetrying(err), false
 			}
-			r.answered = nil
 			if !held {
+				r.answered = nil
 				return stepEnd(StateAnswered, r.fail(CodeAlreadyAnswered, &AnsweredError{Record: a.record, Now: now})), false
 			}
 		}
+		r.answered = nil
 	}
 	return step{}, true
+}
+
+// receiptsHold decides whether receipts kept under then, for a send made on s itself
+// (sameSession) or elsewhere, answer a send of the same bytes under the same id on s without
+// running the request again: the one place that decides it. On the session that made the send
+// they are held while it lives, and elsewhere only process-scope receipts under an epoch the
+// server still declares (see receiptsHeld). What the server declares is read again where a
+// server restart could hide behind s (the stateless revision, a session that outlives its
+// process); elsewhere a restart would have ended s, and s declared it when it opened.
+func (c *Client) receiptsHold(ctx context.Context, s *session, then ReceiptBinding, sameSession bool) (held bool, now ReceiptBinding, err error) {
+	if !s.stateless && !outlivesItsProcess(s) {
+		now = bindingOf(s)
+		if sameSession {
+			return then.Scope != "", now, nil
+		}
+		return receiptsHeld(then, now), now, nil
+	}
+	if now, err = c.freshBinding(ctx, s); err != nil {
+		return false, now, err
+	}
+	return receiptsHeld(then, now), now, nil
 }
 
 // journalBeforeSend checks, before an attempt on s, that the journal's claim on cur's id still

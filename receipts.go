@@ -60,10 +60,6 @@ func (c *ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
 	return r, true
 }
 
-// receiptsSurvive reports whether the receipts of session old are known to be those of session
-// next (see receiptsHeld).
-func receiptsSurvive(old, next *session) bool { return receiptsHeld(bindingOf(old), bindingOf(next)) }
-
 // receiptsHeld reports whether receipts kept under then are known to be kept under now: both
 // declare receipts kept for the server's whole process, under the same epoch. A lost session, or
 // a restarted client, is then no lost receipt, since the epoch names the process that holds them

@@ -23,7 +23,7 @@ func TestReceiptsSurvive(t *testing.T) {
 		{"no receipts now", s(ReceiptScopeProcess, "e1"), s("", "e1"), false},
 	}
 	for _, tc := range cases {
-		if got := receiptsSurvive(tc.old, tc.next); got != tc.want {
+		if got := receiptsHeld(bindingOf(tc.old), bindingOf(tc.next)); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // A session is one connection and the server session it carries. A new connection is always a
 // new session, and whatever the old session remembered is assumed gone, its request receipts
 // included, unless the server says otherwise: receipts kept for the whole process under an
-// epoch that the new session finds unchanged (see receiptsSurvive).
+// epoch that the new session finds unchanged (see receiptsHeld).
 //
 // The session is its connection's transport.Receiver: Deliver and Fail run on the connection's
 // goroutines, from the moment Connect is called, which may be before the connection is attached.

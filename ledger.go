@@ -156,7 +156,7 @@ func (l *Ledger) holds(id ID) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.entries[id.JSON()]
-	return ok && (e.flight != nil || e.State == StateAnswered || e.State == StateFailed || !e.SupersededBy.IsZero())
+	return ok && (e.flight != nil || e.settled())
 }
 
 // Len returns the number of entries.
@@ -418,7 +418,7 @@ func (l *Ledger) abandon(req *Request, f *flight, err error) {
 			delete(l.entries, req.key)
 			if older := l.entries[req.supersedes.JSON()]; !req.supersedes.IsZero() && older != nil && older.SupersededBy == req.id {
 				older.SupersededBy = ID{}
-				if older.elem != nil && older.State != StateAnswered && older.State != StateFailed {
+				if older.elem != nil && !older.settled() {
 					l.evictable.Remove(older.elem)
 					older.elem = nil
 				}
@@ -436,7 +436,14 @@ func (l *Ledger) markEvictableLocked(e *ledgerEntry) {
 	if e.elem != nil || e.flight != nil {
 		return
 	}
-	if e.State == StateAnswered || e.State == StateFailed || !e.SupersededBy.IsZero() {
+	if e.settled() {
 		e.elem = l.evictable.PushBack(e)
 	}
+}
+
+// settled reports whether nothing can still depend on remembering e once no flight holds it,
+// by the journal's own rule (JournalRecord.Settled): memory and journal judge an id alike.
+func (e *ledgerEntry) settled() bool {
+	rec := JournalRecord{State: e.State, SupersededBy: e.SupersededBy, Open: e.flight != nil}
+	return rec.Settled()
 }

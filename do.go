@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"weak"
 
 	"github.com/cenkalti/backoff/v4"
 
@@ -570,7 +569,7 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 	}
 	if a := r.answered; a != nil && r.cur == r.orig {
 		if !r.safe && mode != RetryAlways {
-			held, now, err := r.c.receiptsHold(ctx, s, a.record.Receipts, a.via == weak.Make(s))
+			held, now, err := r.c.receiptsHold(ctx, s, a.record.Receipts, a.via == s.serial)
 			if err != nil {
 				return r.giveUpUnlessRetrying(err), false
 			}

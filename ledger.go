@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"weak"
 )
 
 // DefaultLedgerCapacity is the number of requests a Client remembers unless
@@ -103,7 +102,7 @@ type ledgerEntry struct {
 	// via the session it went out on, if this process sent it: what a later send under the id
 	// relies on to be answered from a receipt rather than run again.
 	receipts ReceiptBinding
-	via      weak.Pointer[session]
+	via      uint64 // a session's serial; 0 for none of this process
 	// flight is set while an attempt loop runs for the id, so that a second caller of the same
 	// request waits for it instead of sending again.
 	flight *flight
@@ -117,7 +116,7 @@ type flight struct {
 	prior    State // the id's state before this flight; 0 for a new id
 	reached  bool  // an earlier flight's attempt may have reached the server
 	receipts ReceiptBinding
-	via      weak.Pointer[session]
+	via      uint64
 	// record is the id's record as it stood, when it was answered: what an ErrAlreadyAnswered
 	// shows.
 	record JournalRecord
@@ -257,7 +256,7 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 // answeredBefore is what the client holds of an id's answer when a flight may send it again.
 type answeredBefore struct {
 	record JournalRecord
-	via    weak.Pointer[session] // the session it was answered on, if this process sent it
+	via    uint64 // the serial of the session it was answered on, if this process sent it
 }
 
 // answered returns how f's id was answered before f, or nil if it was not.
@@ -298,7 +297,7 @@ func (l *Ledger) adopt(req *Request, f *flight, prior JournalRecord) {
 	f.record = prior
 	if !sameReceipts {
 		// Another process sent it last: the session this one knew is not the one it went on.
-		f.via = weak.Pointer[session]{}
+		f.via = 0
 	}
 	e.reached, e.receipts, e.via = f.reached, f.receipts, f.via
 	e.Attempts = max(e.Attempts, prior.Attempts)
@@ -387,7 +386,7 @@ func (l *Ledger) settle(key string, f *flight, state State, via *session, resp *
 		e.reached = e.reached || reached
 		reached = e.reached
 		if via != nil {
-			e.receipts, e.via = bindingOf(via), weak.Make(via)
+			e.receipts, e.via = bindingOf(via), via.serial
 		}
 		e.Updated = time.Now()
 		e.flight = nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
@@ -48,6 +49,10 @@ type session struct {
 	detach bool
 	// closing: the connection of the ended session is being closed. guarded by mu.
 	closing bool
+
+	// serial names the session among all sessions of the process, so that a record can say
+	// which one a request went out on without keeping it alive.
+	serial uint64
 
 	// Written once by dial before the session is published, read only after.
 	stateless bool // a stateless revision: requests carry their version and capabilities
@@ -122,8 +127,11 @@ type reply struct {
 }
 
 func newSession(c *Client) *session {
-	return &session{c: c, inbound: newInbox(c.cfg.inbox)}
+	return &session{c: c, inbound: newInbox(c.cfg.inbox), serial: sessionSerials.Add(1)}
 }
+
+// sessionSerials numbers the sessions of the process, from 1.
+var sessionSerials atomic.Uint64
 
 // lifetime returns the context that ends when the session ends, made on first use.
 func (s *session) lifetime() context.Context {

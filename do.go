@@ -575,7 +575,7 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 			}
 			if !held {
 				r.answered = nil
-				return stepEnd(StateAnswered, r.fail(CodeAlreadyAnswered, &AnsweredError{Record: a.record, Now: now})), false
+				return stepEnd(StateAnswered, r.fail(CodeAlreadyAnswered, &AnsweredError{Record: *a.record, Now: now})), false
 			}
 		}
 		r.answered = nil

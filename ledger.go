@@ -118,8 +118,8 @@ type flight struct {
 	receipts ReceiptBinding
 	via      uint64
 	// record is the id's record as it stood, when it was answered: what an ErrAlreadyAnswered
-	// shows.
-	record JournalRecord
+	// shows; nil otherwise, which is every new request's case.
+	record *JournalRecord
 	done   chan struct{}
 	resp   *Response
 	err    error
@@ -243,7 +243,7 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 	}
 	f = &flight{prior: e.State, reached: e.reached, receipts: e.receipts, via: e.via, done: make(chan struct{})}
 	if e.State == StateAnswered {
-		f.record = JournalRecord{ID: e.ID, Method: e.Method, Frame: req.frame, Fingerprint: e.Fingerprint, State: e.State,
+		f.record = &JournalRecord{ID: e.ID, Method: e.Method, Frame: req.frame, Fingerprint: e.Fingerprint, State: e.State,
 			Reached: e.reached, Receipts: e.receipts, Attempts: e.Attempts, Created: e.Created, Updated: e.Updated,
 			Supersedes: e.Supersedes, Reason: e.Reason}
 	}
@@ -255,7 +255,7 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 
 // answeredBefore is what the client holds of an id's answer when a flight may send it again.
 type answeredBefore struct {
-	record JournalRecord
+	record *JournalRecord
 	via    uint64 // the serial of the session it was answered on, if this process sent it
 }
 
@@ -294,7 +294,7 @@ func (l *Ledger) adopt(req *Request, f *flight, prior JournalRecord) {
 	}
 	sameReceipts := f.receipts == prior.Receipts
 	f.prior, f.reached, f.receipts = state, reached || f.reached, prior.Receipts
-	f.record = prior
+	f.record = &prior
 	if !sameReceipts {
 		// Another process sent it last: the session this one knew is not the one it went on.
 		f.via = 0

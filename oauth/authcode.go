@@ -56,6 +56,11 @@ var (
 	ErrNoRegistration = errors.New("oauth: no way to register the client")
 )
 
+// configured is true for a pre-registered client: its id and secret are a registration with one
+// authorization server. A client registering dynamically, or named by its metadata document
+// (public by design), brings nothing made for another server.
+func (g AuthorizationCode) configured() bool { return g.ClientID != "" || g.ClientSecret != "" }
+
 func (g AuthorizationCode) obtain(ctx context.Context, env *grantEnv) (*Credentials, error) {
 	if g.Redirect == nil {
 		return nil, errors.New("oauth: AuthorizationCode needs a Redirect handler")

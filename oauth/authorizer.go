@@ -36,6 +36,24 @@ type Config struct {
 	Resource string
 	// Logger receives debug records of discovery and authorization; never tokens or secrets.
 	Logger *slog.Logger
+	// Issuer pins the authorization server: the issuer identifier of the only one the
+	// Authorizer works with, from the first request on. Empty means the first one the MCP
+	// server names and a token is obtained from, kept with the stored credentials
+	// (Credentials.Issuer). Either way the grant's configured credentials (a client secret, a
+	// private key's assertion, a workload's JWT, an enterprise identity) are bound to that
+	// issuer and never presented to another: when the MCP server names another, the
+	// authorization fails with an *IssuerChangedError. Only a user flow that configures no
+	// client (AuthorizationCode registering dynamically or with a client ID metadata document)
+	// follows an unpinned server to a new authorization server, for it presents nothing there
+	// that was made for the old one. To follow a move deliberately, pin the new issuer, or delete
+	// the stored credentials.
+	Issuer string
+	// ConfirmIssuer, if set, is called before the Authorizer first trusts an authorization
+	// server it is not bound to yet (the first contact when Issuer is empty, or a user flow
+	// following the MCP server to a new one), once its metadata has been checked and before
+	// anything is sent to it or the user is sent there. An error refuses that server, and is
+	// returned. A CLI shows the issuer here, so that the user sees whom they are to trust.
+	ConfirmIssuer func(ctx context.Context, issuer string) error
 }
 
 // An Authorizer authorizes the requests of one MCP server: set it as the Authorizer of a
@@ -66,6 +84,29 @@ var _ transport.Authorizer = (*Authorizer)(nil)
 // ErrCrossOrigin reports a request to another origin than the MCP server's: the Authorizer
 // sends its tokens nowhere else.
 var ErrCrossOrigin = errors.New("oauth: request to another origin than the MCP server's")
+
+// ErrIssuerChanged reports an MCP server that names another authorization server than the
+// one the configured credentials are bound to (Config.Issuer, or the issuer of the stored
+// credentials): nothing was sent to the other one. errors.As gives the *IssuerChangedError.
+var ErrIssuerChanged = errors.New("oauth: the MCP server names another authorization server than the credentials are bound to")
+
+// IssuerChangedError is ErrIssuerChanged with both issuers.
+type IssuerChangedError struct {
+	// Want is the issuer the credentials are bound to, Got the one the MCP server names now.
+	Want, Got string
+	// Pinned is true when Want is Config.Issuer, false when it is the stored credentials'.
+	Pinned bool
+}
+
+func (e *IssuerChangedError) Error() string {
+	how := "bound to"
+	if e.Pinned {
+		how = "pinned to"
+	}
+	return fmt.Sprintf("oauth: the MCP server names the authorization server %q, the credentials are %s %q: nothing was sent to it", e.Got, how, e.Want)
+}
+
+func (e *IssuerChangedError) Unwrap() error { return ErrIssuerChanged }
 
 // New returns an Authorizer for cfg.
 func New(cfg Config) (*Authorizer, error) {
@@ -270,6 +311,9 @@ func (a *Authorizer) tokenClient() *http.Client {
 
 // refresh trades c's refresh token for a new token at the server that issued it.
 func (a *Authorizer) refresh(ctx context.Context, c *Credentials) error {
+	if a.cfg.Issuer != "" && !sameIssuer(a.cfg.Issuer, c.Issuer) {
+		return &IssuerChangedError{Want: a.cfg.Issuer, Got: c.Issuer, Pinned: true}
+	}
 	meta, _, err := fetchServerMetadata(ctx, a.hc, c.Issuer)
 	if err != nil {
 		return err
@@ -333,11 +377,15 @@ func (a *Authorizer) authorize(ctx context.Context, ch authChallenge, stepUp boo
 	if err != nil {
 		return err
 	}
+	bound, pinned := a.boundIssuer(prior)
 	var meta *ServerMetadata
 	if prm == nil {
 		// A server of the 2025-03-26 revision: its origin is its authorization server, whose
 		// metadata, if any, is at the root; without it, the default endpoints.
 		origin := (&url.URL{Scheme: endpoint.Scheme, Host: endpoint.Host}).String()
+		if err := a.admitIssuer(bound, pinned, origin); err != nil {
+			return err
+		}
 		m, found, err := fetchServerMetadata(ctx, a.hc, origin)
 		switch {
 		case err != nil:
@@ -349,6 +397,13 @@ func (a *Authorizer) authorize(ctx context.Context, ch authChallenge, stepUp boo
 		}
 	} else {
 		issuer := prm.AuthorizationServers[0]
+		if i := slices.IndexFunc(prm.AuthorizationServers, func(s string) bool { return sameIssuer(s, bound) }); bound != "" && i >= 0 {
+			issuer = prm.AuthorizationServers[i]
+		}
+		// Checked before the first request to the issuer: even its metadata is not fetched.
+		if err := a.admitIssuer(bound, pinned, issuer); err != nil {
+			return err
+		}
 		m, found, err := fetchServerMetadata(ctx, a.hc, issuer)
 		if err != nil {
 			return err
@@ -361,6 +416,11 @@ func (a *Authorizer) authorize(ctx context.Context, ch authChallenge, stepUp boo
 	}
 	if err := checkEndpoints(endpoint, meta); err != nil {
 		return err
+	}
+	if (bound == "" || !sameIssuer(bound, meta.Issuer)) && a.cfg.ConfirmIssuer != nil {
+		if err := a.cfg.ConfirmIssuer(ctx, meta.Issuer); err != nil {
+			return err
+		}
 	}
 	if a.cfg.DPoP != nil && !dpopAlgSupported(a.cfg.DPoP, meta.DPoPSigningAlgValuesSupported) {
 		return fmt.Errorf("oauth: %s does not accept DPoP proofs signed with %s", meta.Issuer, a.cfg.DPoP.Algorithm())
@@ -376,8 +436,9 @@ func (a *Authorizer) authorize(ctx context.Context, ch authChallenge, stepUp boo
 		scopes = prm.ScopesSupported
 	}
 	switch {
-	case prior != nil && prior.Issuer != meta.Issuer:
-		// The server moved: the old issuer's tokens, refreshed or not, are refused now.
+	case prior != nil && !sameIssuer(prior.Issuer, meta.Issuer):
+		// The server moved (admitIssuer let it, for a user flow with nothing configured): the
+		// old issuer's tokens, refreshed or not, are refused now.
 		a.log.Debug("oauth: the authorization server changed", "from", prior.Issuer, "to", meta.Issuer)
 	case !stepUp && prior != nil && prior.Token != nil && prior.Token.RefreshToken != "":
 		// A refresh spares the user the browser; a step-up needs new consent.
@@ -394,6 +455,35 @@ func (a *Authorizer) authorize(ctx context.Context, ch authChallenge, stepUp boo
 		return err
 	}
 	return a.save(ctx, c)
+}
+
+// boundIssuer is the issuer the credentials are bound to, if any: Config.Issuer (pinned), else
+// that of the credentials held.
+func (a *Authorizer) boundIssuer(held *Credentials) (issuer string, pinned bool) {
+	if a.cfg.Issuer != "" {
+		return a.cfg.Issuer, true
+	}
+	if held != nil {
+		return held.Issuer, false
+	}
+	return "", false
+}
+
+// admitIssuer refuses an issuer other than the bound one, unless nothing pins the issuer and
+// the grant presents nothing configured (a user flow registering anew with each server).
+func (a *Authorizer) admitIssuer(bound string, pinned bool, issuer string) error {
+	if bound == "" || sameIssuer(bound, issuer) {
+		return nil
+	}
+	if pinned || a.cfg.Grant.configured() {
+		return &IssuerChangedError{Want: bound, Got: issuer, Pinned: pinned}
+	}
+	return nil
+}
+
+// sameIssuer compares issuer identifiers as metadata discovery does: a trailing slash aside.
+func sameIssuer(a, b string) bool {
+	return strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
 }
 
 func mustParse(s string) *url.URL {

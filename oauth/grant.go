@@ -21,6 +21,9 @@ import (
 type Grant interface {
 	// obtain gets a new token from the authorization server of env.
 	obtain(ctx context.Context, env *grantEnv) (*Credentials, error)
+	// configured reports whether obtain presents credentials configured for one authorization
+	// server (a client secret or id, a key, an assertion, an identity), which no other may see.
+	configured() bool
 }
 
 // grantEnv is what a grant works with: the authorization server, the resource, the scopes.
@@ -200,6 +203,8 @@ type ClientCredentials struct {
 	SigningAlgorithm string
 }
 
+func (ClientCredentials) configured() bool { return true }
+
 func (g ClientCredentials) obtain(ctx context.Context, env *grantEnv) (*Credentials, error) {
 	if g.ClientID == "" {
 		return nil, errors.New("oauth: ClientCredentials needs a ClientID")
@@ -236,6 +241,10 @@ type JWTBearer struct {
 	// rotated identity token is read fresh.
 	Assertion func(ctx context.Context) (string, error)
 }
+
+// configured is true: the assertion is a bearer credential, which another authorization server
+// could replay at the one it was made for.
+func (JWTBearer) configured() bool { return true }
 
 func (g JWTBearer) obtain(ctx context.Context, env *grantEnv) (*Credentials, error) {
 	if g.Assertion == nil {
@@ -276,6 +285,10 @@ const (
 	idJAGTokenType         = "urn:ietf:params:oauth:token-type:id-jag"
 	idTokenType            = "urn:ietf:params:oauth:token-type:id_token"
 )
+
+// configured is true: besides the client's secret, the identity provider would mint an ID-JAG
+// for whichever audience the MCP server named.
+func (EnterpriseManaged) configured() bool { return true }
 
 func (g EnterpriseManaged) obtain(ctx context.Context, env *grantEnv) (*Credentials, error) {
 	if g.IDToken == nil || g.IDPTokenEndpoint == "" {

@@ -374,7 +374,11 @@ func TestGrantErrorHoldsNoSecret(t *testing.T) {
 
 // A server that moves to another authorization server refuses the old one's tokens: the client
 // must not refresh with the old one (its fresh token would be refused again) but register and
-// authorize with the new one.
+// authorize with the new one. The move is followed only because this user flow registers
+// dynamically and the issuer is not pinned: nothing configured for the old server goes to the
+// new one (a fresh registration, the user's consent at the new server's own page). With a
+// pinned issuer or any configured credential the same move is refused, see
+// TestConfiguredCredentialsStayWithTheirIssuer and TestPinnedIssuerRefusesAnotherAtFirstContact.
 func TestAuthorizationServerMigration(t *testing.T) {
 	as1, as2 := mcptest.NewTestAuthServer(t), mcptest.NewTestAuthServer(t)
 	f := newFakeServer(t)

@@ -11,6 +11,14 @@
 // transport asks it for credentials before each request and, when the server answers 401 or 403
 // before running anything, lets it authorize and sends the same bytes again: the MCP request
 // keeps its id, and the server sees it run once.
+//
+// Configured credentials (a client secret or key, a workload's assertion, an enterprise
+// identity, a pre-registered client) are bound to one authorization server: Config.Issuer when
+// set, else the first one a token was obtained from, kept with the stored credentials. An MCP
+// server that later names another gets an [IssuerChangedError], and nothing is sent there, so
+// that a compromised or impersonated MCP server cannot collect the credentials (RFC 9700 §4.4).
+// The first contact is trusted as the MCP server says unless the issuer is pinned: set
+// Config.Issuer to the authorization server you expect, or have Config.ConfirmIssuer show it.
 package oauth
 
 import (
@@ -31,7 +39,8 @@ type Credentials struct {
 	// Scopes are the scopes granted (or, when the server did not say, asked for).
 	Scopes []string `json:"scopes,omitempty"`
 	// Issuer is the authorization server that issued the token and registered the client. A
-	// token from another issuer than the one the MCP server names now is not used.
+	// token from another issuer than the one the MCP server names now is not used, and the
+	// grant's configured credentials are bound to this issuer unless Config.Issuer pins one.
 	Issuer string `json:"issuer,omitempty"`
 	// Resource is the resource indicator the token was issued for (RFC 8707), which a refresh
 	// names again.

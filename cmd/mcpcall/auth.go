@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/northstar-mcp/mcpclient/oauth"
 )
@@ -15,7 +14,7 @@ var openBrowser = oauth.OpenBrowser
 // authorizer is the -auth Authorizer: the authorization code flow through the user's browser,
 // back to a listener on 127.0.0.1, and the tokens in a 0600 file, so that the next run needs
 // no browser while the refresh token lasts.
-func (o *options) authorizer(term io.Writer) (*oauth.Authorizer, error) {
+func (o *options) authorizer(term *terminal) (*oauth.Authorizer, error) {
 	path := o.tokenFile
 	if path == "" {
 		p, err := oauth.DefaultFileStorePath()
@@ -38,7 +37,15 @@ func (o *options) authorizer(term io.Writer) (*oauth.Authorizer, error) {
 		},
 	}
 	return oauth.New(oauth.Config{
-		Grant: oauth.AuthorizationCode{Redirect: redirect, ClientName: "mcpcall"},
-		Store: oauth.NewFileStore(path),
+		Grant:  oauth.AuthorizationCode{Redirect: redirect, ClientName: "mcpcall"},
+		Store:  oauth.NewFileStore(path),
+		Issuer: o.authIssuer,
+		// The MCP server names its authorization server, and the user is about to sign in
+		// there: they see whom they trust before the browser opens. The issuer comes from the
+		// server, so it is escaped like anything else the server says.
+		ConfirmIssuer: func(_ context.Context, issuer string) error {
+			term.printf("mcpcall: the server's authorization server is %s", issuer)
+			return nil
+		},
 	})
 }

@@ -61,3 +61,55 @@ func TestProtectedServerWithoutAuth(t *testing.T) {
 	}
 	checkStderr(t, r)
 }
+
+// approvingBrowser replaces the browser for the test with one that follows the authorization
+// server's redirect as a user who approves; it counts the URLs opened.
+func approvingBrowser(t *testing.T) *int {
+	opened := new(int)
+	restore := openBrowser
+	t.Cleanup(func() { openBrowser = restore })
+	openBrowser = func(ctx context.Context, url string) error {
+		*opened++
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+	return opened
+}
+
+// The user sees the authorization server they are about to trust before the browser opens.
+func TestAuthShowsTheIssuerFirst(t *testing.T) {
+	approvingBrowser(t)
+	as := mcptest.NewTestAuthServer(t)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithAuthorization(as),
+		mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool))
+	r := call(t, "", "-url", srv.URL, "-auth", "-token-file", filepath.Join(t.TempDir(), "tokens.json"), "ping")
+	shown := strings.Index(r.stderr, "mcpcall: the server's authorization server is "+as.URL+"\n")
+	opened := strings.Index(r.stderr, "open this URL")
+	if r.code != exitOK || shown < 0 || opened < shown {
+		t.Fatalf("exit %d, stderr %q: want the issuer shown before the URL", r.code, r.stderr)
+	}
+}
+
+// -auth-issuer pins the authorization server: a server naming another is refused before the
+// browser opens, naming both.
+func TestAuthIssuerPinned(t *testing.T) {
+	opened := approvingBrowser(t)
+	as := mcptest.NewTestAuthServer(t)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithAuthorization(as),
+		mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoTool))
+	r := call(t, "", "-url", srv.URL, "-auth", "-auth-issuer", "https://as.example", "-token-file", filepath.Join(t.TempDir(), "tokens.json"), "ping")
+	if r.code != exitNotExecuted || *opened != 0 || as.Stats().Authorizations != 0 ||
+		!strings.Contains(r.stderr, "https://as.example") || !strings.Contains(r.stderr, as.URL) {
+		t.Fatalf("exit %d, browser opened %d times, stderr %q", r.code, *opened, r.stderr)
+	}
+	if r := call(t, "", "-url", srv.URL, "-auth-issuer", "https://as.example", "ping"); r.code == exitOK {
+		t.Fatalf("-auth-issuer without -auth accepted")
+	}
+}

@@ -20,7 +20,9 @@
 // With -auth, a server that requires OAuth is signed in to through the browser: mcpcall prints
 // the authorization URL, opens it, and waits for the authorization server to redirect back to a
 // listener on 127.0.0.1; the tokens are kept in -token-file (mode 0600), so that later runs sign
-// in no more while the refresh token lasts.
+// in no more while the refresh token lasts. Before the browser opens, mcpcall prints the
+// authorization server the MCP server named; -auth-issuer pins it, so that a server naming
+// another one is refused.
 //
 // A tools/call result is printed as it came: mcpcall lists no tools, so it does not check
 // structuredContent against the tool's outputSchema (Client.CallTool checks only tools it has
@@ -108,6 +110,7 @@ type options struct {
 	headers       headerFlags
 	auth          bool
 	tokenFile     string
+	authIssuer    string
 	journal       string
 	method        string
 	params        json.RawMessage
@@ -136,6 +139,7 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 	fs.Var(&o.headers, "header", "extra HTTP header 'K: V', repeatable")
 	fs.BoolVar(&o.auth, "auth", false, "authorize with OAuth when the server asks: sign in through the browser (a loopback redirect), tokens kept in -token-file")
 	fs.StringVar(&o.journal, "journal", "", "record the request in this file before sending it; a run killed mid-call and started again with the same command resends the same bytes under the same id")
+	fs.StringVar(&o.authIssuer, "auth-issuer", "", "the only authorization server (issuer URL) -auth signs in with")
 	fs.StringVar(&o.tokenFile, "token-file", "", "where -auth keeps tokens (mode 0600; default: the user's config directory, mcpclient/tokens.json)")
 	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
@@ -162,6 +166,8 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 		return nil, errors.New("-auth is for -url and -sse: a stdio server takes no OAuth")
 	case o.tokenFile != "" && !o.auth:
 		return nil, errors.New("-token-file needs -auth")
+	case o.authIssuer != "" && !o.auth:
+		return nil, errors.New("-auth-issuer needs -auth")
 	}
 	for name, endpoint := range map[string]string{"-url": o.url, "-sse": o.sse} {
 		if endpoint != "" {

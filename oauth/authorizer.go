@@ -54,6 +54,12 @@ type Config struct {
 	// anything is sent to it or the user is sent there. An error refuses that server, and is
 	// returned. A CLI shows the issuer here, so that the user sees whom they are to trust.
 	ConfirmIssuer func(ctx context.Context, issuer string) error
+	// StepUpRetryAfter is how long a step-up the authorization server did not grant (a 403
+	// insufficient_scope for scopes it refused, or granted fewer of) is not asked again for the
+	// same resource and scopes: a repeat fails at once with a *StepUpRefusedError instead of
+	// sending the user to sign in for the same answer. Zero means 10 minutes; negative, never
+	// remembered.
+	StepUpRetryAfter time.Duration
 }
 
 // An Authorizer authorizes the requests of one MCP server: set it as the Authorizer of a
@@ -75,6 +81,7 @@ type Authorizer struct {
 	creds    *Credentials // the current credentials; guarded by mu
 	loaded   bool         // creds were read from the store; guarded by mu
 	nonces   *dpopNonces
+	stepUps  *stepUpMemory
 	// flights is the authorization running, if any, that concurrent refused requests share.
 	flights flight.Group[struct{}, struct{}]
 }
@@ -113,7 +120,7 @@ func New(cfg Config) (*Authorizer, error) {
 	if cfg.Grant == nil {
 		return nil, errors.New("oauth: Config.Grant is required")
 	}
-	a := &Authorizer{cfg: cfg, hc: cfg.HTTPClient, log: cfg.Logger, nonces: newDPoPNonces()}
+	a := &Authorizer{cfg: cfg, hc: cfg.HTTPClient, log: cfg.Logger, nonces: newDPoPNonces(), stepUps: newStepUpMemory(cfg.StepUpRetryAfter)}
 	if a.hc == nil {
 		a.hc = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -448,13 +455,39 @@ func (a *Authorizer) authorize(ctx context.Context, ch authChallenge, stepUp boo
 		}
 		a.log.Debug("oauth: refresh failed, authorizing anew", "err", err)
 	}
+	var stepKey string
+	if stepUp {
+		// A step-up the authorization server would not grant costs the user a sign-in each time
+		// it is asked: once failed, it is not asked again for a while.
+		stepKey = stepUpKey(resource, scopes)
+		if until, ok := a.stepUps.refusedUntil(stepKey, time.Now()); ok {
+			return &StepUpRefusedError{Resource: resource, Scopes: scopes, RetryAt: until, Recently: true}
+		}
+		if a.stepUps.wasAttempt(prior, stepKey) {
+			// The token of a step-up for these very scopes is refused for want of them: the
+			// authorization server granted fewer than it let on.
+			return a.stepUpFailed(stepKey, resource, scopes, nil)
+		}
+	}
 	env := &grantEnv{meta: meta, resource: resource, scopes: scopes, prior: prior, client: a.tokenClient(), a: a}
 	a.log.Debug("oauth: authorizing", "issuer", meta.Issuer, "scopes", scopes, "step_up", stepUp)
 	c, err := a.cfg.Grant.obtain(ctx, env)
 	if err != nil {
+		if stepUp && scopeRefused(err) {
+			return a.stepUpFailed(stepKey, resource, scopes, err)
+		}
 		return err
 	}
-	return a.save(ctx, c)
+	if err := a.save(ctx, c); err != nil {
+		return err
+	}
+	if stepUp {
+		if !covers(c.Scopes, scopes) {
+			return a.stepUpFailed(stepKey, resource, scopes, nil)
+		}
+		a.stepUps.attempted(c, stepKey)
+	}
+	return nil
 }
 
 // boundIssuer is the issuer the credentials are bound to, if any: Config.Issuer (pinned), else

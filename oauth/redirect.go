@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/northstar-mcp/mcpclient/internal/termsafe"
 )
 
 var (
@@ -285,9 +287,15 @@ func listenLoopback(ctx context.Context, port int) (net.Listener, error) {
 }
 
 func printAndOpenBrowser(ctx context.Context, authURL string) error {
-	fmt.Fprintf(os.Stderr, "Open this URL in a browser to authorize:\n\n    %s\n\n", authURL)
+	printAuthURL(os.Stderr, authURL)
 	_ = OpenBrowser(ctx, authURL) // the user has the URL either way
 	return nil
+}
+
+// printAuthURL shows the user authURL with every character a terminal could act on escaped:
+// the authorization server chose it, and could otherwise rewrite what the user reads.
+func printAuthURL(w io.Writer, authURL string) {
+	fmt.Fprintf(w, "Open this URL in a browser to authorize:\n\n    %s\n\n", termsafe.Line(authURL))
 }
 
 // OpenBrowser opens rawURL in the user's browser: xdg-open on Linux and the BSDs, open on

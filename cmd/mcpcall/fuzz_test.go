@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/northstar-mcp/mcpclient/internal/termsafe"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -254,7 +255,7 @@ func FuzzTerminal(f *testing.F) {
 				}
 			}
 		}
-		line := appendEscaped(nil, s, false)
+		line := termsafe.Append(nil, s, false)
 		printable("the report line", line, false)
 
 		var once, split bytes.Buffer
@@ -278,7 +279,7 @@ func FuzzTerminal(f *testing.F) {
 		if json.Compact(&compact, s) != nil {
 			return
 		}
-		out := terminalJSON(compact.Bytes())
+		out := termsafe.JSON(compact.Bytes())
 		printable("stdout", out, false)
 		var want, got any
 		if err := json.Unmarshal(compact.Bytes(), &want); err != nil {

@@ -77,6 +77,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/redact"
+	"github.com/northstar-mcp/mcpclient/internal/termsafe"
 	"github.com/northstar-mcp/mcpclient/journal"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -372,7 +373,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		term.printf("mcpcall: protocol error: request %s session %q attempts %d: result is not JSON", resp.Request.ID().JSON(), session, resp.Attempts)
 		return exitFailed
 	}
-	stdout.Write(append(terminalJSON(line.Bytes()), '\n'))
+	stdout.Write(append(termsafe.JSON(line.Bytes()), '\n'))
 	if o.method == "tools/call" && isToolError(resp.Result) {
 		term.printf("mcpcall: tool error: request %s session %q attempts %d: the result has isError:true", resp.Request.ID().JSON(), session, resp.Attempts)
 		return exitFailed

@@ -23,13 +23,16 @@ func captureStderr(t *testing.T, f func()) string {
 	var out []byte
 	var wg sync.WaitGroup
 	wg.Go(func() { out, _ = io.ReadAll(r) })
-	func() {
-		defer func() { os.Stderr = saved }()
-		f()
+	defer func() { // also when f ends the test
+		os.Stderr = saved
+		w.Close()
+		wg.Wait()
+		r.Close()
 	}()
+	f()
+	os.Stderr = saved
 	w.Close()
 	wg.Wait()
-	r.Close()
 	return string(out)
 }
 

@@ -35,6 +35,16 @@ var (
 // URI is an HTTP server on the loopback interface (RFC 8252, section 7.3), and the user
 // authorizes in their browser, which the authorization server sends back to that server.
 //
+// The authorization URL carries the flow's state and PKCE challenge, which must stay between
+// this program and the user's browser: whoever reads them can sign in with their own account
+// and send the callback, which this program would take for the user's (RFC 9700, section 4.5).
+// A browser is started with a command line, and every local user can read command lines (in
+// /proc, with ps), so the browser is given a start URL instead: a random path on the loopback
+// server that redirects to the authorization URL, once, and only while Authorize waits (see
+// [Loopback.StartURL]). The callback too is taken once, with the state of this flow only; the
+// PKCE verifier, which never leaves this program, binds the code to it besides. The redirect
+// URI itself stays the same from flow to flow, since a registration records it.
+//
 // Set the fields before first use and do not copy a Loopback after it. Call Close when done if
 // RedirectURI may have been called without a later Authorize.
 type Loopback struct {
@@ -44,9 +54,11 @@ type Loopback struct {
 	// Path is the redirect URI's path; empty means "/callback".
 	Path string
 	// Open shows the user authURL, usually by opening a browser. It runs while Authorize
-	// waits, and its context ends when Authorize returns; an error from it ends Authorize. Nil
-	// prints the URL on standard error and tries [OpenBrowser], carrying on without a browser
-	// since the user can copy the URL.
+	// waits, and its context ends when Authorize returns; an error from it ends Authorize. A
+	// browser started from Open should be given [Loopback.StartURL], not authURL, since a
+	// command line is not private. Nil prints authURL on standard error, escaped for the
+	// terminal, and tries [OpenBrowser] with the start URL, carrying on without a browser since
+	// the user can copy the URL.
 	Open func(ctx context.Context, authURL string) error
 
 	mu      sync.Mutex
@@ -56,6 +68,18 @@ type Loopback struct {
 	ln      net.Listener // held from RedirectURI until Authorize takes it or Close
 	running bool
 	cancel  context.CancelCauseFunc // ends the running Authorize
+	start   string                  // the running Authorize's start URL
+}
+
+// StartURL returns the start URL of the running Authorize, for Open to hand to a browser:
+// http://127.0.0.1:PORT/start/TOKEN, with a random TOKEN made for this authorization, which
+// redirects the first request to the authorization URL and refuses every later one. Unlike
+// the authorization URL, it shows nothing of the state or the PKCE challenge to whoever reads
+// the browser's command line. It is empty while no Authorize runs.
+func (l *Loopback) StartURL() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.start
 }
 
 // RedirectURI returns http://127.0.0.1:PORT/PATH. The first call binds the port, on 127.0.0.1
@@ -110,12 +134,12 @@ func (l *Loopback) Close() error {
 	return nil
 }
 
-// Authorize serves the redirect URI, calls Open, and returns the query parameters of the one
-// callback that carries authURL's state. Requests with another Host header (a DNS rebinding
-// page), another method, or a wrong or missing state are answered 400 and ignored, so a hostile
-// local page can neither end the wait nor substitute its own code. After the callback, or when
-// ctx ends (Authorize then returns its cause), the server is shut down and nothing it started
-// outlives Authorize.
+// Authorize serves the redirect URI and the start URL, calls Open, and returns the query
+// parameters of the one callback that carries authURL's state. Requests with another Host
+// header (a DNS rebinding page), another method, or a wrong or missing state are answered 400
+// and ignored, so a hostile local page can neither end the wait nor substitute its own code.
+// After the callback, or when ctx ends (Authorize then returns its cause), the server is shut
+// down, the start URL with it, and nothing it started outlives Authorize.
 func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, error) {
 	u, err := url.Parse(authURL)
 	if err != nil {
@@ -136,13 +160,16 @@ func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, e
 		l.mu.Unlock()
 		return nil, ErrAuthorizeInProgress
 	}
-	l.running, l.cancel = true, cancel
 	ln, port, path := l.ln, l.port, l.path
+	host := loopbackHost(port)
+	startPath := "/start/" + randomString(32)
+	start := (&url.URL{Scheme: "http", Host: host, Path: startPath}).String()
+	l.running, l.cancel, l.start = true, cancel, start
 	l.ln = nil
 	l.mu.Unlock()
 	defer func() {
 		l.mu.Lock()
-		l.running, l.cancel = false, nil
+		l.running, l.cancel, l.start = false, nil, ""
 		l.mu.Unlock()
 	}()
 	if ln == nil { // released by an earlier Authorize or by Close
@@ -151,12 +178,15 @@ func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, e
 		}
 	}
 
-	host := loopbackHost(port)
 	result := make(chan url.Values, 1)
-	var answered atomic.Bool
+	var answered, started atomic.Bool
 	var conns sync.WaitGroup // connections, so that Authorize can wait for their goroutines
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Host == host && subtle.ConstantTimeCompare([]byte(r.URL.Path), []byte(startPath)) == 1 {
+				serveStart(w, r, authURL, &started)
+				return
+			}
 			q, ok := checkCallback(w, r, host, path, state)
 			if !ok {
 				return
@@ -185,7 +215,11 @@ func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, e
 
 	open := l.Open
 	if open == nil {
-		open = printAndOpenBrowser
+		open = func(ctx context.Context, authURL string) error {
+			printAuthURL(os.Stderr, authURL)
+			_ = OpenBrowser(ctx, start) // the user has the URL either way
+			return nil
+		}
 	}
 	openCtx, stopOpen := context.WithCancel(ctx)
 	opened := make(chan error, 1)
@@ -227,6 +261,26 @@ func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, e
 		<-opened
 	}
 	return q, err
+}
+
+// serveStart redirects the first GET to authURL and refuses every later one: a second request
+// is a reload at best, or someone else who read the start URL.
+func serveStart(w http.ResponseWriter, r *http.Request, authURL string, started *atomic.Bool) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "Method not allowed.", http.StatusMethodNotAllowed)
+		return
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	if !started.CompareAndSwap(false, true) {
+		http.Error(w, "This sign-in link has already been used. If that was not you, stop the program "+
+			"and sign in again.", http.StatusGone)
+		return
+	}
+	h.Set("Location", authURL)
+	w.WriteHeader(http.StatusFound)
 }
 
 // checkCallback answers and rejects every request but the expected callback.
@@ -286,12 +340,6 @@ func listenLoopback(ctx context.Context, port int) (net.Listener, error) {
 	return ln, nil
 }
 
-func printAndOpenBrowser(ctx context.Context, authURL string) error {
-	printAuthURL(os.Stderr, authURL)
-	_ = OpenBrowser(ctx, authURL) // the user has the URL either way
-	return nil
-}
-
 // printAuthURL shows the user authURL with every character a terminal could act on escaped:
 // the authorization server chose it, and could otherwise rewrite what the user reads.
 func printAuthURL(w io.Writer, authURL string) {
@@ -303,6 +351,9 @@ func printAuthURL(w io.Writer, authURL string) {
 // since the URL comes from a server and another scheme could start a local program. It waits
 // for the opener, which normally exits once the browser has the URL, and is killed if ctx ends
 // first.
+//
+// rawURL is on the opener's command line, which every local user can read: for an
+// authorization, give it [Loopback.StartURL], never the authorization URL with its state.
 func OpenBrowser(ctx context.Context, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -23,18 +23,18 @@ func (o *options) authorizer(term *terminal) (*oauth.Authorizer, error) {
 		}
 		path = p
 	}
-	redirect := &oauth.Loopback{
-		Open: func(ctx context.Context, url string) error {
-			// The URL holds no secret (state and the PKCE challenge are single-use), and the
-			// user needs it whole; the terminal escaping applies all the same.
-			fmt.Fprintf(term, "mcpcall: open this URL to authorize: %s\n", url)
-			// Without a browser here (an SSH session), the user opens the printed URL
-			// elsewhere: the wait goes on.
-			if err := openBrowser(ctx, url); err != nil {
-				fmt.Fprintf(term, "mcpcall: no browser opened (%v); waiting for the sign-in\n", err)
-			}
-			return nil
-		},
+	redirect := &oauth.Loopback{}
+	redirect.Open = func(ctx context.Context, url string) error {
+		// The terminal is the user's alone, and the user needs the URL whole; the
+		// terminal escaping applies all the same.
+		fmt.Fprintf(term, "mcpcall: open this URL to authorize: %s\n", url)
+		// The opener's command line is readable by every local user, so it gets the
+		// one-time start URL, which shows no state or PKCE challenge. Without a browser
+		// here (an SSH session), the user opens the printed URL elsewhere: the wait goes on.
+		if err := openBrowser(ctx, redirect.StartURL()); err != nil {
+			fmt.Fprintf(term, "mcpcall: no browser opened (%v); waiting for the sign-in\n", err)
+		}
+		return nil
 	}
 	return oauth.New(oauth.Config{
 		Grant:  oauth.AuthorizationCode{Redirect: redirect, ClientName: "mcpcall"},

@@ -21,6 +21,11 @@ func TestAuthFlow(t *testing.T) {
 	t.Cleanup(func() { openBrowser = restore })
 	openBrowser = func(ctx context.Context, url string) error {
 		opened++
+		// The opener's command line is readable by every local user: it gets the loopback
+		// listener's start URL, never the state or the PKCE challenge.
+		if !strings.HasPrefix(url, "http://127.0.0.1:") || strings.Contains(url, "state=") || strings.Contains(url, "code_challenge") {
+			t.Errorf("the browser opener got %q; want the local start URL", url)
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err

@@ -28,6 +28,16 @@ type Config struct {
 	// HTTPClient sends the requests to the metadata, registration and token endpoints; nil
 	// means a client with a 30-second timeout. Its redirects are not followed to another origin.
 	HTTPClient *http.Client
+	// RefusePrivateAddresses, for an MCP server on the internet, keeps it from pointing the
+	// client into the network the client runs in: the requests to the URLs the server names
+	// (its resource metadata, the authorization server's metadata, registration and token
+	// endpoints) refuse to connect to a loopback, private or link-local address, with an error
+	// wrapping ErrPrivateAddress. The address is checked when connecting, after resolution, so
+	// DNS rebinding cannot get around it. It has no effect while the MCP server's URL itself
+	// names such an address (an IP in those ranges, or localhost), and an identity provider
+	// the program configured (EnterpriseManaged) is exempt. HTTPClient's Transport must be nil
+	// or an *http.Transport; through its proxy, only addresses written in the URL are checked.
+	RefusePrivateAddresses bool
 	// DPoP, if set, binds the tokens to this key (RFC 9449): each request carries a proof of
 	// possession, so that a stolen token is useless without the key.
 	DPoP *DPoPKey
@@ -125,6 +135,13 @@ func New(cfg Config) (*Authorizer, error) {
 		a.hc = &http.Client{Timeout: 30 * time.Second}
 	}
 	a.hc = sameOriginRedirects(a.hc)
+	if cfg.RefusePrivateAddresses {
+		hc, err := refusePrivateAddresses(a.hc, a.serverOnPrivateAddress, cfg.Grant)
+		if err != nil {
+			return nil, err
+		}
+		a.hc = hc
+	}
 	if a.cfg.Store == nil {
 		a.cfg.Store = NewMemoryStore()
 	}

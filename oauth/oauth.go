@@ -19,6 +19,15 @@
 // that a compromised or impersonated MCP server cannot collect the credentials (RFC 9700 §4.4).
 // The first contact is trusted as the MCP server says unless the issuer is pinned: set
 // Config.Issuer to the authorization server you expect, or have Config.ConfirmIssuer show it.
+//
+// Discovery fetches the URLs the server names: its resource metadata, its authorization
+// server's metadata, and the endpoints those name. A client inside a network talking to a server
+// on the internet lets that server make it request internal addresses (server-side request
+// forgery); [Config.RefusePrivateAddresses] refuses loopback, private and link-local addresses
+// for those requests, checked when connecting.
+//
+// [Loopback] keeps the state and PKCE challenge of an authorization off the browser opener's
+// command line, which every local user can read: the browser gets a one-time local start URL.
 package oauth
 
 import (

@@ -4,6 +4,7 @@ package oauth
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -165,4 +166,102 @@ func TestLoopbackDefaultOpenKeepsSecretsOffTheCommandLine(t *testing.T) {
 			t.Error("the start URL still answers after Authorize returned")
 		}
 	})
+}
+
+// readArgv returns a channel that gets the opener's arguments from fifo, and a function that
+// ends the wait when the opener never ran.
+func readArgv(fifo string) (<-chan []string, func()) {
+	argvc := make(chan []string, 1)
+	go func() {
+		f, err := os.Open(fifo)
+		if err != nil {
+			argvc <- nil
+			return
+		}
+		b, _ := io.ReadAll(f)
+		f.Close()
+		argvc <- strings.Fields(string(b))
+	}()
+	giveUp := func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+	}
+	return argvc, giveUp
+}
+
+// OpenBrowser given an authorization URL by a program of its own keeps the URL's query off the
+// command line all the same: the opener gets a one-time local URL that redirects to it.
+func TestOpenBrowserKeepsQueryOffTheCommandLine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	fifo := fakeOpener(t)
+	const state, challenge = "st4te-only-this-flow-knows", "ch4llenge-of-this-flow"
+	authURL := "https://as.example/authorize?" + url.Values{
+		"state": {state}, "code_challenge": {challenge}, "code_challenge_method": {"S256"},
+	}.Encode()
+	argvc, giveUp := readArgv(fifo)
+	done := make(chan error, 1)
+	go func() { done <- OpenBrowser(t.Context(), authURL) }()
+	var argv []string
+	select {
+	case argv = <-argvc:
+	case err := <-done:
+		giveUp()
+		<-argvc
+		t.Fatalf("OpenBrowser = %v without running the opener", err)
+	}
+	if len(argv) != 1 || strings.Contains(argv[0], state) || strings.Contains(argv[0], challenge) ||
+		!strings.HasPrefix(argv[0], "http://127.0.0.1:") {
+		<-done
+		t.Fatalf("opener argv = %q; want one local URL without the state or the challenge", argv)
+	}
+	resp, err := noRedirects().Get(argv[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != authURL {
+		t.Fatalf("GET %s = %s, Location %q; want a redirect to %q", argv[0], resp.Status, resp.Header.Get("Location"), authURL)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("OpenBrowser = %v after the browser had the URL", err)
+	}
+	if _, err := testClient().Get(argv[0]); err == nil {
+		t.Fatal("the local URL still answers after OpenBrowser returned")
+	}
+}
+
+// The start URL of a Loopback is local already, and shows nothing: it goes to the opener as it is.
+func TestOpenBrowserPassesLocalURL(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	fifo := fakeOpener(t)
+	const local = "http://127.0.0.1:9/start/token"
+	argvc, _ := readArgv(fifo)
+	if err := OpenBrowser(t.Context(), local); err != nil {
+		t.Fatal(err)
+	}
+	if argv := <-argvc; len(argv) != 1 || argv[0] != local {
+		t.Fatalf("opener argv = %q; want %q", argv, local)
+	}
+}
+
+// A browser that never fetches the local URL does not hold OpenBrowser past its context.
+func TestOpenBrowserEndsWithContext(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	fifo := fakeOpener(t)
+	argvc, giveUp := readArgv(fifo)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- OpenBrowser(ctx, "https://as.example/authorize?state=st") }()
+	select {
+	case <-argvc:
+	case err := <-done:
+		giveUp()
+		<-argvc
+		t.Fatalf("OpenBrowser = %v without running the opener", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("OpenBrowser = %v; want the context's end", err)
+	}
 }

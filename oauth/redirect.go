@@ -10,6 +10,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -55,10 +56,10 @@ type Loopback struct {
 	Path string
 	// Open shows the user authURL, usually by opening a browser. It runs while Authorize
 	// waits, and its context ends when Authorize returns; an error from it ends Authorize. A
-	// browser started from Open should be given [Loopback.StartURL], not authURL, since a
-	// command line is not private. Nil prints authURL on standard error, escaped for the
-	// terminal, and tries [OpenBrowser] with the start URL, carrying on without a browser since
-	// the user can copy the URL.
+	// command Open starts should be given [Loopback.StartURL], not authURL, since a command
+	// line is not private ([OpenBrowser] keeps either off it). Nil prints authURL on standard
+	// error, escaped for the terminal, and tries OpenBrowser with the start URL, carrying on
+	// without a browser since the user can copy the URL.
 	Open func(ctx context.Context, authURL string) error
 
 	mu      sync.Mutex
@@ -263,13 +264,13 @@ func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, e
 	return q, err
 }
 
-// serveStart redirects the first GET to authURL and refuses every later one: a second request
-// is a reload at best, or someone else who read the start URL.
-func serveStart(w http.ResponseWriter, r *http.Request, authURL string, started *atomic.Bool) {
+// serveStart redirects the first GET to authURL, reporting that it did, and refuses every
+// later one: a second request is a reload at best, or someone else who read the start URL.
+func serveStart(w http.ResponseWriter, r *http.Request, authURL string, started *atomic.Bool) (redirected bool) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "Method not allowed.", http.StatusMethodNotAllowed)
-		return
+		return false
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
@@ -277,10 +278,11 @@ func serveStart(w http.ResponseWriter, r *http.Request, authURL string, started 
 	if !started.CompareAndSwap(false, true) {
 		http.Error(w, "This sign-in link has already been used. If that was not you, stop the program "+
 			"and sign in again.", http.StatusGone)
-		return
+		return false
 	}
 	h.Set("Location", authURL)
 	w.WriteHeader(http.StatusFound)
+	return true
 }
 
 // checkCallback answers and rejects every request but the expected callback.
@@ -348,17 +350,95 @@ func printAuthURL(w io.Writer, authURL string) {
 
 // OpenBrowser opens rawURL in the user's browser: xdg-open on Linux and the BSDs, open on
 // macOS, the URL protocol handler on Windows. It refuses anything but an http or https URL,
-// since the URL comes from a server and another scheme could start a local program. It waits
-// for the opener, which normally exits once the browser has the URL, and is killed if ctx ends
-// first.
+// since the URL comes from a server and another scheme could start a local program.
 //
-// rawURL is on the opener's command line, which every local user can read: for an
-// authorization, give it [Loopback.StartURL], never the authorization URL with its state.
+// The opener's command line can be read by every local user, and an authorization URL's state
+// and PKCE challenge must stay private. So a URL that is not on the loopback interface is
+// served, once, as a redirect from a random path on a loopback port, and only that local URL
+// goes on the command line; OpenBrowser then returns once the browser has fetched it. A
+// loopback URL, such as [Loopback.StartURL], goes to the opener as it is, and OpenBrowser
+// returns when the opener exits, which it normally does once the browser has the URL. The
+// opener is killed, and the wait ends, if ctx ends first.
 func OpenBrowser(ctx context.Context, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: %.64q", ErrUnsafeURL, rawURL)
 	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && ip.IsLoopback() && u.User == nil {
+		return runOpener(ctx, u.String())
+	}
+	return openThroughLocalRedirect(ctx, u.String())
+}
+
+// browserFetchWait bounds how long OpenBrowser waits for the browser to fetch the local URL
+// once the opener has succeeded.
+const browserFetchWait = time.Minute
+
+// openThroughLocalRedirect hands the opener a one-time local URL that redirects to target, and
+// waits until the browser has fetched it.
+func openThroughLocalRedirect(ctx context.Context, target string) error {
+	ln, err := listenLoopback(ctx, 0)
+	if err != nil {
+		return err
+	}
+	host := loopbackHost(ln.Addr().(*net.TCPAddr).Port)
+	path := "/open/" + randomString(32)
+	fetched := make(chan struct{})
+	var used atomic.Bool
+	var conns sync.WaitGroup
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Host != host || subtle.ConstantTimeCompare([]byte(r.URL.Path), []byte(path)) != 1 {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Connection", "close")
+			if serveStart(w, r, target, &used) {
+				close(fetched)
+			}
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			switch s {
+			case http.StateNew:
+				conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				conns.Done()
+			}
+		},
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	defer func() {
+		// The browser gets its redirect before the server goes; a stalled connection does
+		// not hold OpenBrowser.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = srv.Shutdown(sctx)
+		cancel()
+		_ = srv.Close()
+		<-served
+		conns.Wait() // every Add happened in Serve, which has returned
+	}()
+
+	local := (&url.URL{Scheme: "http", Host: host, Path: path}).String()
+	if err := runOpener(ctx, local); err != nil {
+		return err
+	}
+	wait := time.NewTimer(browserFetchWait)
+	defer wait.Stop()
+	select {
+	case <-fetched:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-wait.C:
+		return fmt.Errorf("oauth: the browser did not fetch the URL within %v", browserFetchWait)
+	}
+}
+
+// runOpener starts the platform's URL opener with rawURL and waits for it.
+func runOpener(ctx context.Context, rawURL string) error {
 	var name string
 	var args []string
 	switch runtime.GOOS {
@@ -369,7 +449,10 @@ func OpenBrowser(ctx context.Context, rawURL string) error {
 	default:
 		name = "xdg-open"
 	}
-	if err := exec.CommandContext(ctx, name, append(args, u.String())...).Run(); err != nil {
+	if err := exec.CommandContext(ctx, name, append(args, rawURL)...).Run(); err != nil {
+		if ctx.Err() != nil { // killed for it: the context's end is the reason
+			err = context.Cause(ctx)
+		}
 		return fmt.Errorf("oauth: opening a browser with %s: %w", name, err)
 	}
 	return nil

@@ -57,17 +57,7 @@ func TestLoopbackDefaultOpenKeepsSecretsOffTheCommandLine(t *testing.T) {
 		"state": {state}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}, "client_id": {"c"},
 	}.Encode()
 
-	argvc := make(chan []string, 1)
-	go func() {
-		f, err := os.Open(fifo) // waits for the opener, or for the test giving up on it
-		if err != nil {
-			argvc <- nil
-			return
-		}
-		b, _ := io.ReadAll(f)
-		f.Close()
-		argvc <- strings.Fields(string(b))
-	}()
+	argvc, giveUp := readArgv(fifo)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	type result struct {
@@ -89,9 +79,7 @@ func TestLoopbackDefaultOpenKeepsSecretsOffTheCommandLine(t *testing.T) {
 		select {
 		case argv = <-argvc:
 		case r := <-done:
-			if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
-				w.Close() // ends the reader
-			}
+			giveUp()
 			<-argvc
 			t.Fatalf("Authorize returned %v, %v without running the opener", r.q, r.err)
 		}

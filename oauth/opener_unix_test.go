@@ -181,10 +181,16 @@ func readArgv(fifo string) (<-chan []string, func()) {
 // OpenBrowser given an authorization URL by a program of its own keeps the URL's query off the
 // command line all the same: the opener gets a one-time local URL that redirects to it.
 func TestOpenBrowserKeepsQueryOffTheCommandLine(t *testing.T) {
+	for _, as := range []string{"https://as.example", "http://127.0.0.1:9"} {
+		t.Run(as, func(t *testing.T) { testOpenBrowserKeepsQueryOffTheCommandLine(t, as) })
+	}
+}
+
+func testOpenBrowserKeepsQueryOffTheCommandLine(t *testing.T, as string) {
 	defer goleak.VerifyNone(t)
 	fifo := fakeOpener(t)
 	const state, challenge = "st4te-only-this-flow-knows", "ch4llenge-of-this-flow"
-	authURL := "https://as.example/authorize?" + url.Values{
+	authURL := as + "/authorize?" + url.Values{
 		"state": {state}, "code_challenge": {challenge}, "code_challenge_method": {"S256"},
 	}.Encode()
 	argvc, giveUp := readArgv(fifo)
@@ -199,7 +205,7 @@ func TestOpenBrowserKeepsQueryOffTheCommandLine(t *testing.T) {
 		t.Fatalf("OpenBrowser = %v without running the opener", err)
 	}
 	if len(argv) != 1 || strings.Contains(argv[0], state) || strings.Contains(argv[0], challenge) ||
-		!strings.HasPrefix(argv[0], "http://127.0.0.1:") {
+		!strings.HasPrefix(argv[0], "http://127.0.0.1:") || strings.Contains(argv[0], "?") {
 		<-done
 		t.Fatalf("opener argv = %q; want one local URL without the state or the challenge", argv)
 	}

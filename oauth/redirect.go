@@ -353,18 +353,19 @@ func printAuthURL(w io.Writer, authURL string) {
 // since the URL comes from a server and another scheme could start a local program.
 //
 // The opener's command line can be read by every local user, and an authorization URL's state
-// and PKCE challenge must stay private. So a URL that is not on the loopback interface is
-// served, once, as a redirect from a random path on a loopback port, and only that local URL
-// goes on the command line; OpenBrowser then returns once the browser has fetched it. A
-// loopback URL, such as [Loopback.StartURL], goes to the opener as it is, and OpenBrowser
-// returns when the opener exits, which it normally does once the browser has the URL. The
-// opener is killed, and the wait ends, if ctx ends first.
+// and PKCE challenge must stay private. So a URL is served, once, as a redirect from a random
+// path on a loopback port, and only that local URL goes on the command line; OpenBrowser then
+// returns once the browser has fetched it. Only a loopback URL with no query, fragment or
+// userinfo, such as [Loopback.StartURL], goes to the opener as it is, and OpenBrowser returns
+// when the opener exits, which it normally does once the browser has the URL. The opener is
+// killed, and the wait ends, if ctx ends first.
 func OpenBrowser(ctx context.Context, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: %.64q", ErrUnsafeURL, rawURL)
 	}
-	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && ip.IsLoopback() && u.User == nil {
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && ip.IsLoopback() &&
+		u.User == nil && u.RawQuery == "" && !u.ForceQuery && u.Fragment == "" {
 		return runOpener(ctx, u.String())
 	}
 	return openThroughLocalRedirect(ctx, u.String())

@@ -295,6 +295,9 @@ func TestSkillFileRefusals(t *testing.T) {
 		{"frontmatter no YAML", "---\nname: [unclosed\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
 		{"frontmatter no mapping", "---\n- name\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
 		{"frontmatter duplicate key", "---\nname: a\nname: b\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
+		{"frontmatter merge keys", "---\nname: a\nb: &b {c: d}\ne: {<<: *b}\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
+		{"frontmatter nested too deep", "---\nname: a\nb: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
+		{"frontmatter over 64 KiB", "---\nname: a\nb: " + strings.Repeat("c", 64<<10) + "\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

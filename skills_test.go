@@ -644,3 +644,76 @@ func TestSkillEntryJSON(t *testing.T) {
 		t.Error("an entry whose uri is no string decoded")
 	}
 }
+
+// TestSkillFileURIEscapes: a file URI that leaves the skill's directory by dot segments, raw or
+// percent-encoded, by an encoded slash or a backslash, is refused, whether the manifest lists
+// it or the skill has none: nothing is read, and nothing is returned as verified.
+func TestSkillFileURIEscapes(t *testing.T) {
+	t.Parallel()
+	const billing = "---\nname: billing\ndescription: the billing skill\n---\n"
+	escapes := []string{
+		"skill://pdf-processing/../billing/SKILL.md",
+		"skill://pdf-processing/%2e%2e/billing/SKILL.md",
+		"skill://pdf-processing/%2E%2E/billing/SKILL.md",
+		"skill://pdf-processing/.%2e/billing/SKILL.md",
+		"skill://pdf-processing/%2e./billing/SKILL.md",
+		"skill://pdf-processing/references/../../billing/SKILL.md",
+		"skill://pdf-processing/references/%2e%2e/%2e%2e/billing/SKILL.md",
+		"skill://pdf-processing/..%2fbilling/SKILL.md",
+		"skill://pdf-processing/..%2Fbilling%2FSKILL.md",
+		"skill://pdf-processing/..\\billing\\SKILL.md",
+		"skill://pdf-processing/%5c..%5cbilling/SKILL.md",
+		"skill://pdf-processing/%252e%252e/billing/SKILL.md",
+		"skill://pdf-processing/./../billing/SKILL.md",
+		"skill://pdf-processing//billing/SKILL.md",
+	}
+	for _, uri := range escapes {
+		t.Run(uri, func(t *testing.T) {
+			t.Parallel()
+			files := pdfFiles()
+			files[uri] = mcpclient.ResourceContents{Text: billing}
+			srv := newSkillServer(t, nil, files)
+			c := mcptest.NewClient(t, srv)
+			ctx := testCtx(t)
+
+			listed := pdfEntry()
+			listed.Files = append(listed.Files, fileOf(uri, []byte(billing)))
+			f, err := c.ReadSkillFile(ctx, listed, uri)
+			if f != nil {
+				t.Errorf("ReadSkillFile returned %+v", f)
+			}
+			if sve := refusal(t, err); sve.Check != mcpclient.SkillCheckManifest {
+				t.Errorf("a manifest listing %s: %+v", uri, sve)
+			}
+			for f, err := range c.SkillFiles(ctx, listed) {
+				if err == nil {
+					t.Errorf("SkillFiles yielded %s", f.URI)
+					continue
+				}
+				refusal(t, err)
+			}
+
+			dynamic := pdfEntry()
+			dynamic.Files, dynamic.Dynamic = nil, true
+			f, err = c.ReadSkillFile(ctx, dynamic, uri, mcpclient.WithUnverifiableFiles())
+			if f != nil {
+				t.Errorf("ReadSkillFile of a skill without a manifest returned %+v", f)
+			}
+			if sve := refusal(t, err); sve.Check != mcpclient.SkillCheckManifest {
+				t.Errorf("a skill without a manifest, %s: %+v", uri, sve)
+			}
+
+			escaping := pdfEntry()
+			escaping.URI = strings.Replace(uri, "billing/SKILL.md", "SKILL.md", 1)
+			if escaping.URI != uri {
+				escaping.Files = []mcpclient.SkillFile{fileOf(escaping.URI, []byte(pdfMD))}
+				if _, err := c.LoadSkill(ctx, escaping); refusal(t, err).Check != mcpclient.SkillCheckManifest {
+					t.Errorf("a skill whose URI is %s: %v", escaping.URI, err)
+				}
+			}
+			if reads := srv.read(); len(reads) != 0 {
+				t.Errorf("read %v", reads)
+			}
+		})
+	}
+}

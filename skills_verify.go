@@ -94,7 +94,10 @@ const (
 	// SkillCheckManifest: the entry cannot vouch for the file: it has no manifest, or a
 	// malformed one (a frontmatter that is no object, a digest not of the form sha256:{64 hex},
 	// a negative size, a file listed twice or outside the skill's directory, no entry for
-	// SKILL.md), or its manifest does not list the file. Found before anything is read.
+	// SKILL.md), or its manifest does not list the file, or the URI of the skill or the file
+	// could take the server out of the skill's directory (dot segments, raw or
+	// percent-encoded; an encoded slash or backslash; a backslash; an encoded percent sign; an
+	// empty segment). Found before anything is read.
 	SkillCheckManifest SkillCheck = "manifest"
 	// SkillCheckLimits: the manifest lists more files, or more bytes, than the client's limits
 	// (WithSkillLimits). Found before anything is read.
@@ -231,7 +234,8 @@ func (c *Client) SkillFiles(ctx context.Context, skill *Skill, opts ...SkillOpti
 // A skillPlan is what the checks of an entry found before anything is read.
 type skillPlan struct {
 	skill *Skill
-	dir   string // the skill's directory URI with a trailing slash: the prefix of its files
+	uri   string // the skill's URI in normal form (normalizeSkillURI)
+	dir   string // the skill's directory URI in normal form with a trailing slash: the prefix of its files
 	// files are the manifest by URI; nil for a skill without one read unverified.
 	files       map[string]SkillFile
 	frontmatter map[string]any // the entry's, decoded with json.Number
@@ -255,11 +259,15 @@ func (c *Client) planSkill(skill *Skill, opts []SkillOption) (*skillPlan, error)
 	refuse := func(check SkillCheck, file, want, got string, err error) error {
 		return &Error{Code: CodeSkillVerification, Err: &SkillVerificationError{Skill: skill.URI, File: file, Check: check, Want: want, Got: got, Err: err}}
 	}
-	dir, ok := strings.CutSuffix(skill.URI, "/"+skillMD)
+	uri, problem := normalizeSkillURI(skill.URI)
+	if problem != "" {
+		return nil, refuse(SkillCheckManifest, "", "", "", fmt.Errorf("the skill's URI has %s", problem))
+	}
+	dir, ok := strings.CutSuffix(uri, "/"+skillMD)
 	if !ok || dir == "" || strings.HasSuffix(dir, "/") {
 		return nil, refuse(SkillCheckManifest, "", "", "", fmt.Errorf("the skill's URI names no %s", skillMD))
 	}
-	p := &skillPlan{skill: skill, dir: dir + "/"}
+	p := &skillPlan{skill: skill, uri: uri, dir: dir + "/"}
 	fm, err := decodeObject(skill.Frontmatter)
 	if err != nil {
 		return nil, refuse(SkillCheckManifest, "", "", "", fmt.Errorf("the entry's frontmatter: %w", err))
@@ -280,13 +288,17 @@ func (c *Client) planSkill(skill *Skill, opts []SkillOption) (*skillPlan, error)
 		return nil, refuse(SkillCheckLimits, "", fmt.Sprintf("at most %d files", maxFiles), fmt.Sprintf("%d files", n), nil)
 	}
 	p.files = make(map[string]SkillFile, len(skill.Files))
+	listed := make(map[string]bool, len(skill.Files)) // by normal form
 	var total int64
 	for _, f := range skill.Files {
+		norm, uriProblem := normalizeSkillURI(f.URI)
 		var problem string
-		switch _, dup := p.files[f.URI]; {
-		case dup:
+		switch {
+		case uriProblem != "":
+			problem = "the file's URI has " + uriProblem
+		case listed[norm]:
 			problem = "the manifest lists the file twice"
-		case f.URI != skill.URI && !strings.HasPrefix(f.URI, p.dir):
+		case norm != p.uri && !strings.HasPrefix(norm, p.dir):
 			problem = "the file is outside the skill's directory " + dir
 		case f.Size < 0:
 			problem = fmt.Sprintf("the manifest gives the file a negative size, %d", f.Size)
@@ -297,6 +309,7 @@ func (c *Client) planSkill(skill *Skill, opts []SkillOption) (*skillPlan, error)
 			return nil, refuse(SkillCheckManifest, f.URI, "", "", errors.New(problem))
 		}
 		p.files[f.URI] = f
+		listed[norm] = true
 		// Compared before adding, as total never exceeds maxBytes: a size near the largest
 		// int64 cannot wrap the sum around.
 		if f.Size > maxBytes-total {
@@ -338,7 +351,9 @@ func (p *skillPlan) entry(uri string) (*SkillFile, error) {
 			return &f, nil
 		}
 		why = "the manifest does not list the file"
-	} else if uri == p.skill.URI || strings.HasPrefix(uri, p.dir) {
+	} else if norm, problem := normalizeSkillURI(uri); problem != "" {
+		why = "the file's URI has " + problem
+	} else if norm == p.uri || strings.HasPrefix(norm, p.dir) {
 		return nil, nil
 	} else {
 		why = "the file is outside the skill's directory " + strings.TrimSuffix(p.dir, "/")
@@ -409,13 +424,90 @@ func (p *skillPlan) verify(ctx context.Context, uri string, entry *SkillFile, co
 			return nil, fail(SkillCheckDigest, entry.Digest, got, nil)
 		}
 	}
-	if uri == p.skill.URI {
+	if norm, _ := normalizeSkillURI(uri); uri == p.skill.URI || norm == p.uri {
 		if e := compareFrontmatter(ctx, data, p.frontmatter); e != nil {
 			e.Skill, e.File = p.skill.URI, uri
 			return nil, e
 		}
 	}
 	return &SkillFileContent{URI: uri, MIMEType: rc.MIMEType, Data: data, Verified: entry != nil}, nil
+}
+
+// normalizeSkillURI returns uri, the URI of a skill or of one of its files, in the normal form
+// the client compares to find whether a file is in the skill's directory: the
+// percent-encodings of unreserved characters decoded, the others in capitals (RFC 3986
+// §6.2.2). problem, when not "", says why the client cannot tell where the server would take
+// uri, and refuses it.
+//
+// Dot segments are refused rather than removed (RFC 3986 §5.2.4): the server resolves the URI
+// it is sent, not the client's normal form of it, and may resolve "a/.." through a link named
+// a, or let ".." climb out of the authority of skill://name/.., which the RFC's removal keeps.
+// So are what a server may decode into a separator or a dot segment after the client looked:
+// an encoded slash or backslash, a backslash, an encoded percent sign (a second decoding), and
+// an empty segment, which joins a path as an absolute one in some languages.
+func normalizeSkillURI(uri string) (norm string, problem string) {
+	var b strings.Builder
+	b.Grow(len(uri))
+	for i := 0; i < len(uri); i++ {
+		c := uri[i]
+		switch {
+		case c == '\\':
+			return "", "a backslash"
+		case c < 0x20 || c == 0x7f:
+			return "", "a control character"
+		case c == '?' || c == '#':
+			return "", "a query or a fragment"
+		case c != '%':
+			b.WriteByte(c)
+			continue
+		}
+		if i+2 >= len(uri) || unhex(uri[i+1]) < 0 || unhex(uri[i+2]) < 0 {
+			return "", "a malformed percent-encoding"
+		}
+		d := byte(unhex(uri[i+1])<<4 | unhex(uri[i+2]))
+		i += 2
+		switch {
+		case d == '/' || d == '\\':
+			return "", "an encoded slash or backslash"
+		case d == '%':
+			return "", "an encoded percent sign"
+		case d < 0x20 || d == 0x7f:
+			return "", "an encoded control character"
+		case 'a' <= d && d <= 'z' || 'A' <= d && d <= 'Z' || '0' <= d && d <= '9' || d == '-' || d == '.' || d == '_' || d == '~':
+			b.WriteByte(d)
+		default:
+			fmt.Fprintf(&b, "%%%02X", d)
+		}
+	}
+	norm = b.String()
+	// The segments after the scheme, the authority among them: a server that maps the URI to a
+	// path may take the authority for a directory.
+	rest := norm
+	if i := strings.IndexByte(rest, ':'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	rest = strings.TrimPrefix(rest, "//")
+	for i, seg := range strings.Split(rest, "/") {
+		switch {
+		case seg == "." || seg == "..":
+			return "", "a dot segment"
+		case seg == "" && i > 0:
+			return "", "an empty segment"
+		}
+	}
+	return norm, ""
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
 }
 
 // validDigest reports whether d is a SHA-256 digest as the manifest writes it.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 )
 
 // The Skills extension (SEP-2640, https://modelcontextprotocol.io/seps/2640-skills-extension)
@@ -224,7 +225,9 @@ type directoryParams struct {
 // page). Only a server that declares the Skills extension with directoryRead has the method: to
 // another the request is not sent, and the call fails with ErrDirectoryReadNotDeclared
 // (CodeInvalidArgument). Without a live session it connects first, since the server's
-// declaration decides.
+// declaration decides. A page listing a child outside the directory, or whose URI could take a
+// host descending into it elsewhere (dot segments, raw or encoded, an encoded slash, a
+// backslash), fails with CodeProtocol.
 func (c *Client) ReadDirectoryPage(ctx context.Context, uri, cursor string, opts ...CallOption) (*ReadDirectoryResult, error) {
 	s, err := c.liveSession(ctx)
 	if err != nil {
@@ -234,10 +237,34 @@ func (c *Client) ReadDirectoryPage(ctx context.Context, uri, cursor string, opts
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("%w: reading %s", ErrDirectoryReadNotDeclared, uri)})
 	}
 	var res ReadDirectoryResult
-	if err := c.call(ctx, "resources/directory/read", directoryParams{URI: uri, Cursor: cursor}, &res, opts...); err != nil {
+	resp, err := c.callResponse(ctx, "resources/directory/read", directoryParams{URI: uri, Cursor: cursor}, &res, opts)
+	if err != nil {
 		return nil, err
 	}
+	if err := checkChildren(uri, res.Resources); err != nil {
+		return nil, returned(&Error{Code: CodeProtocol, Request: resp.Request, Attempts: resp.Attempts, Err: err})
+	}
 	return &res, nil
+}
+
+// checkChildren checks that the children a server lists for the directory at dir are in it,
+// their URIs compared in normal form, without what could take a host that descends into them
+// elsewhere (see normalizeSkillURI).
+func checkChildren(dir string, children []*Resource) error {
+	norm, problem := normalizeSkillURI(strings.TrimSuffix(dir, "/"))
+	for _, r := range children {
+		if r == nil {
+			return fmt.Errorf("resources/directory/read of %s listed a null child", dir)
+		}
+		child, childProblem := normalizeSkillURI(r.URI)
+		switch {
+		case childProblem != "":
+			return fmt.Errorf("resources/directory/read of %s listed the child %s, whose URI has %s", dir, r.URI, childProblem)
+		case problem == "" && !strings.HasPrefix(child, norm+"/"):
+			return fmt.Errorf("resources/directory/read of %s listed the child %s, outside it", dir, r.URI)
+		}
+	}
+	return nil
 }
 
 // ReadDirectory iterates over the children of the directory at uri, fetching pages as needed;

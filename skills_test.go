@@ -717,3 +717,30 @@ func TestSkillFileURIEscapes(t *testing.T) {
 		})
 	}
 }
+
+// TestReadDirectoryRefusesEscapingChildren: a child the server lists outside the directory read,
+// by dot segments, encoded slashes or another directory, fails the page with CodeProtocol: a
+// host descending into it would read beyond the skill.
+func TestReadDirectoryRefusesEscapingChildren(t *testing.T) {
+	t.Parallel()
+	for _, child := range []string{
+		"skill://pdf-processing/../billing",
+		"skill://pdf-processing/%2e%2e/billing",
+		"skill://pdf-processing/..%2fbilling",
+		"skill://pdf-processing/..\\billing",
+		"skill://billing/SKILL.md",
+		"skill://pdf-processing-evil/SKILL.md",
+	} {
+		read := mcptest.WithMethod("resources/directory/read", func(context.Context, json.RawMessage) (any, error) {
+			return mcpclient.ReadDirectoryResult{Resources: []*mcpclient.Resource{
+				{URI: pdfSkill, Name: "SKILL.md"},
+				{URI: child, Name: "billing", MIMEType: mcpclient.MIMETypeDirectory},
+			}}, nil
+		})
+		c := mcptest.NewClient(t, mcptest.NewTestServer(t, read, mcptest.WithExtension(mcpclient.SkillsExtension, mcpclient.SkillsCapability{DirectoryRead: true})))
+		page, err := c.ReadDirectoryPage(testCtx(t), "skill://pdf-processing", "")
+		if page != nil || mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+			t.Errorf("a child %s: %+v, %v; want CodeProtocol", child, page, err)
+		}
+	}
+}

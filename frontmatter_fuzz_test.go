@@ -171,8 +171,11 @@ func mergeKeyBomb(levels int) string {
 	return b.String()
 }
 
-// The hostile frontmatters the bounds refuse, each within 64 KiB: merge keys that double a
-// mapping at each level, and nestings deeper than any skill needs, in flow and block style.
+// Hostile frontmatters, which cost a general YAML parser exponential time or quadratic memory:
+// merge keys that double a mapping at each level, nestings deeper than any skill needs in flow
+// and block style, aliases standing for millions of values, and one over 64 KiB are refused for
+// the bounds; a mapping of thousands of keys is read, in linear time, and refused for the
+// field it lacks.
 var frontmatterBombs = map[string]string{
 	"merge keys":        mergeKeyBomb(30),
 	"flow sequences":    "---\nname: x\na: " + strings.Repeat("[", 16000) + strings.Repeat("]", 16000) + "\n---\n",

@@ -141,6 +141,11 @@ func (s settling) apply(rec *mcpclient.JournalRecord) {
 // OpenFile opens the journal in the file at path, creating it (mode 0600) if it does not exist.
 // The file is locked: another process opening it waits for the lock timeout, then fails with
 // ErrLocked.
+//
+// A path that is a symbolic link, or names a file that is not regular or that group or other
+// users may write, is refused with an [*InsecureFileError] (matching ErrInsecureFile): its
+// records are what Recover resends, and whoever could write them would choose what is sent. A
+// file others may read but not write is used: who reads the requests is the user's to decide.
 func OpenFile(path string, opts ...Option) (*File, error) {
 	o := options{capacity: DefaultCapacity, retention: DefaultRetention, lockTimeout: DefaultLockTimeout, mode: 0o600}
 	for _, opt := range opts {
@@ -152,7 +157,8 @@ func OpenFile(path string, opts ...Option) (*File, error) {
 	case o.retention <= 0:
 		return nil, fmt.Errorf("journal: retention %v must be positive", o.retention)
 	}
-	db, err := bolt.Open(path, o.mode, &bolt.Options{Timeout: o.lockTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	db, err := bolt.Open(path, o.mode, &bolt.Options{Timeout: o.lockTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+		OpenFile: openPrivate})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, path)

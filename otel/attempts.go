@@ -16,7 +16,8 @@ import (
 
 // The span event of an attempt and its attributes. The conventions define none for attempts, so
 // these are the client's own; an event also carries mcp.method.name, and when known
-// jsonrpc.request.id, mcp.session.id, gen_ai.tool.name and http.response.status_code.
+// jsonrpc.request.id, gen_ai.tool.name, http.response.status_code and, in a call of a Caller
+// made WithSessionID, mcp.session.id.
 const (
 	// AttemptEvent names the event of one attempt: one sending of a request, or a failure to
 	// open the session it would have gone on.
@@ -50,7 +51,8 @@ func AttemptHook() mcpclient.Option {
 // RecordAttempt adds ev to the span in ctx, if it is recording, as an AttemptEvent event. It
 // does not block.
 func RecordAttempt(ctx context.Context, ev mcpclient.AttemptEvent) {
-	if st, ok := ctx.Value(callKey{}).(*callState); ok {
+	st, _ := ctx.Value(callKey{}).(*callState)
+	if st != nil {
 		st.note(ev)
 	}
 	span := trace.SpanFromContext(ctx)
@@ -72,7 +74,7 @@ func RecordAttempt(ctx context.Context, ev mcpclient.AttemptEvent) {
 	if ev.Tool != "" {
 		attrs = append(attrs, semconv.GenAIToolName(ev.Tool))
 	}
-	if ev.SessionID != "" {
+	if ev.SessionID != "" && st != nil && st.recordSession {
 		attrs = append(attrs, semconv.McpSessionID(ev.SessionID))
 	}
 	if ev.HTTPStatus != 0 {
@@ -90,6 +92,8 @@ type callKey struct{}
 // callState is what the attempt hook learns of a wrapped call.
 type callState struct {
 	clock *sessionClock
+	// recordSession: the Caller was made WithSessionID.
+	recordSession bool
 
 	mu        sync.Mutex
 	ids       []mcpclient.ID // the request ids of the call's attempts, each once, in order

@@ -53,8 +53,8 @@ var _ mcpclient.Caller = (*Caller)(nil)
 //
 // Each request-making call is a CLIENT span named "{mcp.method.name} {target}" (the tool of a
 // tools/call, the prompt of a prompts/get; the method alone otherwise), with mcp.method.name,
-// jsonrpc.request.id, mcp.session.id, mcp.protocol.version, gen_ai.tool.name and
-// gen_ai.operation.name ("execute_tool") for tools/call, gen_ai.prompt.name for prompts/get,
+// jsonrpc.request.id, mcp.protocol.version (and mcp.session.id WithSessionID), gen_ai.tool.name
+// and gen_ai.operation.name ("execute_tool") for tools/call, gen_ai.prompt.name for prompts/get,
 // mcp.resource.uri for resources/read, subscribe and unsubscribe, and on failure error.type,
 // rpc.response.status_code (for a JSON-RPC error) and an ERROR status. Each is measured as
 // mcp.client.operation.duration. The span's trace context goes into the request's params._meta
@@ -222,7 +222,7 @@ func (c *Caller) begin(ctx context.Context, t target) (context.Context, *op) {
 		}
 	}
 	ctx, span := c.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(spanAttrs...))
-	st := &callState{clock: c.session}
+	st := &callState{clock: c.session, recordSession: c.cfg.sessionID}
 	ctx = context.WithValue(ctx, callKey{}, st)
 	return ctx, &op{c: c, ctx: ctx, span: span, start: time.Now(), attrs: attrs, state: st}
 }
@@ -286,7 +286,7 @@ func (o *op) end(err error, toolError bool) {
 	if !id.IsZero() {
 		after = append(after, semconv.JSONRPCRequestID(id.String()))
 	}
-	if sessionID != "" {
+	if sessionID != "" && o.c.cfg.sessionID {
 		after = append(after, semconv.McpSessionID(sessionID))
 	}
 	o.span.SetAttributes(after...)
@@ -547,5 +547,5 @@ func (c *Caller) CachedTools(ctx context.Context) ([]*mcpclient.Tool, error) {
 
 // watch returns ctx with a state for the attempt hook, and no span.
 func (c *Caller) watch(ctx context.Context) context.Context {
-	return context.WithValue(ctx, callKey{}, &callState{clock: c.session})
+	return context.WithValue(ctx, callKey{}, &callState{clock: c.session, recordSession: c.cfg.sessionID})
 }

@@ -24,7 +24,7 @@ import (
 // span's context in params._meta.
 func TestCallToolSpan(t *testing.T) {
 	t.Parallel()
-	tel := newTelemetry(t)
+	tel := newTelemetry(t, mcpotel.WithSessionID())
 	srv := mcptest.NewTestHTTPServer(t, greetTool)
 	c := mcptest.NewClient(t, srv, mcpotel.AttemptHook())
 	caller := mcpotel.Wrap(c, tel.opts...)
@@ -281,7 +281,7 @@ func TestMetrics(t *testing.T) {
 // handshake is an event of the call's span.
 func TestSessionReplaced(t *testing.T) {
 	t.Parallel()
-	tel := newTelemetry(t)
+	tel := newTelemetry(t, mcpotel.WithSessionID())
 	srv := mcptest.NewTestHTTPServer(t, greetTool)
 	c := mcptest.NewClient(t, srv, mcpotel.AttemptHook())
 	caller := mcpotel.Wrap(c, tel.opts...)

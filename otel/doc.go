@@ -15,7 +15,8 @@
 // the tool of a tools/call, the prompt of a prompts/get (or of a completion/complete of a prompt's
 // argument), or with WithResourceURITarget the URI of a resources/read, subscribe or unsubscribe;
 // other spans are named after their method. Attributes: mcp.method.name, jsonrpc.request.id (the
-// id last sent, a re-issue's after a re-issue under a new id), mcp.session.id, mcp.protocol.version,
+// id last sent, a re-issue's after a re-issue under a new id), mcp.protocol.version, mcp.session.id
+// only WithSessionID (a session id is a bearer of the session; spans leave the process),
 // gen_ai.tool.name and gen_ai.operation.name "execute_tool" (tools/call), gen_ai.prompt.name,
 // mcp.resource.uri, those of WithAttributes, and on failure error.type with an ERROR status.
 //

@@ -21,6 +21,7 @@ type config struct {
 	propagator     propagation.TextMapPropagator
 	attrs          []attribute.KeyValue
 	uriTarget      bool
+	sessionID      bool
 }
 
 func newConfig(opts []Option) config {
@@ -75,4 +76,12 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 // the URI is always recorded as mcp.resource.uri.
 func WithResourceURITarget() Option {
 	return optionFunc(func(c *config) { c.uriTarget = true })
+}
+
+// WithSessionID records the session id as mcp.session.id on spans and attempt events, as the
+// semantic conventions recommend. It is off by default: a Streamable HTTP session id lets whoever
+// holds it send in the session, and spans go to collectors and backends the client does not
+// control. Turn it on where traces are as private as the session.
+func WithSessionID() Option {
+	return optionFunc(func(c *config) { c.sessionID = true })
 }

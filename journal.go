@@ -2,14 +2,18 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/params"
+	"github.com/northstar-mcp/mcpclient/internal/redact"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -96,7 +100,8 @@ type JournalRecord struct {
 	Version string      `json:"version,omitempty"`
 	// Idempotent records that the caller vouched the request is safe to run twice.
 	Idempotent bool `json:"idempotent,omitempty"`
-	// Server names the server the request is for (see [WithServerIdentity]).
+	// Server names the server the request is for (see [WithServerIdentity]), without the
+	// secrets of its address.
 	Server string `json:"server"`
 	// Receipts is the binding of the last attempt, or for a new request of the session at hand
 	// when it was claimed; the zero binding when none was known. A journal keeps it as it is
@@ -182,7 +187,7 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 		case nowErr == nil:
 			now = bindingOf(s)
 		}
-		for rec, err := range c.cfg.journal.Unresolved(ctx, c.serverIdentity()) {
+		for rec, err := range c.unresolved(ctx) {
 			if err != nil {
 				// A record the journal could not read is reported by its id, and the others
 				// still come; a journal that names none failed as a whole, and iterates no more.
@@ -272,9 +277,59 @@ func (c *Client) serverIdentity() string {
 	return transportIdentity(c.transport)
 }
 
-// transportIdentity names the server a transport reaches, for the transports that say: the
-// endpoint's URL, or the command line of a server process.
+// unresolved yields the journal's unresolved records for this client's server: those named by
+// its identity, then those named by its address whole, secrets included, as earlier versions of
+// this package named them; a journal holds such records until they settle and are pruned.
+func (c *Client) unresolved(ctx context.Context) iter.Seq2[JournalRecord, error] {
+	return func(yield func(JournalRecord, error) bool) {
+		names := []string{c.serverIdentity()}
+		if raw := rawTransportIdentity(c.transport); c.cfg.serverIdentity == "" && raw != names[0] {
+			names = append(names, raw)
+		}
+		for _, name := range names {
+			for rec, err := range c.cfg.journal.Unresolved(ctx, name) {
+				if !yield(rec, err) || err != nil && rec.ID.IsZero() {
+					return
+				}
+			}
+		}
+	}
+}
+
+// transportIdentity names the server a transport reaches, for the transports that say, without
+// the secrets its address may carry: the journal outlives the process and is read by whoever
+// recovers it, a shared one by every worker and the database's operators. An endpoint URL keeps
+// its scheme, host, path and query keys, and loses its user name, password, query values and
+// fragment; a command line keeps its program and loses its arguments. What was removed still
+// tells servers apart through a digest of the whole (SHA-256, 128 bits): the same endpoint under
+// another token or account is another server. A digest of a guessable password can be guessed
+// back; a URL and command line with nothing to remove are kept as they are.
 func transportIdentity(t transport.Transport) string {
+	raw := rawTransportIdentity(t)
+	var kept string
+	switch t := t.(type) {
+	case *transport.HTTP, *transport.SSE:
+		kept = raw
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			u.User = nil
+			kept = u.String()
+		}
+		kept = redact.URL(kept)
+	case *transport.Command:
+		if len(t.Args) == 0 {
+			return raw
+		}
+		kept = fmt.Sprintf("command %q", t.Path)
+	}
+	if kept == raw {
+		return raw
+	}
+	sum := sha256.Sum256([]byte(raw))
+	return kept + " sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// rawTransportIdentity is the endpoint's URL, or the command line of a server process, as it is.
+func rawTransportIdentity(t transport.Transport) string {
 	switch t := t.(type) {
 	case *transport.HTTP:
 		return t.URL

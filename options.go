@@ -199,9 +199,11 @@ func WithJournal(j Journal) Option {
 }
 
 // WithServerIdentity names the server in journal records, so that a restarted process recovers
-// the requests for this server and no other's. Default: the endpoint URL of an HTTP or SSE
-// transport, the command line of a server process, and "" for other transports, which then share
-// one name: give each its own when several such clients share a journal.
+// the requests for this server and no other's. The name is stored as given: keep secrets out of
+// it. Default: the endpoint URL of an HTTP or SSE transport without its user name, password,
+// query values and fragment, the program of a server process without its arguments, each with a
+// digest of the whole when something was removed; "" for other transports, which then share one
+// name: give each its own when several such clients share a journal.
 func WithServerIdentity(name string) Option {
 	return optionFunc(func(c *config) { c.serverIdentity = name })
 }

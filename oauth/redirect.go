@@ -199,18 +199,8 @@ func (l *Loopback) Authorize(ctx context.Context, authURL string) (url.Values, e
 			writeCallbackPage(w, q)
 			result <- q
 		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				conns.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				conns.Done()
-			}
-		},
-		// The server's own log lines could carry request details; nothing here needs them.
-		ErrorLog: log.New(io.Discard, "", 0),
 	}
+	localServer(srv, &conns)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -398,17 +388,8 @@ func openThroughLocalRedirect(ctx context.Context, target string) error {
 				close(fetched)
 			}
 		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				conns.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				conns.Done()
-			}
-		},
-		ErrorLog: log.New(io.Discard, "", 0),
 	}
+	localServer(srv, &conns)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	defer func() {
@@ -546,4 +527,20 @@ func sameEndpoint(a, b *url.URL) bool {
 	}
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host) &&
 		pathOf(a) == pathOf(b)
+}
+
+// localServer sets up srv, a server on a loopback listener that the flow owns: it counts its
+// connections in conns, so that their goroutines can be waited for, and writes no log lines,
+// which could carry request details.
+func localServer(srv *http.Server, conns *sync.WaitGroup) {
+	srv.ReadHeaderTimeout = 10 * time.Second
+	srv.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			conns.Done()
+		}
+	}
+	srv.ErrorLog = log.New(io.Discard, "", 0)
 }

@@ -64,7 +64,7 @@ func TestSecurityCredentialsStayWithTheirOrigin(t *testing.T) {
 				var elsewhere atomic.Int32
 				var runs atomic.Int32
 				first := testpeer.Once()
-				mcp := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+				mcp := mcptest.NewTestHTTPServer(t, mcptest.WithAllowedHosts(home), mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 					runs.Add(1)
 					return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok")}}, nil
 				}))
@@ -148,7 +148,7 @@ func TestSecurityRedirectsStayWithinTheOrigin(t *testing.T) {
 			var mu sync.Mutex
 			var elsewhere []seen
 			var runs atomic.Int32
-			mcp := mcptest.NewTestHTTPServer(t, mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			mcp := mcptest.NewTestHTTPServer(t, mcptest.WithAllowedHosts(home, other), mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				runs.Add(1)
 				return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("ok")}}, nil
 			}))
@@ -274,7 +274,7 @@ func TestSecurityLegacyEndpointIsReadAgainstTheStreamsOrigin(t *testing.T) {
 		moved = "moved.example.test"
 	)
 	var port string
-	mcp := mcptest.NewTestHTTPServer(t)
+	mcp := mcptest.NewTestHTTPServer(t, mcptest.WithAllowedHosts(home, moved))
 	var endpoint atomic.Value // string: the endpoint event the moved stream sends instead of mcptest's, if any
 	endpoint.Store("")
 	var mu sync.Mutex

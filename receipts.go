@@ -18,6 +18,13 @@ const (
 // receipts.
 const RequestReceiptsKey = "requestReceipts"
 
+// RequestReceiptsExtension is the identifier of the request receipts extension: in the stateless
+// revisions a request opts into receipts by naming it among the extensions of its per-request
+// client capabilities, and a server that keeps receipts names it among the extensions of its
+// capabilities, with its RequestReceipts declaration. A request that did not opt in gets no
+// receipt: real clients reuse ids.
+const RequestReceiptsExtension = "io.github.northstar-mcp/request-receipts"
+
 // RequestReceipts is a server's receipt declaration:
 // capabilities.experimental.requestReceipts = {"scope": "process"|"session", "maxReceipts": N,
 // "epoch": "..."}. The capability is experimental, this module's own.

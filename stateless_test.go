@@ -675,7 +675,8 @@ func TestReissueAfterTheServerLeftTheStatelessRevisionIsWrittenForTheNewSession(
 }
 
 // TestStatelessExtensionsDeclared: the extensions the client declares ride in every request's
-// clientCapabilities, and those server/discover declares reach ServerCapabilities.
+// clientCapabilities, with the receipts opt-in, and those server/discover declares reach
+// ServerCapabilities.
 func TestStatelessExtensionsDeclared(t *testing.T) {
 	t.Parallel()
 	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
@@ -693,7 +694,7 @@ func TestStatelessExtensionsDeclared(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range s.Requests() {
-		if got := string(r.Meta()[metakeys.ClientCapabilities]); got != `{"extensions":{"io.example/y":{"mode":"on"}}}` {
+		if got := string(r.Meta()[metakeys.ClientCapabilities]); got != `{"extensions":{"io.example/y":{"mode":"on"},"io.github.northstar-mcp/request-receipts":{}}}` {
 			t.Errorf("%s: clientCapabilities %s", r.Method, got)
 		}
 	}

@@ -108,7 +108,7 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 	go func() {
 		defer c.answered()
 		defer s.untrack(session, key, t)
-		v := s.process(t.ctx, t.ep, session, m, key, outletFunc(c.send))
+		v := s.process(t.ctx, t.ep, session, m, key, outletFunc(c.send), nil)
 		switch {
 		case v.refuse != nil && c.stream:
 			c.reply(m, refusalAnswer(v.refuse))

@@ -145,7 +145,8 @@ func readURI(m jsonrpc.Message) (string, *answer) {
 
 // readResource serves resources/read: the resource registered under the URI, else the first
 // template that matches it.
-func (s *Server) readResource(ctx context.Context, m jsonrpc.Message) answer {
+// notFound is the error code of a URI that names nothing: the revision's.
+func (s *Server) readResource(ctx context.Context, m jsonrpc.Message, notFound int64) answer {
 	uri, bad := readURI(m)
 	if bad != nil {
 		return *bad
@@ -164,7 +165,7 @@ func (s *Server) readResource(ctx context.Context, m jsonrpc.Message) answer {
 	}
 	s.mu.Unlock()
 	if read == nil {
-		return errorAnswer(RPCResourceNotFound, "Resource not found", map[string]string{"uri": uri})
+		return errorAnswer(notFound, "Resource not found", map[string]string{"uri": uri})
 	}
 	contents, err := guard("resource "+uri, func() ([]mcpclient.ResourceContents, error) { return read(ctx, uri) })
 	if contents == nil {
@@ -195,6 +196,8 @@ func (s *Server) subscribe(st *sessionState, m jsonrpc.Message) answer {
 // ResourceUpdated sends notifications/resources/updated for uri to the sessions subscribed to
 // it.
 func (s *Server) ResourceUpdated(uri string) {
+	raw, _ := json.Marshal(uriParams{uri})
+	s.notifyListeners("notifications/resources/updated", raw, uri)
 	s.notifySessions("notifications/resources/updated", uriParams{uri}, func(st *sessionState) bool {
 		return st.subscribed(uri)
 	})

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,7 +123,15 @@ func (h *HTTPServer) Close() error {
 }
 
 // ServeHTTP serves the MCP endpoint.
+//
+// Served on a loopback address, it refuses with 403 a request whose Host or Origin names
+// another host: a web page whose name an attacker rebinds to 127.0.0.1 must not reach a local
+// server through the user's browser.
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.localRequest(r) {
+		http.Error(w, "Forbidden: the Host or Origin of the request names another host", http.StatusForbidden)
+		return
+	}
 	if h.Server.auth.guard(h, w, r) {
 		return
 	}
@@ -158,10 +169,6 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(h.versions, v) {
-		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
-		return
-	}
 	msgs, err := jsonrpc.Decode(body)
 	if err != nil || len(msgs) != 1 {
 		h.record(r, nil)
@@ -171,6 +178,14 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 	m := msgs[0]
 	h.record(r, &m)
 	session := r.Header.Get("Mcp-Session-Id")
+	if h.routesStateless(r, session, m) {
+		h.postStateless(w, r, m, body)
+		return
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(h.versions, v) {
+		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, "unsupported MCP-Protocol-Version "+strconv.Quote(v))
+		return
+	}
 	switch m.Kind() {
 	case jsonrpc.KindNotification, jsonrpc.KindResponse:
 		if !h.checkSession(w, session) {
@@ -208,7 +223,7 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		out = sw
 	}
 	defer sw.close()
-	v := h.process(t.ctx, t.ep, session, m, key, out)
+	v := h.process(t.ctx, t.ep, session, m, key, out, nil)
 	if h.refused(w, v) {
 		return
 	}
@@ -510,4 +525,61 @@ func writeEvent(w http.ResponseWriter, id string, retry time.Duration, data []by
 	b = append(b, "\n\n"...)
 	w.Write(b)
 	w.(http.Flusher).Flush()
+}
+
+// localRequest reports whether a request may reach a server listening on a loopback address:
+// its Host, and its Origin if it has one, name a loopback host or one WithAllowedHosts allows.
+// A server on another address takes every request.
+func (h *HTTPServer) localRequest(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || !loopbackAddr(local.String()) {
+		return true
+	}
+	if !h.hostAllowed(r.Host) {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && h.hostAllowed(u.Host)
+}
+
+func (h *HTTPServer) hostAllowed(hostport string) bool {
+	if loopbackHost(hostport) {
+		return true
+	}
+	host := hostport
+	if name, _, err := net.SplitHostPort(hostport); err == nil {
+		host = name
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.allowedHosts["*"] || h.allowedHosts[strings.ToLower(host)]
+}
+
+// loopbackAddr reports whether host:port is on a loopback IP.
+func loopbackAddr(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackHost reports whether a Host header (host, host:port, [v6]:port) names localhost or a
+// loopback IP.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -142,7 +142,7 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.untrack(session, key, t)
 	out := &legacyRequest{ls: ls, w: w}
-	v := h.process(t.ctx, t.ep, session, m, key, out)
+	v := h.process(t.ctx, t.ep, session, m, key, out, nil)
 	if h.refused(w, v) {
 		return
 	}

@@ -36,11 +36,38 @@ func (c *ToolCall) Progress(progress, total float64, message string) {
 	}
 }
 
+// Log sends a log record (notifications/message) to the client that made the call, by the way
+// Progress describes, when the client's level admits it: in the session revisions, the level
+// logging/setLevel set (every record until then); in the stateless revisions, the level the
+// request's _meta asked for (none without one). logger may be empty; data is any JSON value.
+func (c *ToolCall) Log(level mcpclient.LoggingLevel, logger string, data any) error {
+	if _, ok := levelRank[level]; !ok {
+		return fmt.Errorf("mcptest: unknown logging level %q", level)
+	}
+	if c.session == nil || c.out == nil || !c.session.admits(level) {
+		return nil
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	params, _ := json.Marshal(mcpclient.LogMessage{Level: level, Logger: logger, Data: raw}) // marshalled parts
+	ctx, cancel := context.WithTimeout(c.srv.ctx, sendTimeout)
+	defer cancel()
+	if err := c.out.send(ctx, jsonrpc.AppendRequest(nil, "", "notifications/message", params)); err != nil {
+		c.srv.log.Debug("mcptest: log record not sent", "id", c.ID.JSON(), "err", err)
+	}
+	return nil
+}
+
 // sendTimeout bounds the sending of a notification to a client that does not read.
 const sendTimeout = 5 * time.Second
 
 // errNoClient fails a server request of a call that has no way back to its client.
 var errNoClient = errors.New("mcptest: the call has no session to send requests on")
+
+// errNoServerRequests fails a server request in a stateless revision, where a server sends none.
+var errNoServerRequests = errors.New("mcptest: the stateless revisions send no requests to the client")
 
 // Request sends a request (sampling/createMessage, elicitation/create, roots/list, ...) to the
 // client that made the call, by the way Progress describes, and waits for its answer: the
@@ -51,6 +78,9 @@ var errNoClient = errors.New("mcptest: the call has no session to send requests 
 func (c *ToolCall) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	if c.session == nil || c.out == nil {
 		return nil, errNoClient
+	}
+	if c.session.stateless {
+		return nil, errNoServerRequests
 	}
 	var raw []byte
 	if params != nil {

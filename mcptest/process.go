@@ -108,7 +108,9 @@ func (s *Server) cancelRequest(session string, params json.RawMessage) {
 // process runs one request through the faults that match it, the session check, the server's
 // mode and the method itself.
 // out is the way back to the client while the request runs (progress, server requests).
-func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonrpc.Message, key string, out outlet) verdict {
+// stateless, if set, is the request's own state in a stateless revision, which has no session
+// to check.
+func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonrpc.Message, key string, out outlet, stateless *sessionState) verdict {
 	plan := s.takeFaults(m.Method, toolName(m))
 	if plan.fail {
 		return verdict{refuse: ErrUnavailable, retryAfter: plan.retryAfter}
@@ -122,7 +124,7 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	if plan.dropBefore {
 		return verdict{drop: true}
 	}
-	if m.Method != "initialize" && !s.sessionLive(ep, session) {
+	if stateless == nil && m.Method != "initialize" && !s.sessionLive(ep, session) {
 		return verdict{refuse: transport.ErrSessionNotFound}
 	}
 	if s.mode == ModeInFlightRefusal && m.Method != "initialize" {
@@ -136,36 +138,11 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	}
 
 	var v verdict
-	switch m.Method {
-	case "initialize":
-		v.answer, v.session = s.initialize(ep, m)
-		v.answer = s.declareTasks(v.answer)
-	case "ping":
-		v.answer = answer{body: []byte("{}")}
-	case "tools/list":
-		v.answer = s.listTools(m)
-	case "tools/call":
-		v.answer = s.toolsCall(ctx, ep, m, key, s.sessionState(ep, session), out)
-	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
-		v.answer = s.taskMethod(ctx, ep, m)
-	case "resources/list":
-		v.answer = s.listResources(m)
-	case "resources/templates/list":
-		v.answer = s.listResourceTemplates(m)
-	case "resources/read":
-		v.answer = s.readResource(ctx, m)
-	case "resources/subscribe", "resources/unsubscribe":
-		v.answer = s.subscribe(s.sessionState(ep, session), m)
-	case "prompts/list":
-		v.answer = s.listPrompts(m)
-	case "prompts/get":
-		v.answer = s.getPrompt(ctx, m)
-	case "completion/complete":
-		v.answer = s.complete(ctx, m)
-	case "logging/setLevel":
-		v.answer = s.setLogLevel(s.sessionState(ep, session), m)
+	switch {
+	case stateless != nil:
+		v.answer = s.dispatchStateless(ctx, ep, stateless, m, key, out)
 	default:
-		v.answer = s.callMethod(ctx, m)
+		v.answer, v.session = s.dispatch(ctx, ep, session, m, key, out)
 	}
 	s.mu.Lock()
 	restarted := s.epoch != ep
@@ -173,6 +150,42 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	v.drop = plan.dropAfter || restarted
 	v.breakStream = plan.breakStream
 	return v
+}
+
+// dispatch runs a request of a session revision; opened is the session initialize opened.
+func (s *Server) dispatch(ctx context.Context, ep *epoch, session string, m jsonrpc.Message, key string, out outlet) (a answer, opened string) {
+	switch m.Method {
+	case "initialize":
+		a, opened = s.initialize(ep, m)
+		a = s.declareTasks(a)
+	case "ping":
+		a = answer{body: []byte("{}")}
+	case "tools/list":
+		a = s.listTools(m)
+	case "tools/call":
+		a = s.toolsCall(ctx, ep, m, key, s.sessionState(ep, session), out)
+	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+		a = s.taskMethod(ctx, ep, m)
+	case "resources/list":
+		a = s.listResources(m)
+	case "resources/templates/list":
+		a = s.listResourceTemplates(m)
+	case "resources/read":
+		a = s.readResource(ctx, m, RPCResourceNotFound)
+	case "resources/subscribe", "resources/unsubscribe":
+		a = s.subscribe(s.sessionState(ep, session), m)
+	case "prompts/list":
+		a = s.listPrompts(m)
+	case "prompts/get":
+		a = s.getPrompt(ctx, m)
+	case "completion/complete":
+		a = s.complete(ctx, m)
+	case "logging/setLevel":
+		a = s.setLogLevel(s.sessionState(ep, session), m)
+	default:
+		a = s.callMethod(ctx, m)
+	}
+	return a, opened
 }
 
 func (s *Server) sessionLive(ep *epoch, session string) bool {
@@ -193,31 +206,21 @@ func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return errorAnswer(mcpclient.RPCInvalidParams, "initialize params: "+err.Error(), nil), ""
 	}
-	version := s.versions[0]
-	if slices.Contains(s.versions, p.ProtocolVersion) {
-		version = p.ProtocolVersion
+	// initialize negotiates among the revisions with sessions; a server that speaks none of them
+	// refuses it as the stateless revisions refuse a revision they do not speak.
+	var version string
+	for _, v := range s.versions {
+		if sessionRevision(v) && (version == "" || v == p.ProtocolVersion) {
+			version = v
+		}
 	}
-	caps := mcpclient.ServerCapabilities{
-		Tools:   &mcpclient.ListChangedCapability{},
-		Logging: json.RawMessage(`{}`),
+	if version == "" {
+		return errorAnswer(rpcUnsupportedProtocolVersion, "Unsupported protocol version "+p.ProtocolVersion,
+			map[string]any{"supported": s.discoverVersions(), "requested": p.ProtocolVersion}), ""
 	}
+	caps := s.capabilities(ep, false)
 	sid := uuid.NewString()
 	s.mu.Lock()
-	if s.mode == ModeReceipts {
-		// ep's epoch, the one the session belongs to, whatever Restart did meanwhile.
-		decl, _ := json.Marshal(mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeProcess, MaxReceipts: s.maxReceipts, Epoch: s.receiptEpochLocked(ep)})
-		caps.Experimental = map[string]json.RawMessage{mcpclient.RequestReceiptsKey: decl}
-	}
-	if len(s.resources) > 0 || len(s.templates) > 0 {
-		caps.Resources = &mcpclient.ResourcesCapability{Subscribe: true, ListChanged: true}
-	}
-	if len(s.prompts) > 0 {
-		caps.Prompts = &mcpclient.ListChangedCapability{ListChanged: true}
-	}
-	if s.completion != nil {
-		caps.Completions = json.RawMessage(`{}`)
-	}
-	caps.Extensions = s.extensions
 	s.sessionSeq++
 	st := newSessionState(sid, s.sessionSeq)
 	st.version, st.client, st.caps = version, p.ClientInfo, p.Capabilities
@@ -311,7 +314,7 @@ func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key
 	if len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
 		call.ProgressToken = p.Meta.ProgressToken
 	}
-	return s.withReceipt(ctx, ep, m, key, func() answer { return s.execute(ctx, call, key) })
+	return s.withReceipt(ctx, ep, st, m, key, func() answer { return s.execute(ctx, call, key) })
 }
 
 func (s *Server) execute(ctx context.Context, call *ToolCall, key string) answer {

@@ -84,8 +84,10 @@ func (s *Server) releaseInFlight(ep *epoch, key string) {
 
 // withReceipt answers a tools/call under the server's mode, the receipt store of seed "Northstar": with receipts,
 // run runs once per id, and the same id with the same content gets its answer.
-func (s *Server) withReceipt(ctx context.Context, ep *epoch, m jsonrpc.Message, key string, run func() answer) answer {
-	if s.mode != ModeReceipts {
+// A request of a stateless revision gets a receipt only when it opted in (see
+// mcpclient.RequestReceiptsExtension); one of a session always does.
+func (s *Server) withReceipt(ctx context.Context, ep *epoch, st *sessionState, m jsonrpc.Message, key string, run func() answer) answer {
+	if s.mode != ModeReceipts || (st != nil && st.stateless && !st.receiptsOptIn) {
 		return run()
 	}
 	fp, err := fingerprint(m.Method, m.Params)

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,6 +127,14 @@ type Server struct {
 	taskPoll time.Duration // pollInterval of tasks; see WithTaskPollInterval
 	maxTasks int           // bound of each epoch's task store; see WithMaxTasks
 
+	// allowedHosts are the host names besides loopback ones an HTTPServer on a loopback address
+	// serves; see WithAllowedHosts.
+	allowedHosts map[string]bool
+	cacheTTL     time.Duration // see WithCacheHints
+	cacheScope   string
+	// listeners are the open subscriptions/listen streams of the stateless revisions.
+	listeners map[*listener]struct{}
+
 	methods    map[string]MethodFunc      // see WithMethod
 	extensions map[string]json.RawMessage // declared in initialize; see WithExtension
 }
@@ -223,6 +232,22 @@ func WithInFlightStatus(code int) Option {
 	return optionFunc(func(s *Server) { s.inFlightStatus = code })
 }
 
+// WithAllowedHosts names hosts an HTTPServer listening on a loopback address serves besides
+// localhost and the loopback IPs, for a test that reaches it under other names (a proxy in
+// front, a dialer that maps names to it): the server otherwise refuses with 403 a request whose
+// Host or Origin names another host, as a local server must against DNS rebinding. "*" allows
+// every host.
+func WithAllowedHosts(hosts ...string) Option {
+	return optionFunc(func(s *Server) {
+		if s.allowedHosts == nil {
+			s.allowedHosts = make(map[string]bool)
+		}
+		for _, h := range hosts {
+			s.allowedHosts[strings.ToLower(h)] = true
+		}
+	})
+}
+
 // WithFault injects f before the first connection; see Inject.
 func WithFault(f Fault) Option { return optionFunc(func(s *Server) { s.injectLocked(f) }) }
 
@@ -237,6 +262,8 @@ func NewServer(opts ...Option) *Server {
 		},
 		info:           mcpclient.Implementation{Name: "mcptest", Version: mcpclient.Version},
 		inFlightStatus: http.StatusConflict,
+		cacheScope:     "private",
+		listeners:      make(map[*listener]struct{}),
 		log:            slog.New(slog.DiscardHandler),
 		ctx:            ctx,
 		cancel:         cancel,
@@ -274,10 +301,13 @@ func (s *Server) newEpoch() *epoch {
 }
 
 // AddTool registers a tool on a running server.
+// Listeners of the stateless revisions that asked for tool list changes hear of it; sessions
+// hear of it when the test sends notifications/tools/list_changed (Notify).
 func (s *Server) AddTool(tool mcpclient.Tool, fn ToolFunc) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.addToolLocked(tool, fn)
+	s.mu.Unlock()
+	s.notifyListeners("notifications/tools/list_changed", nil, "")
 }
 
 func (s *Server) addToolLocked(tool mcpclient.Tool, fn ToolFunc) {
@@ -472,6 +502,7 @@ func (s *Server) notifySessions(method string, params any, wants func(*sessionSt
 		}
 	}
 	frame := jsonrpc.AppendRequest(nil, "", method, raw)
+	s.notifyListeners(method, raw, "")
 	for _, st := range s.liveSessions() {
 		if !wants(st) {
 			continue

@@ -14,9 +14,14 @@ import (
 // declared in initialize, its log level and subscriptions, and the server's own requests
 // awaiting the client's answer.
 type sessionState struct {
-	id     string
-	seq    int // creation order, for SessionInfos
-	events *eventStore
+	id  string
+	seq int // creation order, for SessionInfos
+	// stateless: the state of one request of a stateless revision (see statelessSession), not of
+	// a session.
+	stateless bool
+	// receiptsOptIn: the stateless request opted into receipts.
+	receiptsOptIn bool
+	events        *eventStore
 	// outbox carries notifications to the session's GET stream, if one is open; full, it drops
 	// them, as a server does for a client that does not listen.
 	outbox chan []byte
@@ -145,7 +150,12 @@ func (st *sessionState) admits(level mcpclient.LoggingLevel) bool {
 	st.mu.Lock()
 	min := st.logLevel
 	st.mu.Unlock()
-	return min == "" || levelRank[level] >= levelRank[min]
+	if min == "" {
+		// A session hears everything until it sets a level; a request of a stateless revision
+		// hears nothing unless its _meta asks for a level.
+		return !st.stateless
+	}
+	return levelRank[level] >= levelRank[min]
 }
 
 func (st *sessionState) subscribed(uri string) bool {

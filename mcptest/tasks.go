@@ -192,7 +192,7 @@ func (s *Server) toolsCall(ctx context.Context, ep *epoch, m jsonrpc.Message, ke
 	s.mu.Unlock()
 	switch {
 	case augmented:
-		return s.withReceipt(ctx, ep, m, key, func() answer {
+		return s.withReceipt(ctx, ep, st, m, key, func() answer {
 			var id mcpclient.ID
 			json.Unmarshal([]byte(key), &id) // key came from a parsed id
 			call := &ToolCall{ID: id, Name: p.Name, Arguments: p.Arguments, srv: s, session: st}
@@ -202,7 +202,7 @@ func (s *Server) toolsCall(ctx context.Context, ep *epoch, m jsonrpc.Message, ke
 			return s.createTask(ep, call, key, p.Task)
 		})
 	case support == tasks.SupportRequired:
-		return s.withReceipt(ctx, ep, m, key, func() answer {
+		return s.withReceipt(ctx, ep, st, m, key, func() answer {
 			return errorAnswer(mcpclient.RPCMethodNotFound, "tool "+p.Name+" requires task-augmented execution", nil)
 		})
 	}

@@ -105,6 +105,20 @@ func Declarations(inputSchema json.RawMessage) ([]Param, error) {
 // ParamValues computes the Mcp-Param-* headers of a call with arguments args. An argument that
 // is absent or null sends no header; false, 0 and "" are sent.
 func ParamValues(params []Param, args json.RawMessage) (map[string]string, error) {
+	values, err := paramTexts(params, args)
+	if err != nil || values == nil {
+		return nil, err
+	}
+	h := make(map[string]string, len(values))
+	for name, v := range values {
+		h["Mcp-Param-"+name] = EncodeValue(v)
+	}
+	return h, nil
+}
+
+// paramTexts returns the text each declared argument present in args has in its header, by
+// header name.
+func paramTexts(params []Param, args json.RawMessage) (map[string]string, error) {
 	if len(params) == 0 || len(args) == 0 {
 		return nil, nil
 	}
@@ -114,7 +128,7 @@ func ParamValues(params []Param, args json.RawMessage) (map[string]string, error
 	if err := dec.Decode(&root); err != nil {
 		return nil, err
 	}
-	h := map[string]string{}
+	texts := map[string]string{}
 	for _, p := range params {
 		v, ok := root, true
 		for _, key := range p.path {
@@ -141,9 +155,61 @@ func ParamValues(params []Param, args json.RawMessage) (map[string]string, error
 		default:
 			return nil, fmt.Errorf("argument %s for header %s is no string, integer or boolean", strings.Join(p.path, "."), p.name)
 		}
-		h["Mcp-Param-"+p.name] = EncodeValue(s)
+		texts[p.name] = s
 	}
-	return h, nil
+	return texts, nil
+}
+
+// ErrMismatch reports a request whose headers do not say what its body says: the server side of
+// the header rules, answered with HeaderMismatch.
+var ErrMismatch = errors.New("header does not match the body")
+
+// DecodeValue reads a header value as EncodeValue wrote it: surrounding whitespace is not part
+// of the value, and =?base64?…?= carries it in padded standard Base64, which must decode.
+// Anything else is the value as it is.
+func DecodeValue(v string) (string, error) {
+	v = strings.Trim(v, " \t")
+	if len(v) < len("=?base64??=") || !strings.HasPrefix(v, "=?base64?") || !strings.HasSuffix(v, "?=") {
+		return v, nil
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(v[len("=?base64?") : len(v)-len("?=")])
+	if err != nil {
+		return "", fmt.Errorf("%w: invalid Base64 in %q", ErrMismatch, v)
+	}
+	return string(b), nil
+}
+
+// CheckParams checks the Mcp-Param-* headers of a call with arguments args against the tool's
+// declarations: every declared argument present in args must be in its header, with its value,
+// and a header must not name an argument the body lacks.
+func CheckParams(params []Param, args json.RawMessage, h http.Header) error {
+	texts, err := paramTexts(params, args)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMismatch, err)
+	}
+	for _, p := range params {
+		name := "Mcp-Param-" + p.name
+		vals := h.Values(name)
+		want, inBody := texts[p.name]
+		switch {
+		case !inBody && len(vals) == 0:
+		case !inBody:
+			return fmt.Errorf("%w: %s is sent without its argument", ErrMismatch, name)
+		case len(vals) == 0:
+			return fmt.Errorf("%w: %s is missing", ErrMismatch, name)
+		case len(vals) > 1:
+			return fmt.Errorf("%w: %s is sent twice", ErrMismatch, name)
+		default:
+			got, err := DecodeValue(vals[0])
+			if err != nil {
+				return err
+			}
+			if got != want {
+				return fmt.Errorf("%w: %s says %q, the argument %q", ErrMismatch, name, got, want)
+			}
+		}
+	}
+	return nil
 }
 
 // maxSafeInteger is the largest integer a header may carry: 2^53 - 1, exact in every JSON

@@ -3,6 +3,7 @@ package headers
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
 	"testing"
 )
@@ -102,6 +103,71 @@ func TestParamHeaders(t *testing.T) {
 	for _, args := range []string{`{"priority":9007199254740992}`, `{"priority":1.5}`, `{"region":["a"]}`} {
 		if _, err := ParamValues(params, json.RawMessage(args)); err == nil {
 			t.Errorf("ParamValues(%s) accepted a value a header cannot carry", args)
+		}
+	}
+}
+
+func TestDecodeValueReadsWhatEncodeValueWrites(t *testing.T) {
+	for _, v := range []string{"us-west1", "", "Hello, 世界", " padded ", "=?base64?literal?=", "line1\nline2", "=?base64?"} {
+		got, err := DecodeValue(EncodeValue(v))
+		if err != nil || got != v {
+			t.Errorf("DecodeValue(EncodeValue(%q)) = %q, %v", v, got, err)
+		}
+	}
+	for in, want := range map[string]string{
+		"  us-west1  ":          "us-west1",
+		"SGVsbG8=":              "SGVsbG8=", // no wrapper: literal
+		"=?base64?SGVsbG8=":     "=?base64?SGVsbG8=",
+		"\t=?base64?SGVsbG8=?=": "Hello",
+	} {
+		if got, err := DecodeValue(in); err != nil || got != want {
+			t.Errorf("DecodeValue(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?=", "=?base64?SGVsbG8==?="} {
+		if _, err := DecodeValue(bad); !errors.Is(err, ErrMismatch) {
+			t.Errorf("DecodeValue(%q) = %v, want ErrMismatch", bad, err)
+		}
+	}
+}
+
+func TestCheckParams(t *testing.T) {
+	params, err := Declarations(json.RawMessage(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"n":{"type":"integer","x-mcp-header":"N"},
+		"plain":{"type":"string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
+	}
+	for _, c := range []struct {
+		name string
+		args string
+		h    http.Header
+		ok   bool
+	}{
+		{"all present", `{"region":"eu","n":3,"plain":"x"}`, hdr("Mcp-Param-Region", "eu", "Mcp-Param-N", "3"), true},
+		{"header names any case", `{"region":"eu"}`, hdr("mcp-param-region", " eu "), true},
+		{"base64 form", `{"region":"Hello"}`, hdr("Mcp-Param-Region", "=?base64?SGVsbG8=?="), true},
+		{"absent argument, absent header", `{"plain":"x"}`, hdr(), true},
+		{"no arguments", ``, hdr(), true},
+		{"missing header", `{"region":"eu"}`, hdr(), false},
+		{"other value", `{"region":"eu"}`, hdr("Mcp-Param-Region", "us"), false},
+		{"case differs", `{"region":"eu"}`, hdr("Mcp-Param-Region", "EU"), false},
+		{"header without argument", `{}`, hdr("Mcp-Param-Region", "eu"), false},
+		{"bad padding", `{"region":"Hello"}`, hdr("Mcp-Param-Region", "=?base64?SGVsbG8?="), false},
+		{"sent twice", `{"region":"eu"}`, hdr("Mcp-Param-Region", "eu", "Mcp-Param-Region", "eu"), false},
+		{"integer text", `{"n":3.0}`, hdr("Mcp-Param-N", "3"), true},
+	} {
+		err := CheckParams(params, json.RawMessage(c.args), c.h)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrMismatch)) {
+			t.Errorf("%s: CheckParams = %v, want ok=%v", c.name, err, c.ok)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,7 +193,22 @@ var featBackends = []featBackend{
 		h := mcptest.NewTestHTTPServer(t, opts...)
 		return h.Server, legacyDialer{h}
 	}},
+	{"stateless-json", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+		h := mcptest.NewTestHTTPServer(t, append([]mcptest.Option{statelessRevisions}, opts...)...)
+		return h.Server, h
+	}},
+	{"stateless-sse", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+		h := mcptest.NewTestHTTPServer(t, append([]mcptest.Option{statelessRevisions, mcptest.WithSSEResponses(10 * time.Millisecond)}, opts...)...)
+		return h.Server, h
+	}},
 }
+
+// statelessRevisions makes an mcptest server speak the stateless revision, preferred, beside the
+// newest session one.
+var statelessRevisions = mcptest.WithProtocolVersions(mcpclient.ProtocolVersion20260728, mcpclient.ProtocolVersion20251125)
+
+// stateless reports whether a backend serves the stateless revision.
+func (b featBackend) stateless() bool { return strings.HasPrefix(b.name, "stateless") }
 
 // featEach runs f against every backend.
 func featEach(t *testing.T, f func(t *testing.T, b featBackend)) {

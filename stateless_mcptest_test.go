@@ -2,6 +2,7 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -68,5 +69,79 @@ func TestStatelessAgainstMCPTestWithoutReceipts(t *testing.T) {
 	}
 	if got := srv.Executions(unsafeTool.Name); got != 1 {
 		t.Errorf("the tool ran %d times, want once", got)
+	}
+}
+
+// TestStatelessLogLevelRidesEachRequest: in the stateless revision the log level the client sets
+// rides in each request's _meta, and mcptest sends a tool's records on that request's stream
+// only at or above it: none before a level is set.
+func TestStatelessLogLevelRidesEachRequest(t *testing.T) {
+	t.Parallel()
+	srv := statelessMCPTest(t, mcptest.WithTool(mcpclient.Tool{Name: "chatty"}, func(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		call.Log(mcpclient.LevelDebug, "t", "debug")
+		call.Log(mcpclient.LevelError, "t", "error")
+		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("done")}}, nil
+	}))
+	records := make(chan mcpclient.LoggingLevel, 16)
+	c := mcptest.NewClient(t, srv, mcpclient.WithLogHandler(func(_ context.Context, m *mcpclient.LogMessage) { records <- m.Level }))
+	ctx := testCtx(t)
+	for _, step := range []struct {
+		level mcpclient.LoggingLevel // "" sets none
+		want  []mcpclient.LoggingLevel
+	}{
+		{"", nil},
+		{mcpclient.LevelError, []mcpclient.LoggingLevel{mcpclient.LevelError}},
+		{mcpclient.LevelDebug, []mcpclient.LoggingLevel{mcpclient.LevelDebug, mcpclient.LevelError}},
+	} {
+		if step.level != "" {
+			if err := c.SetLoggingLevel(ctx, step.level); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.CallTool(ctx, "chatty", nil); err != nil {
+			t.Fatal(err)
+		}
+		// Log handlers run apart from the call: take what is due, then make sure nothing more
+		// comes.
+		for _, want := range step.want {
+			if got := recv(t, records, "a log record"); got != want {
+				t.Errorf("level %q: record %q, want %q", step.level, got, want)
+			}
+		}
+		select {
+		case extra := <-records:
+			t.Errorf("level %q: an extra record %q", step.level, extra)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// TestStatelessListenAgainstMCPTest: a subscription opened with Listen hears the tool list
+// change and the update of the resource it named, and ends when the server closes.
+func TestStatelessListenAgainstMCPTest(t *testing.T) {
+	t.Parallel()
+	srv := statelessMCPTest(t, mcptest.WithResource(mcpclient.Resource{URI: "test://r", Name: "r"}, nil))
+	changed := make(chan struct{}, 4)
+	updated := make(chan string, 4)
+	c := mcptest.NewClient(t, srv,
+		mcpclient.WithNotificationHandler("notifications/tools/list_changed", func(context.Context, string, json.RawMessage) { changed <- struct{}{} }),
+		mcpclient.WithResourceUpdatedHandler(func(_ context.Context, uri string) { updated <- uri }))
+	sub, err := c.Listen(testCtx(t), mcpclient.SubscriptionFilter{ToolsListChanged: true, PromptsListChanged: true, ResourceSubscriptions: []string{"test://r"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := sub.Acknowledged; !a.ToolsListChanged || a.PromptsListChanged || len(a.ResourceSubscriptions) != 1 {
+		t.Errorf("acknowledged %+v: the server has no prompts", a)
+	}
+	srv.AddTool(mcpclient.Tool{Name: "late"}, nil)
+	recv(t, changed, "the tool list change")
+	srv.ResourceUpdated("test://r")
+	if uri := recv(t, updated, "the resource update"); uri != "test://r" {
+		t.Errorf("updated %s", uri)
+	}
+	srv.Close()
+	recv(t, sub.Done(), "the subscription to end")
+	if err := sub.Err(); err != nil {
+		t.Errorf("a closing server ends the subscription gracefully, got %v", err)
 	}
 }

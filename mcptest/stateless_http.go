@@ -53,8 +53,19 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 	}
 	defer h.untrack("", key, t)
 
+	st := statelessSession(rm)
+	if !st.receiptsOptIn {
+		// A client of these revisions cancels a request by closing its stream. A request that
+		// opted into receipts runs on past a disconnect instead, so that a resend of its id
+		// collects the real outcome.
+		stop := context.AfterFunc(r.Context(), func() {
+			t.cancelledByClient.Store(true)
+			t.cancel()
+		})
+		defer stop()
+	}
 	stream := &statelessStream{w: w, eager: h.sse != nil}
-	v := h.process(t.ctx, t.ep, "", m, key, stream, statelessSession(rm))
+	v := h.process(t.ctx, t.ep, "", m, key, stream, st)
 	if h.refused(w, v) {
 		return
 	}

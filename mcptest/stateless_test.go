@@ -472,3 +472,56 @@ func TestSessionRevisionsBesideTheStatelessOne(t *testing.T) {
 		t.Errorf("%d sessions, want the one initialize opened", srv.Sessions())
 	}
 }
+
+// TestStatelessDisconnectCancelsUnlessOptedIntoReceipts: closing the response stream is how a
+// client of the stateless revisions cancels; a request that opted into receipts runs on, for a
+// resend of its id to collect.
+func TestStatelessDisconnectCancelsUnlessOptedIntoReceipts(t *testing.T) {
+	for _, optIn := range []bool{false, true} {
+		t.Run(fmt.Sprint("optIn=", optIn), func(t *testing.T) {
+			started := make(chan struct{}, 1)
+			ended := make(chan error, 1)
+			release := make(chan struct{})
+			srv := statelessServer(t, mcptest.WithTool(mcpclient.Tool{Name: "wait"}, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+				started <- struct{}{}
+				select {
+				case <-ctx.Done():
+					ended <- ctx.Err()
+				case <-release:
+					ended <- nil
+				}
+				return &mcpclient.CallToolResult{}, nil
+			}))
+			defer close(release)
+			m := meta(nil)
+			if optIn {
+				m = meta(map[string]any{"io.modelcontextprotocol/clientCapabilities": map[string]any{
+					"extensions": map[string]any{mcpclient.RequestReceiptsExtension: map[string]any{}}}})
+			}
+			body, _ := json.Marshal(request("c1", "tools/call", map[string]any{"name": "wait", "_meta": m}))
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(string(body)))
+			req.Header = headersFor("tools/call", "wait", nil)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			<-started
+			cancel()
+			<-done
+			select {
+			case err := <-ended:
+				if optIn {
+					t.Fatalf("an opted-in request was cancelled by the disconnect: %v", err)
+				}
+			case <-time.After(200 * time.Millisecond):
+				if !optIn {
+					t.Fatal("the disconnect did not cancel the request")
+				}
+			}
+		})
+	}
+}

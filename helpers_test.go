@@ -193,11 +193,15 @@ var featBackends = []featBackend{
 		h := mcptest.NewTestHTTPServer(t, opts...)
 		return h.Server, legacyDialer{h}
 	}},
-	{"stateless-json", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+	{"stateless-memory", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+		s := mcptest.NewTestServer(t, append([]mcptest.Option{statelessRevisions}, opts...)...)
+		return s, s
+	}},
+	{"stateless-http-json", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
 		h := mcptest.NewTestHTTPServer(t, append([]mcptest.Option{statelessRevisions}, opts...)...)
 		return h.Server, h
 	}},
-	{"stateless-sse", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
+	{"stateless-http-sse", func(t *testing.T, opts ...mcptest.Option) (*mcptest.Server, mcptest.Dialer) {
 		h := mcptest.NewTestHTTPServer(t, append([]mcptest.Option{statelessRevisions, mcptest.WithSSEResponses(10 * time.Millisecond)}, opts...)...)
 		return h.Server, h
 	}},
@@ -209,6 +213,14 @@ var statelessRevisions = mcptest.WithProtocolVersions(mcpclient.ProtocolVersion2
 
 // stateless reports whether a backend serves the stateless revision.
 func (b featBackend) stateless() bool { return strings.HasPrefix(b.name, "stateless") }
+
+// overHTTP reports whether a backend is reached over HTTP.
+func (b featBackend) overHTTP() bool { return !strings.HasSuffix(b.name, "memory") }
+
+// cancelsByClosingTheStream reports whether the client cancels a request by closing its
+// stream, saying nothing more: the stateless revisions over HTTP. A request that opted into
+// receipts runs on past that, for a resend of its id to collect.
+func (b featBackend) cancelsByClosingTheStream() bool { return b.stateless() && b.overHTTP() }
 
 // featEach runs f against every backend.
 func featEach(t *testing.T, f func(t *testing.T, b featBackend)) {

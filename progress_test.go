@@ -237,7 +237,10 @@ func TestFeaturesProgressTimeoutsInMemory(t *testing.T) {
 // The test and its cases run alone: keeping a call alive takes progress reports well within the
 // idle bound, which a machine busy with other tests cannot promise.
 func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
-	for _, b := range featBackends[1:] {
+	for _, b := range featBackends {
+		if !b.overHTTP() {
+			continue
+		}
 		t.Run(b.name, func(t *testing.T) {
 			t.Run("progress keeps alive", func(t *testing.T) {
 				k := &featTicker{tick: 20 * time.Millisecond, n: 25, cancelled: make(chan struct{})}
@@ -254,7 +257,7 @@ func TestFeaturesProgressTimeoutsOverHTTP(t *testing.T) {
 				c := mcptest.NewClient(t, d)
 				_, err := c.CallTool(testCtx(t), "slow", nil, mcpclient.WithTimeouts(250*time.Millisecond, 400*time.Millisecond))
 				featAssertTimedOut(t, err)
-				if b.stateless() {
+				if b.cancelsByClosingTheStream() {
 					// The client closed the stream, which is the cancellation there; the request
 					// opted into receipts, so it runs on for a resend to collect.
 					assertRunsOn(t, k.cancelled)
@@ -297,9 +300,9 @@ func TestFeaturesCancellation(t *testing.T) {
 			t.Errorf("error %v, want ErrOutcomeUnknown and context.Canceled", err)
 		}
 		asError(t, err)
-		if b.stateless() {
-			// Closing the stream is the cancellation in the stateless revisions, and the request
-			// opted into receipts: the tool runs on, for a resend of its id to collect.
+		if b.cancelsByClosingTheStream() {
+			// Closing the stream is the cancellation in the stateless revisions over HTTP, and the
+			// request opted into receipts: the tool runs on, for a resend of its id to collect.
 			if n := srv.NotificationsReceived("notifications/cancelled"); n != 0 {
 				t.Errorf("%d notifications/cancelled in a stateless revision", n)
 			}

@@ -120,10 +120,22 @@ func TestStatelessLogLevelRidesEachRequest(t *testing.T) {
 // change and the update of the resource it named, and ends when the server closes.
 func TestStatelessListenAgainstMCPTest(t *testing.T) {
 	t.Parallel()
-	srv := statelessMCPTest(t, mcptest.WithResource(mcpclient.Resource{URI: "test://r", Name: "r"}, nil))
+	t.Run("http", func(t *testing.T) {
+		srv := statelessMCPTest(t, mcptest.WithResource(mcpclient.Resource{URI: "test://r", Name: "r"}, nil))
+		testListen(t, srv.Server, srv, true)
+	})
+	t.Run("memory", func(t *testing.T) {
+		srv := mcptest.NewTestServer(t, statelessRevisions, mcptest.WithResource(mcpclient.Resource{URI: "test://r", Name: "r"}, nil))
+		testListen(t, srv, srv, false)
+	})
+}
+
+// testListen listens to srv through d; graceful says whether the server's Close ends the
+// subscription with a result (over HTTP) or by ending the connection (in memory).
+func testListen(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, graceful bool) {
 	changed := make(chan struct{}, 4)
 	updated := make(chan string, 4)
-	c := mcptest.NewClient(t, srv,
+	c := mcptest.NewClient(t, d,
 		mcpclient.WithNotificationHandler("notifications/tools/list_changed", func(context.Context, string, json.RawMessage) { changed <- struct{}{} }),
 		mcpclient.WithResourceUpdatedHandler(func(_ context.Context, uri string) { updated <- uri }))
 	sub, err := c.Listen(testCtx(t), mcpclient.SubscriptionFilter{ToolsListChanged: true, PromptsListChanged: true, ResourceSubscriptions: []string{"test://r"}})
@@ -141,7 +153,7 @@ func TestStatelessListenAgainstMCPTest(t *testing.T) {
 	}
 	srv.Close()
 	recv(t, sub.Done(), "the subscription to end")
-	if err := sub.Err(); err != nil {
+	if err := sub.Err(); graceful && err != nil {
 		t.Errorf("a closing server ends the subscription gracefully, got %v", err)
 	}
 }

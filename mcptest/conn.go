@@ -95,9 +95,21 @@ func (c *conn) onFrame(frame []byte) {
 }
 
 // start runs a request on its own goroutine, so that a slow tool holds up nothing else.
+//
+// A request on a connection without a session, other than initialize, is of a stateless
+// revision when the server speaks one: its _meta says what a session would have.
 func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 	s := c.srv
 	session := c.sessionID()
+	var stateless *sessionState
+	if session == "" && m.Method != "initialize" && len(s.statelessVersions()) > 0 {
+		rm, refusal := s.admitStatelessFrame(m)
+		if refusal != nil {
+			c.reply(m, errorAnswer(refusal.code, refusal.message, refusal.data))
+			return
+		}
+		stateless = statelessSession(rm)
+	}
 	t, ok := s.track(session, key, frame)
 	if !ok {
 		return
@@ -108,7 +120,11 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 	go func() {
 		defer c.answered()
 		defer s.untrack(session, key, t)
-		v := s.process(t.ctx, t.ep, session, m, key, outletFunc(c.send), nil)
+		if stateless != nil && m.Method == "subscriptions/listen" {
+			c.listen(t, m)
+			return
+		}
+		v := s.process(t.ctx, t.ep, session, m, key, outletFunc(c.send), stateless)
 		switch {
 		case v.refuse != nil && c.stream:
 			c.reply(m, refusalAnswer(v.refuse))
@@ -129,6 +145,20 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 			c.reply(m, v.answer)
 		}
 	}()
+}
+
+// listen runs a subscription on the connection until the client cancels it
+// (notifications/cancelled), the connection ends or the server restarts or closes.
+func (c *conn) listen(t *tracked, m jsonrpc.Message) {
+	filter, bad := listenFilter(m)
+	if bad != nil {
+		c.reply(m, *bad)
+		return
+	}
+	err := c.srv.serveListen(t.ctx, m.ID, filter, func(frame []byte) error { return c.send(t.ctx, frame) })
+	if errors.Is(err, errServerClosed) {
+		c.reply(m, errorAnswer(mcpclient.RPCInternalError, "server closed", nil))
+	}
 }
 
 // answered counts a request of the connection done.

@@ -211,9 +211,9 @@ func (h *HTTPServer) admitStateless(r *http.Request, m jsonrpc.Message) (request
 	case method != m.Method:
 		return requestMeta{}, mismatch("Mcp-Method %q, the body's method %q", method, m.Method)
 	}
-	rm, err := readRequestMeta(m.Params)
-	if err != nil {
-		return requestMeta{}, &statelessRefusal{http.StatusBadRequest, mcpclient.RPCInvalidParams, err.Error(), nil}
+	rm, refusal := readStatelessMeta(m)
+	if refusal != nil {
+		return requestMeta{}, refusal
 	}
 	version, present, err := singleHeader(r.Header, "Mcp-Protocol-Version")
 	switch {
@@ -224,10 +224,8 @@ func (h *HTTPServer) admitStateless(r *http.Request, m jsonrpc.Message) (request
 	case version != rm.version:
 		return requestMeta{}, mismatch("MCP-Protocol-Version %q, the _meta's %q", version, rm.version)
 	}
-	if supported := h.statelessVersions(); !slices.Contains(supported, rm.version) {
-		return requestMeta{}, &statelessRefusal{http.StatusBadRequest, rpcUnsupportedProtocolVersion,
-			"Unsupported protocol version " + rm.version,
-			map[string]any{"supported": h.discoverVersions(), "requested": rm.version}}
+	if refusal := h.checkRevision(rm); refusal != nil {
+		return requestMeta{}, refusal
 	}
 	if want, has := headerName(m); has {
 		got, present, err := singleHeader(r.Header, "Mcp-Name")
@@ -243,8 +241,8 @@ func (h *HTTPServer) admitStateless(r *http.Request, m jsonrpc.Message) (request
 			return requestMeta{}, mismatch("Mcp-Name %q, the body's %q", got, want)
 		}
 	}
-	if !h.servesStateless(m.Method) {
-		return requestMeta{}, &statelessRefusal{http.StatusNotFound, mcpclient.RPCMethodNotFound, "Method not found: " + m.Method, nil}
+	if refusal := h.checkMethod(m); refusal != nil {
+		return requestMeta{}, refusal
 	}
 	if m.Method == "tools/call" {
 		if err := h.checkParamHeaders(r.Header, m); err != nil {
@@ -252,6 +250,48 @@ func (h *HTTPServer) admitStateless(r *http.Request, m jsonrpc.Message) (request
 		}
 	}
 	return rm, nil
+}
+
+// admitStatelessFrame checks a request of a stateless revision that came without HTTP headers
+// (in memory, over a byte stream): its _meta, its revision and its method.
+func (s *Server) admitStatelessFrame(m jsonrpc.Message) (requestMeta, *statelessRefusal) {
+	rm, refusal := readStatelessMeta(m)
+	if refusal == nil {
+		refusal = s.checkRevision(rm)
+	}
+	if refusal == nil {
+		refusal = s.checkMethod(m)
+	}
+	return rm, refusal
+}
+
+// readStatelessMeta reads the _meta of a request of a stateless revision, refusing it with
+// -32602 when a required part is missing.
+func readStatelessMeta(m jsonrpc.Message) (requestMeta, *statelessRefusal) {
+	rm, err := readRequestMeta(m.Params)
+	if err != nil {
+		return requestMeta{}, &statelessRefusal{http.StatusBadRequest, mcpclient.RPCInvalidParams, err.Error(), nil}
+	}
+	return rm, nil
+}
+
+// checkRevision refuses a request in a revision the server does not speak, listing those it
+// does and echoing the one asked for.
+func (s *Server) checkRevision(rm requestMeta) *statelessRefusal {
+	if slices.Contains(s.statelessVersions(), rm.version) {
+		return nil
+	}
+	return &statelessRefusal{http.StatusBadRequest, rpcUnsupportedProtocolVersion,
+		"Unsupported protocol version " + rm.version,
+		map[string]any{"supported": s.discoverVersions(), "requested": rm.version}}
+}
+
+// checkMethod refuses a method the server does not have in the stateless revisions.
+func (s *Server) checkMethod(m jsonrpc.Message) *statelessRefusal {
+	if s.servesStateless(m.Method) {
+		return nil
+	}
+	return &statelessRefusal{http.StatusNotFound, mcpclient.RPCMethodNotFound, "Method not found: " + m.Method, nil}
 }
 
 // checkParamHeaders checks the Mcp-Param-* headers of a tools/call against the tool's

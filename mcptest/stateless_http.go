@@ -3,6 +3,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -182,58 +183,87 @@ func (s *Server) grant(asked mcpclient.SubscriptionFilter) mcpclient.Subscriptio
 	return g
 }
 
-// listen serves subscriptions/listen: the acknowledgement first, naming what the server grants,
-// then each notification the filter admits, tagged with the subscription's id, until the client
-// goes away or the server restarts; a server that closes ends the subscription with a result.
+// listen serves subscriptions/listen over HTTP, its stream the POST's SSE response, which
+// ends when the client goes away.
 func (h *HTTPServer) listen(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
+	filter, bad := listenFilter(m)
+	if bad != nil {
+		writeFrame(w, http.StatusBadRequest, jsonrpc.AppendError(nil, m.ID, bad.body))
+		return
+	}
+	started := false
+	err := h.serveListen(r.Context(), m.ID, filter, func(frame []byte) error {
+		if !started {
+			started = true
+			sseHeaders(w)
+			w.WriteHeader(http.StatusOK)
+		}
+		writeEvent(w, "", 0, frame)
+		return nil
+	})
+	if errors.Is(err, errServerClosed) && !started {
+		http.Error(w, "server closed", http.StatusServiceUnavailable)
+	}
+}
+
+// listenFilter reads the notifications a subscriptions/listen request asks for.
+func listenFilter(m jsonrpc.Message) (mcpclient.SubscriptionFilter, *answer) {
 	var p struct {
 		Notifications *mcpclient.SubscriptionFilter `json:"notifications"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Notifications == nil {
-		writeFrame(w, http.StatusBadRequest, jsonrpc.AppendError(nil, m.ID,
-			errorAnswer(mcpclient.RPCInvalidParams, "subscriptions/listen needs params with notifications", nil).body))
-		return
+		a := errorAnswer(mcpclient.RPCInvalidParams, "subscriptions/listen needs params with notifications", nil)
+		return mcpclient.SubscriptionFilter{}, &a
 	}
-	l := &listener{id: m.ID, filter: h.grant(*p.Notifications), out: make(chan []byte, listenerBacklog)}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		http.Error(w, "server closed", http.StatusServiceUnavailable)
-		return
+	return *p.Notifications, nil
+}
+
+// serveListen runs one subscription: the acknowledgement first, naming what the server grants,
+// then each notification the filter admits, tagged with the subscription's id (the listen
+// request's), until ctx ends or the server restarts; a server that closes ends the subscription
+// with a result. send writes one frame to the client; it is called from this goroutine alone.
+func (s *Server) serveListen(ctx context.Context, id json.RawMessage, asked mcpclient.SubscriptionFilter, send func(frame []byte) error) error {
+	l := &listener{id: id, filter: s.grant(asked), out: make(chan []byte, listenerBacklog)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errServerClosed
 	}
-	ep := h.epoch
-	h.listeners[l] = struct{}{}
-	h.wg.Add(1)
-	h.mu.Unlock()
+	ep := s.epoch
+	s.listeners[l] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
 	defer func() {
-		h.mu.Lock()
-		delete(h.listeners, l)
-		h.mu.Unlock()
-		h.wg.Done()
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		s.wg.Done()
 	}()
 
 	ack, _ := json.Marshal(struct {
 		Notifications mcpclient.SubscriptionFilter `json:"notifications"`
 		Meta          map[string]json.RawMessage   `json:"_meta"`
 	}{l.filter, subscriptionMeta(l.id)}) // plain values
-	sseHeaders(w)
-	w.WriteHeader(http.StatusOK)
-	writeEvent(w, "", 0, jsonrpc.AppendRequest(nil, "", "notifications/subscriptions/acknowledged", ack))
+	if err := send(jsonrpc.AppendRequest(nil, "", "notifications/subscriptions/acknowledged", ack)); err != nil {
+		return err
+	}
 	for {
 		select {
 		case frame := <-l.out:
-			writeEvent(w, "", 0, frame)
-		case <-r.Context().Done():
-			return
-		case <-ep.ctx.Done():
-			if h.ctx.Err() != nil { // closed, not restarted: the subscription ends gracefully
-				end, _ := json.Marshal(struct {
-					ResultType string                     `json:"resultType"`
-					Meta       map[string]json.RawMessage `json:"_meta"`
-				}{"complete", subscriptionMeta(l.id)})
-				writeEvent(w, "", 0, jsonrpc.AppendResult(nil, l.id, end))
+			if err := send(frame); err != nil {
+				return err
 			}
-			return
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ep.ctx.Done():
+			if s.ctx.Err() == nil {
+				return nil // restarted: the stream breaks, as a restarted process's would
+			}
+			end, _ := json.Marshal(struct {
+				ResultType string                     `json:"resultType"`
+				Meta       map[string]json.RawMessage `json:"_meta"`
+			}{"complete", subscriptionMeta(l.id)})
+			return send(jsonrpc.AppendResult(nil, l.id, end))
 		}
 	}
 }

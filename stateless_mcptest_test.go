@@ -157,3 +157,59 @@ func testListen(t *testing.T, srv *mcptest.Server, d mcptest.Dialer, graceful bo
 		t.Errorf("a closing server ends the subscription gracefully, got %v", err)
 	}
 }
+
+// TestStatelessFaultsAgainstMCPTest: each fault mcptest injects does in the stateless revision
+// what it does in the session ones, and the client's promise holds: an unsafe call runs at most
+// once, and is answered wherever the server kept its receipt.
+func TestStatelessFaultsAgainstMCPTest(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		fault   mcptest.Fault
+		sse     bool
+		restart bool // restart the server when the tool runs: its receipts are gone
+		runs    int
+		unknown bool // the call ends ErrOutcomeUnknown
+	}{
+		{name: "dropped before it ran", fault: mcptest.Fault{Kind: mcptest.DropBeforeExecution}, runs: 1},
+		{name: "dropped after it ran", fault: mcptest.Fault{Kind: mcptest.DropAfterExecution}, runs: 1},
+		{name: "dropped after it ran, SSE", fault: mcptest.Fault{Kind: mcptest.DropAfterExecution}, sse: true, runs: 1},
+		{name: "refused with 503", fault: mcptest.Fault{Kind: mcptest.Fail}, runs: 1},
+		{name: "stream broken before the answer", fault: mcptest.Fault{Kind: mcptest.BreakStream}, sse: true, runs: 1},
+		{name: "expiry means nothing without sessions", fault: mcptest.Fault{Kind: mcptest.ExpireSession}, runs: 1},
+		{name: "restarted while it ran", restart: true, runs: 1, unknown: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var srv *mcptest.HTTPServer
+			restarted := false
+			tool := mcptest.WithTool(unsafeTool, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+				if c.restart && !restarted {
+					restarted = true
+					srv.Restart()
+				}
+				return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("reserved")}}, nil
+			})
+			opts := []mcptest.Option{tool}
+			if c.sse {
+				opts = append(opts, mcptest.WithSSEResponses(time.Millisecond))
+			}
+			srv = statelessMCPTest(t, opts...)
+			cl := mcptest.NewClient(t, srv, mcpclient.WithRetryPolicy(mcptest.FastRetryPolicy()))
+			if c.fault.Kind != 0 {
+				c.fault.Tool = unsafeTool.Name
+				srv.Inject(c.fault)
+			}
+			res, err := cl.CallTool(testCtx(t), unsafeTool.Name, nil)
+			switch {
+			case c.unknown && !errors.Is(err, mcpclient.ErrOutcomeUnknown):
+				t.Errorf("call: %v, want ErrOutcomeUnknown", err)
+			case !c.unknown && (err != nil || res.Text() != "reserved"):
+				t.Errorf("call: %v %v", res, err)
+			}
+			if got := srv.Executions(unsafeTool.Name); got != c.runs {
+				t.Errorf("the tool ran %d times, want %d", got, c.runs)
+			}
+		})
+	}
+}

@@ -61,9 +61,62 @@ func WithResourceTemplate(t mcpclient.ResourceTemplate, read ResourceFunc) Optio
 // ResourceFunc's are.
 type PromptFunc func(ctx context.Context, args map[string]string) (*mcpclient.GetPromptResult, error)
 
+// A PromptCallFunc renders a prompt for one prompts/get, and may ask the client for input while
+// it does (see PromptCall). Its errors are sent as a ResourceFunc's are.
+type PromptCallFunc func(ctx context.Context, call *PromptCall) (*mcpclient.GetPromptResult, error)
+
+// A PromptCall is what a PromptCallFunc is called with: the prompts/get request, and the way to
+// ask its client for input, as a ToolCall's.
+type PromptCall struct {
+	Name      string
+	Arguments map[string]string // never nil
+
+	srv     *Server
+	session *sessionState // nil outside a live session
+	out     outlet        // the way to the client that asked
+	input   *inputRun     // the run's input, in the stateless revisions
+}
+
+// Request asks the client for input, as ToolCall.Request does.
+func (c *PromptCall) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	res, err := c.RequestAll(ctx, InputRequest{Method: method, Params: params})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// RequestAll asks the client for several inputs at once, as ToolCall.RequestAll does: in the
+// stateless revisions a missing answer ends the run, and prompts/get answers input_required.
+func (c *PromptCall) RequestAll(ctx context.Context, reqs ...InputRequest) ([]json.RawMessage, error) {
+	switch {
+	case len(reqs) == 0:
+		return []json.RawMessage{}, nil
+	case c.input != nil:
+		return c.input.request(reqs)
+	case c.session == nil || c.out == nil:
+		return nil, errNoClient
+	}
+	return c.srv.requestEach(ctx, c.session, c.out, reqs)
+}
+
+// Round returns the round of the multi round-trip request, as ToolCall.Round does.
+func (c *PromptCall) Round() int {
+	if c.input == nil {
+		return 1
+	}
+	return c.input.round
+}
+
+// ClientCapabilities returns the capabilities of the client that asked, as
+// ToolCall.ClientCapabilities does.
+func (c *PromptCall) ClientCapabilities() mcpclient.ClientCapabilities {
+	return c.session.capabilities()
+}
+
 type promptEntry struct {
 	prompt mcpclient.Prompt
-	get    PromptFunc
+	get    PromptCallFunc
 }
 
 // WithPrompt registers a prompt, listed by prompts/list and rendered by prompts/get with get;
@@ -71,6 +124,18 @@ type promptEntry struct {
 // registration under the same name replaces the earlier. Any prompt makes the server declare
 // capabilities.prompts (listChanged).
 func WithPrompt(p mcpclient.Prompt, get PromptFunc) Option {
+	var call PromptCallFunc
+	if get != nil {
+		call = func(ctx context.Context, c *PromptCall) (*mcpclient.GetPromptResult, error) {
+			return get(ctx, c.Arguments)
+		}
+	}
+	return WithPromptCall(p, call)
+}
+
+// WithPromptCall registers a prompt as WithPrompt does, rendered by get, which may ask the
+// client for input (see PromptCall).
+func WithPromptCall(p mcpclient.Prompt, get PromptCallFunc) Option {
 	return optionFunc(func(s *Server) {
 		if _, ok := s.prompts[p.Name]; !ok {
 			s.promptOrder = append(s.promptOrder, p.Name)
@@ -217,7 +282,9 @@ func (s *Server) listPrompts(m jsonrpc.Message) answer {
 		})
 }
 
-func (s *Server) getPrompt(ctx context.Context, m jsonrpc.Message) answer {
+// getPrompt serves prompts/get. st and out are the client's session and the way back to it, for
+// a prompt that asks for input; st is the request's own in the stateless revisions.
+func (s *Server) getPrompt(ctx context.Context, m jsonrpc.Message, st *sessionState, out outlet) answer {
 	var p struct {
 		Name      string            `json:"name"`
 		Arguments map[string]string `json:"arguments"`
@@ -239,14 +306,25 @@ func (s *Server) getPrompt(ctx context.Context, m jsonrpc.Message) answer {
 	if p.Arguments == nil {
 		p.Arguments = map[string]string{}
 	}
-	res, err := guard("prompt "+p.Name, func() (*mcpclient.GetPromptResult, error) { return e.get(ctx, p.Arguments) })
-	if err == nil && res == nil {
-		res = &mcpclient.GetPromptResult{}
+	call := &PromptCall{Name: p.Name, Arguments: p.Arguments, srv: s, session: st, out: out}
+	if st != nil && st.stateless {
+		args, _ := json.Marshal(p.Arguments) // strings marshal
+		in, bad := s.openInputs(st, bindingOf(m.Method, p.Name, args), m.Params)
+		if bad != nil {
+			return *bad
+		}
+		call.input = in
 	}
-	if res != nil && res.Messages == nil {
-		res.Messages = []mcpclient.PromptMessage{}
-	}
-	return handlerAnswer(res, err)
+	return runInputs(ctx, call.input, func(ctx context.Context) answer {
+		res, err := guard("prompt "+p.Name, func() (*mcpclient.GetPromptResult, error) { return e.get(ctx, call) })
+		if err == nil && res == nil {
+			res = &mcpclient.GetPromptResult{}
+		}
+		if res != nil && res.Messages == nil {
+			res.Messages = []mcpclient.PromptMessage{}
+		}
+		return handlerAnswer(res, err)
+	})
 }
 
 func (s *Server) complete(ctx context.Context, m jsonrpc.Message) answer {

@@ -66,22 +66,87 @@ const sendTimeout = 5 * time.Second
 // errNoClient fails a server request of a call that has no way back to its client.
 var errNoClient = errors.New("mcptest: the call has no session to send requests on")
 
-// errNoServerRequests fails a server request in a stateless revision, where a server sends none.
+// errNoServerRequests fails a server request in a stateless revision that has no round to carry
+// it: a tool running as a task goes on after its request was answered.
 var errNoServerRequests = errors.New("mcptest: the stateless revisions send no requests to the client")
 
-// Request sends a request (sampling/createMessage, elicitation/create, roots/list, ...) to the
-// client that made the call, by the way Progress describes, and waits for its answer: the
-// result, or the client's JSON-RPC error as an *mcpclient.RPCError. params may be nil. If ctx
-// ends first, the client is sent notifications/cancelled for the request and Request returns
-// ctx's error; if the session's connection ends first, an error. Request ids are strings
-// unique to the server ("mcptest-1", ...).
+// Request asks the client that made the call for input (sampling/createMessage,
+// elicitation/create, roots/list, ...) and returns its answer: the result, or the client's
+// JSON-RPC error as an *mcpclient.RPCError. params may be nil.
+//
+// In the session revisions it sends the request by the way Progress describes, and waits for
+// the answer. If ctx ends first, the client is sent notifications/cancelled for the request and
+// Request returns ctx's error; if the session's connection ends first, an error. Request ids
+// are strings unique to the server ("mcptest-1", ...).
+//
+// In the stateless revisions, which forbid server requests, it is a request for input of a
+// multi round-trip request: see RequestAll, of which it is the one-request case.
 func (c *ToolCall) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if c.session == nil || c.out == nil {
-		return nil, errNoClient
+	res, err := c.RequestAll(ctx, InputRequest{Method: method, Params: params})
+	if err != nil {
+		return nil, err
 	}
-	if c.session.stateless {
+	return res[0], nil
+}
+
+// RequestAll asks the client that made the call for several inputs at once and returns the
+// answers in the order of reqs. In the session revisions it sends them one after another as
+// Request does, and fails with the first error; keys are not used.
+//
+// In the stateless revisions it sends nothing. The answers come from the request's
+// inputResponses, or the earlier rounds' answers its requestState carries, by key (see
+// InputRequest.Key). If any is missing, the call's run ends: RequestAll returns
+// ErrInputRequired, the tool's ctx is cancelled with it as the cause, and the server answers
+// input_required, asking for the missing ones all in one round, whatever the tool returns; the
+// tool runs again from the start when the client sends the answers. So does a request the
+// client's capabilities do not cover (ErrMissingClientCapability: the server refuses with
+// -32021), or an answer that is no result of its method (-32602). A tool asks the things it
+// can ask together in one RequestAll, to spare the client rounds.
+func (c *ToolCall) RequestAll(ctx context.Context, reqs ...InputRequest) ([]json.RawMessage, error) {
+	switch {
+	case len(reqs) == 0:
+		return []json.RawMessage{}, nil
+	case c.input != nil:
+		return c.input.request(reqs)
+	case c.session == nil || c.out == nil:
+		return nil, errNoClient
+	case c.session.stateless:
 		return nil, errNoServerRequests
 	}
+	return c.srv.requestEach(ctx, c.session, c.out, reqs)
+}
+
+// Round returns the round of a multi round-trip request in the stateless revisions that the
+// call runs in: 1 for a request without requestState, 2 for the request that answers the first
+// input_required, and so on. It is 1 in the session revisions.
+func (c *ToolCall) Round() int {
+	if c.input == nil {
+		return 1
+	}
+	return c.input.round
+}
+
+// ClientCapabilities returns the capabilities of the client that made the call: those it
+// declared in initialize, or in the request's _meta in the stateless revisions.
+func (c *ToolCall) ClientCapabilities() mcpclient.ClientCapabilities {
+	return c.session.capabilities()
+}
+
+// requestEach sends each request to the session's client in turn (see ToolCall.Request).
+func (s *Server) requestEach(ctx context.Context, st *sessionState, out outlet, reqs []InputRequest) ([]json.RawMessage, error) {
+	answers := make([]json.RawMessage, 0, len(reqs))
+	for _, r := range reqs {
+		res, err := s.requestClient(ctx, st, out, r.Method, r.Params)
+		if err != nil {
+			return nil, err
+		}
+		answers = append(answers, res)
+	}
+	return answers, nil
+}
+
+// requestClient sends one request to the session's client on out and waits for its answer.
+func (s *Server) requestClient(ctx context.Context, st *sessionState, out outlet, method string, params any) (json.RawMessage, error) {
 	var raw []byte
 	if params != nil {
 		var err error
@@ -92,11 +157,10 @@ func (c *ToolCall) Request(ctx context.Context, method string, params any) (json
 			raw = nil
 		}
 	}
-	key := c.srv.nextRequestKey()
-	st := c.session
+	key := s.nextRequestKey()
 	ch := st.await(key)
 	defer st.forget(key)
-	if err := c.out.send(ctx, jsonrpc.AppendRequest(nil, key, method, raw)); err != nil {
+	if err := out.send(ctx, jsonrpc.AppendRequest(nil, key, method, raw)); err != nil {
 		return nil, fmt.Errorf("mcptest: sending %s: %w", method, err)
 	}
 	select {
@@ -116,10 +180,10 @@ func (c *ToolCall) Request(ctx context.Context, method string, params any) (json
 			RequestID json.RawMessage `json:"requestId"`
 			Reason    string          `json:"reason,omitempty"`
 		}{json.RawMessage(key), context.Cause(ctx).Error()})
-		sctx, cancel := context.WithTimeout(c.srv.ctx, sendTimeout)
+		sctx, cancel := context.WithTimeout(s.ctx, sendTimeout)
 		defer cancel()
-		if err := c.out.send(sctx, jsonrpc.AppendRequest(nil, "", "notifications/cancelled", params)); err != nil {
-			c.srv.log.Debug("mcptest: notifications/cancelled not sent", "id", key, "err", err)
+		if err := out.send(sctx, jsonrpc.AppendRequest(nil, "", "notifications/cancelled", params)); err != nil {
+			s.log.Debug("mcptest: notifications/cancelled not sent", "id", key, "err", err)
 		}
 		return nil, ctx.Err()
 	}

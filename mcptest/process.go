@@ -177,7 +177,7 @@ func (s *Server) dispatch(ctx context.Context, ep *epoch, session string, m json
 	case "prompts/list":
 		a = s.listPrompts(m)
 	case "prompts/get":
-		a = s.getPrompt(ctx, m)
+		a = s.getPrompt(ctx, m, s.sessionState(ep, session), out)
 	case "completion/complete":
 		a = s.complete(ctx, m)
 	case "logging/setLevel":
@@ -314,7 +314,16 @@ func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key
 	if len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
 		call.ProgressToken = p.Meta.ProgressToken
 	}
-	return s.withReceipt(ctx, ep, st, m, key, func() answer { return s.execute(ctx, call, key) })
+	return s.withReceipt(ctx, ep, st, m, key, func() answer {
+		if st != nil && st.stateless {
+			in, bad := s.openInputs(st, bindingOf(m.Method, p.Name, p.Arguments), m.Params)
+			if bad != nil {
+				return *bad
+			}
+			call.input = in
+		}
+		return s.execute(ctx, call, key)
+	})
 }
 
 func (s *Server) execute(ctx context.Context, call *ToolCall, key string) answer {
@@ -329,17 +338,19 @@ func (s *Server) execute(ctx context.Context, call *ToolCall, key string) answer
 	if te == nil {
 		return errorAnswer(mcpclient.RPCInvalidParams, "unknown tool: "+name, nil)
 	}
-	res, err := runTool(ctx, te.fn, call)
-	if err != nil {
-		res = &mcpclient.CallToolResult{IsError: true, Content: []mcpclient.Content{mcpclient.TextContent(err.Error())}}
-	}
-	if res == nil {
-		res = &mcpclient.CallToolResult{}
-	}
-	if res.Content == nil {
-		res.Content = []mcpclient.Content{}
-	}
-	return resultAnswer(res)
+	return runInputs(ctx, call.input, func(ctx context.Context) answer {
+		res, err := runTool(ctx, te.fn, call)
+		if err != nil {
+			res = &mcpclient.CallToolResult{IsError: true, Content: []mcpclient.Content{mcpclient.TextContent(err.Error())}}
+		}
+		if res == nil {
+			res = &mcpclient.CallToolResult{}
+		}
+		if res.Content == nil {
+			res.Content = []mcpclient.Content{}
+		}
+		return resultAnswer(res)
+	})
 }
 
 func runTool(ctx context.Context, fn ToolFunc, call *ToolCall) (res *mcpclient.CallToolResult, err error) {

@@ -4,8 +4,10 @@
 // Besides tools it serves resources and resource templates (with subscriptions, see
 // ResourceUpdated), prompts, completion and logging (see Log), and what a test registers for an
 // extension's methods (WithMethod, WithExtension); a running tool reports progress
-// and asks its client (sampling, elicitation, roots, ...) through its ToolCall. SessionInfos and
-// NotificationsReceived show what clients declared and sent.
+// and asks its client (sampling, elicitation, roots, ...) through its ToolCall, a prompt through
+// its PromptCall: with server requests in the session revisions, with multi round-trip requests
+// (input_required) in the stateless ones. SessionInfos and NotificationsReceived show what
+// clients declared and sent.
 //
 // A Server works outside tests too (the quickstart uses one), in memory (Transport), over
 // Streamable HTTP (NewHTTPServer), or over a byte stream such as a process's stdin and stdout
@@ -14,6 +16,7 @@ package mcptest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +77,7 @@ type ToolCall struct {
 	session *sessionState // nil for a call outside a live session
 	out     outlet        // the way to the calling client: see Progress
 	task    *task         // the task the call runs as; nil for a plain tools/call
+	input   *inputRun     // the run's input, in the stateless revisions; see RequestAll
 }
 
 // Server is an in-memory MCP server. Create it with NewServer; it is ready at once, and each
@@ -92,6 +96,10 @@ type Server struct {
 	auth           *protection // WithAuthorization: the tokens requests need
 	// noEpoch: the receipt declaration names no epoch (WithoutReceiptEpoch).
 	noEpoch bool
+	// stateKey signs the requestState of multi round-trip requests. It is the Server's, kept
+	// across Restart as servers behind one address share theirs: a state from any of them
+	// verifies, a state from another server does not.
+	stateKey [32]byte
 
 	// ctx ends at Close; handler contexts derive from the epoch context below.
 	ctx    context.Context
@@ -219,7 +227,8 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithSSEResponses makes an HTTPServer answer requests with SSE streams: a priming event with
 // an event id and, if retry > 0, a retry: hint, sent as soon as the request is admitted; then
-// what a tool sends while it runs (ToolCall.Progress, ToolCall.Request); then the answer.
+// what a tool sends while it runs (ToolCall.Progress; ToolCall.Request in the session
+// revisions); then the answer.
 // Default: JSON bodies, with what a tool sends going to the session's GET stream.
 func WithSSEResponses(retry time.Duration) Option {
 	return optionFunc(func(s *Server) { s.sse = &retry })
@@ -279,6 +288,7 @@ func NewServer(opts ...Option) *Server {
 		notes:          make(map[string]int),
 		noteSignal:     make(chan struct{}),
 	}
+	rand.Read(s.stateKey[:]) // never fails
 	s.epoch = s.newEpoch()
 	for _, o := range opts {
 		if o != nil {

@@ -158,6 +158,16 @@ func (st *sessionState) admits(level mcpclient.LoggingLevel) bool {
 	return levelRank[level] >= levelRank[min]
 }
 
+// capabilities returns what the client declared; none for a nil st, a call outside a session.
+func (st *sessionState) capabilities() mcpclient.ClientCapabilities {
+	if st == nil {
+		return mcpclient.ClientCapabilities{}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.caps
+}
+
 func (st *sessionState) subscribed(uri string) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()

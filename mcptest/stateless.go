@@ -412,7 +412,7 @@ func (s *Server) dispatchStateless(ctx context.Context, ep *epoch, st *sessionSt
 	case "prompts/list":
 		a = s.listPrompts(m)
 	case "prompts/get":
-		a = s.getPrompt(ctx, m)
+		a = s.getPrompt(ctx, m, st, out)
 	case "completion/complete":
 		a = s.complete(ctx, m)
 	default:

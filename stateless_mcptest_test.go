@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,4 +214,89 @@ func TestStatelessFaultsAgainstMCPTest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// interviewTool asks its client's name (elicitation), then a model (sampling): two rounds of a
+// multi round-trip request in the stateless revision, the second round's answers joined by the
+// first's that the requestState carries.
+var interviewTool = mcpclient.Tool{Name: "interview"}
+
+func interview(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	who, err := call.Request(ctx, "elicitation/create", mcpclient.ElicitParams{Message: "Your name?",
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+	if err != nil {
+		return nil, err
+	}
+	said, err := call.Request(ctx, "sampling/createMessage", mcpclient.CreateMessageParams{MaxTokens: 10,
+		Messages: []mcpclient.SamplingMessage{{Role: "user", Content: mcpclient.SamplingContent{mcpclient.TextContent("Greet them")}}}})
+	if err != nil {
+		return nil, err
+	}
+	var e mcpclient.ElicitResult
+	var m mcpclient.CreateMessageResult
+	if err := errors.Join(json.Unmarshal(who, &e), json.Unmarshal(said, &m)); err != nil || len(m.Content) == 0 {
+		return nil, fmt.Errorf("answers %s and %s: %v", who, said, err)
+	}
+	return featText(fmt.Sprintf("%s, %s (round %d)", m.Content[0].Text, e.Content["name"], call.Round())), nil
+}
+
+// TestStatelessInputRoundsAgainstMCPTest: a tool on mcptest that asks for an elicitation and a
+// sample takes three requests in 2026-07-28, the client answering each round's input request
+// with its handlers; a round whose answer is lost after it ran is resent under its id and read
+// from its receipt. A client that declared no sampling gets the server's refusal, -32021 naming
+// the capability, as a typed error.
+func TestStatelessInputRoundsAgainstMCPTest(t *testing.T) {
+	t.Parallel()
+	var elicited, sampled atomic.Int32
+	elicit := mcpclient.WithElicitationHandler(func(context.Context, *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+		elicited.Add(1)
+		return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"name": "Ada"}}, nil
+	})
+	sample := mcpclient.WithSamplingHandler(func(context.Context, *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {
+		sampled.Add(1)
+		return &mcpclient.CreateMessageResult{Role: "assistant", Model: "m", Content: mcpclient.SamplingContent{mcpclient.TextContent("Hello")}}, nil
+	})
+	srv := statelessMCPTest(t, mcptest.WithTool(interviewTool, interview))
+
+	t.Run("both handlers", func(t *testing.T) {
+		c := mcptest.NewClient(t, srv, elicit, sample)
+		if got := c.ProtocolVersion(); got != mcpclient.ProtocolVersion20260728 {
+			t.Fatalf("negotiated %s, want the stateless revision", got)
+		}
+		// The second round's answer is lost after it ran.
+		srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: interviewTool.Name, After: 1})
+		res, err := c.CallTool(testCtx(t), interviewTool.Name, nil)
+		if err != nil || res.Text() != "Hello, Ada (round 3)" {
+			t.Fatalf("call: %v %v", res, err)
+		}
+		if elicited.Load() != 1 || sampled.Load() != 1 {
+			t.Errorf("handlers ran %d and %d times, want once each", elicited.Load(), sampled.Load())
+		}
+		if got := srv.Executions(interviewTool.Name); got != 3 {
+			t.Errorf("the tool ran %d times, want once a round", got)
+		}
+		var ids []string
+		for _, r := range srv.Requests() {
+			if r.RPCMethod == "tools/call" {
+				ids = append(ids, r.ID.JSON())
+			}
+		}
+		if len(ids) != 4 || ids[1] != ids[2] || ids[0] == ids[1] || ids[2] == ids[3] {
+			t.Errorf("tools/call ids %v, want three rounds under their own ids, the second sent twice", ids)
+		}
+	})
+	t.Run("no sampling declared", func(t *testing.T) {
+		c := mcptest.NewClient(t, srv, elicit)
+		_, err := c.CallTool(testCtx(t), interviewTool.Name, nil)
+		var rpc *mcpclient.RPCError
+		if !errors.As(err, &rpc) || rpc.Code != mcpclient.RPCMissingRequiredClientCapability || mcpclient.CodeOf(err) != mcpclient.CodeServerError {
+			t.Fatalf("call: %v, want the server's -32021", err)
+		}
+		var data struct {
+			Required map[string]json.RawMessage `json:"requiredCapabilities"`
+		}
+		if json.Unmarshal(rpc.Data, &data) != nil || string(data.Required["sampling"]) != "{}" || len(data.Required) != 1 {
+			t.Errorf("error data %s, want requiredCapabilities {\"sampling\":{}}", rpc.Data)
+		}
+	})
 }

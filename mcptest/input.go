@@ -35,7 +35,8 @@ import (
 type InputRequest struct {
 	// Key names the request in inputRequests and the client's answer in inputResponses (stateless
 	// revisions only). "" names it input-N, N its place among the requests the run asked so far,
-	// from 1: the same in every run of a handler that asks in the same order.
+	// from 1: the same in every run of a handler that asks in the same order. A handler that asks
+	// from several goroutines at once has no such order, and names its keys.
 	Key    string
 	Method string
 	Params any

@@ -60,6 +60,8 @@ const DefaultMaxReceipts = 1024
 // store retains like any other reply. ctx ends when the server closes or restarts, or the client
 // cancels the request (notifications/cancelled): the server then sends no response to the
 // request, whatever the func returns, though a receipt keeps the reply for a resend of its id.
+// In the stateless revisions it also ends when a request for input ends the run (see
+// ToolCall.RequestAll).
 type ToolFunc func(ctx context.Context, call *ToolCall) (*mcpclient.CallToolResult, error)
 
 // ToolCall is what a ToolFunc is called with. Besides the request, it is the tool's way back to

@@ -21,7 +21,7 @@ func TestFeaturesSampling(t *testing.T) {
 	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		if b.stateless() {
-			t.Skip("mcptest does not yet turn server requests into input_required rounds")
+			t.Skip("a handler's error cannot travel back in the stateless revisions, whose input responses are results only: the client fails the call (TestStatelessInputRoundsAgainstMCPTest covers the rounds)")
 		}
 		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		var mu sync.Mutex
@@ -115,7 +115,7 @@ func TestFeaturesElicitation(t *testing.T) {
 	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		if b.stateless() {
-			t.Skip("mcptest does not yet turn server requests into input_required rounds")
+			t.Skip("the stateless revisions refuse with -32021 an elicitation mode the request's capabilities lack, and a handler's error cannot travel back: TestStatelessInputRoundsAgainstMCPTest and mcptest's input tests cover them")
 		}
 		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		seen := make(chan *mcpclient.ElicitParams, 8)
@@ -205,7 +205,7 @@ func TestFeaturesURLElicitation(t *testing.T) {
 	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		if b.stateless() {
-			t.Skip("mcptest does not yet turn server requests into input_required rounds")
+			t.Skip("a handler's error cannot travel back in the stateless revisions, whose input responses are results only")
 		}
 		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		seen := make(chan *mcpclient.URLElicitParams, 16)
@@ -300,9 +300,6 @@ func TestFeaturesElicitationHandlerErrors(t *testing.T) {
 func TestFeaturesRoots(t *testing.T) {
 	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
-		if b.stateless() {
-			t.Skip("mcptest does not yet turn server requests into input_required rounds")
-		}
 		srv, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		c := mcptest.NewClient(t, d, mcpclient.WithRoots(mcpclient.Root{URI: "file:///work", Name: "work"}))
 		type roots struct {
@@ -327,8 +324,11 @@ func TestFeaturesRoots(t *testing.T) {
 		if err := c.SetRoots(testCtx(t), mcpclient.Root{URI: "file:///a"}, mcpclient.Root{URI: "file:///b", Name: "b"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := srv.AwaitNotifications(testCtx(t), "notifications/roots/list_changed", 1); err != nil {
-			t.Fatal(err)
+		// A stateless client has no session to tell: the next round asks afresh.
+		if !b.stateless() {
+			if err := srv.AwaitNotifications(testCtx(t), "notifications/roots/list_changed", 1); err != nil {
+				t.Fatal(err)
+			}
 		}
 		got := list()
 		if len(got) != 2 || got[0].URI != "file:///a" || got[1].URI != "file:///b" || got[1].Name != "b" {
@@ -365,7 +365,7 @@ func TestFeaturesCustomServerRequests(t *testing.T) {
 	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		if b.stateless() {
-			t.Skip("mcptest does not yet turn server requests into input_required rounds")
+			t.Skip("the stateless revisions ask for input only with sampling, elicitation and roots: there are no custom server requests")
 		}
 		_, d := b.start(t, mcptest.WithTool(featAskTool, featAsk))
 		c := mcptest.NewClient(t, d,
@@ -408,7 +408,7 @@ func TestFeaturesServerCancelsItsRequest(t *testing.T) {
 	t.Parallel()
 	featEach(t, func(t *testing.T, b featBackend) {
 		if b.stateless() {
-			t.Skip("mcptest does not yet turn server requests into input_required rounds")
+			t.Skip("a stateless server cancels nothing it asked: it simply never reads the answer of a round it abandons")
 		}
 		handling := make(chan struct{})
 		handlerDone := make(chan error, 1)

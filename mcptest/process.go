@@ -3,6 +3,7 @@ package mcptest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -340,6 +341,10 @@ func (s *Server) execute(ctx context.Context, call *ToolCall, key string) answer
 	}
 	return runInputs(ctx, call.input, func(ctx context.Context) answer {
 		res, err := runTool(ctx, te.fn, call)
+		var pe *protocolError
+		if errors.As(err, &pe) {
+			return errorAnswer(pe.code, pe.message, pe.data)
+		}
 		if err != nil {
 			res = &mcpclient.CallToolResult{IsError: true, Content: []mcpclient.Content{mcpclient.TextContent(err.Error())}}
 		}
@@ -351,6 +356,24 @@ func (s *Server) execute(ctx context.Context, call *ToolCall, key string) answer
 		}
 		return resultAnswer(res)
 	})
+}
+
+// ProtocolError returns an error with which a ToolFunc fails its call with a JSON-RPC error
+// (code, message, and data unless nil) instead of a result with isError set: a failure of the
+// protocol rather than of the tool, such as a backend that is gone. A task-augmented call fails
+// its task with it.
+func ProtocolError(code int64, message string, data any) error {
+	return &protocolError{code: code, message: message, data: data}
+}
+
+type protocolError struct {
+	code    int64
+	message string
+	data    any
+}
+
+func (e *protocolError) Error() string {
+	return fmt.Sprintf("mcptest: JSON-RPC error %d: %s", e.code, e.message)
 }
 
 func runTool(ctx context.Context, fn ToolFunc, call *ToolCall) (res *mcpclient.CallToolResult, err error) {

@@ -56,8 +56,9 @@ const (
 // DefaultMaxReceipts is the receipt store's capacity unless WithMaxReceipts says otherwise.
 const DefaultMaxReceipts = 1024
 
-// A ToolFunc runs one tools/call. An error becomes a result with isError set, which the receipt
-// store retains like any other reply. ctx ends when the server closes or restarts, or the client
+// A ToolFunc runs one tools/call. An error becomes a result with isError set, except one made
+// by ProtocolError, which fails the call with a JSON-RPC error; the receipt store retains either
+// like any other reply. ctx ends when the server closes or restarts, or the client
 // cancels the request (notifications/cancelled): the server then sends no response to the
 // request, whatever the func returns, though a receipt keeps the reply for a resend of its id.
 // In the stateless revisions it also ends when a request for input ends the run (see

@@ -3,6 +3,7 @@ package mcptest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -229,4 +230,25 @@ func TestTaskStoreBounds(t *testing.T) {
 			t.Errorf("%d tasks after a restart", n)
 		}
 	})
+}
+
+func TestProtocolErrorFailsTheCall(t *testing.T) {
+	gone := func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		return nil, fmt.Errorf("backend: %w", mcptest.ProtocolError(mcpclient.RPCInternalError, "the backend is gone", map[string]string{"backend": "db"}))
+	}
+	srv := mcptest.NewTestServer(t, taskTool("gone", tasks.SupportOptional, gone))
+	r := dialRaw(t, srv)
+	resp := taskRequest(t, r, "1", "tools/call", `{"name":"gone"}`)
+	if resp.Error == nil || resp.Error.Code != mcpclient.RPCInternalError || resp.Error.Message != "the backend is gone" ||
+		string(resp.Error.Data) != `{"backend":"db"}` {
+		t.Fatalf("plain call answered %+v, want the JSON-RPC error", resp)
+	}
+	// As a task, the call fails the task, and tasks/result answers the error.
+	task := createdTask(t, taskRequest(t, r, "2", "tools/call", `{"name":"gone","task":{}}`))
+	if resp := taskRequest(t, r, "3", "tasks/result", `{"taskId":"`+task.TaskID+`"}`); resp.Error == nil || resp.Error.Code != mcpclient.RPCInternalError {
+		t.Errorf("tasks/result answered %+v, want the JSON-RPC error", resp)
+	}
+	if got := taskOf(t, taskRequest(t, r, "4", "tasks/get", `{"taskId":"`+task.TaskID+`"}`)); got.Status != tasks.Failed || got.StatusMessage != "the backend is gone" {
+		t.Errorf("tasks/get %+v", got)
+	}
 }

@@ -102,9 +102,10 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 	s := c.srv
 	session := c.sessionID()
 	var stateless *sessionState
+	var rm requestMeta
 	if session == "" && m.Method != "initialize" && len(s.statelessVersions()) > 0 {
-		rm, refusal := s.admitStatelessFrame(m)
-		if refusal != nil {
+		var refusal *statelessRefusal
+		if rm, refusal = s.admitStatelessFrame(m); refusal != nil {
 			c.reply(m, errorAnswer(refusal.code, refusal.message, refusal.data))
 			return
 		}
@@ -121,7 +122,7 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 		defer c.answered()
 		defer s.untrack(session, key, t)
 		if stateless != nil && m.Method == "subscriptions/listen" {
-			c.listen(t, m)
+			c.listen(t, m, rm)
 			return
 		}
 		v := s.process(t.ctx, t.ep, session, m, key, outletFunc(c.send), stateless)
@@ -149,13 +150,13 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 
 // listen runs a subscription on the connection until the client cancels it
 // (notifications/cancelled), the connection ends or the server restarts or closes.
-func (c *conn) listen(t *tracked, m jsonrpc.Message) {
-	filter, bad := listenFilter(m)
+func (c *conn) listen(t *tracked, m jsonrpc.Message, rm requestMeta) {
+	filter, taskIDs, bad := c.srv.listenRequest(m, rm)
 	if bad != nil {
 		c.reply(m, *bad)
 		return
 	}
-	err := c.srv.serveListen(t.ctx, m.ID, filter, func(frame []byte) error { return c.send(t.ctx, frame) })
+	err := c.srv.serveListen(t.ctx, m.ID, filter, taskIDs, func(frame []byte) error { return c.send(t.ctx, frame) })
 	if errors.Is(err, errServerClosed) {
 		c.reply(m, errorAnswer(mcpclient.RPCInternalError, "server closed", nil))
 	}

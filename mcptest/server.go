@@ -137,6 +137,7 @@ type Server struct {
 
 	taskPoll time.Duration // pollInterval of tasks; see WithTaskPollInterval
 	maxTasks int           // bound of each epoch's task store; see WithMaxTasks
+	taskTTL  time.Duration // ttl of the tasks extension's tasks; see WithTaskTTL
 
 	// allowedHosts are the host names besides loopback ones an HTTPServer on a loopback address
 	// serves; see WithAllowedHosts.

@@ -339,6 +339,8 @@ func (s *Server) servesStateless(method string) bool {
 		return len(s.prompts) > 0
 	case "completion/complete":
 		return s.completion != nil
+	case "tasks/get", "tasks/update", "tasks/cancel": // the tasks extension: tasks_ext.go
+		return s.tasksDeclaredLocked()
 	}
 	return s.methods[method] != nil
 }
@@ -369,6 +371,11 @@ func (s *Server) capabilities(ep *epoch, stateless bool) mcpclient.ServerCapabil
 			}
 			caps.Extensions[mcpclient.RequestReceiptsExtension] = decl
 		}
+	}
+	if stateless && s.tasksDeclaredLocked() {
+		// The stateless revisions serve tasks through the extension (tasks_ext.go), the
+		// session revisions as 2025-11-25 does (declareTasks).
+		caps.Extensions = withTasksExtension(caps.Extensions)
 	}
 	if s.hasResourcesLocked() {
 		caps.Resources = &mcpclient.ResourcesCapability{Subscribe: true, ListChanged: true}
@@ -402,7 +409,9 @@ func (s *Server) dispatchStateless(ctx context.Context, ep *epoch, st *sessionSt
 	case "tools/list":
 		a = s.listTools(m)
 	case "tools/call":
-		a = s.toolsCall(ctx, ep, m, key, st, out)
+		a = s.statelessToolsCall(ctx, ep, st, m, key, out)
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		a = s.extensionTaskMethod(ep, st, m)
 	case "resources/list":
 		a = s.listResources(m)
 	case "resources/templates/list":

@@ -45,7 +45,7 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 		return
 	}
 	if m.Method == "subscriptions/listen" {
-		h.listen(w, r, m)
+		h.listen(w, r, m, rm)
 		return
 	}
 	key, t, ok := h.start(w, "", m, body)
@@ -158,9 +158,10 @@ func (s *statelessStream) finish(frame []byte, status int, breakStream bool) boo
 // A listener is an open subscriptions/listen stream: the notifications its client asked for and
 // the server can send, and the frames on their way to it.
 type listener struct {
-	id     json.RawMessage // the listen request's id, the subscription's id
-	filter mcpclient.SubscriptionFilter
-	out    chan []byte // full, it drops: a client that does not read loses notifications
+	id      json.RawMessage // the listen request's id, the subscription's id
+	filter  mcpclient.SubscriptionFilter
+	taskIDs []string    // the tasks whose status changes it gets (the tasks extension)
+	out     chan []byte // full, it drops: a client that does not read loses notifications
 }
 
 // listenerBacklog bounds the notifications waiting for one listener.
@@ -185,14 +186,14 @@ func (s *Server) grant(asked mcpclient.SubscriptionFilter) mcpclient.Subscriptio
 
 // listen serves subscriptions/listen over HTTP, its stream the POST's SSE response, which
 // ends when the client goes away.
-func (h *HTTPServer) listen(w http.ResponseWriter, r *http.Request, m jsonrpc.Message) {
-	filter, bad := listenFilter(m)
+func (h *HTTPServer) listen(w http.ResponseWriter, r *http.Request, m jsonrpc.Message, rm requestMeta) {
+	filter, taskIDs, bad := h.listenRequest(m, rm)
 	if bad != nil {
 		writeFrame(w, http.StatusBadRequest, jsonrpc.AppendError(nil, m.ID, bad.body))
 		return
 	}
 	started := false
-	err := h.serveListen(r.Context(), m.ID, filter, func(frame []byte) error {
+	err := h.serveListen(r.Context(), m.ID, filter, taskIDs, func(frame []byte) error {
 		if !started {
 			started = true
 			sseHeaders(w)
@@ -206,24 +207,26 @@ func (h *HTTPServer) listen(w http.ResponseWriter, r *http.Request, m jsonrpc.Me
 	}
 }
 
-// listenFilter reads the notifications a subscriptions/listen request asks for.
-func listenFilter(m jsonrpc.Message) (mcpclient.SubscriptionFilter, *answer) {
+// listenRequest reads the notifications a subscriptions/listen request asks for, and the tasks
+// whose status it may follow (the tasks extension).
+func (s *Server) listenRequest(m jsonrpc.Message, rm requestMeta) (filter mcpclient.SubscriptionFilter, taskIDs []string, bad *answer) {
 	var p struct {
 		Notifications *mcpclient.SubscriptionFilter `json:"notifications"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Notifications == nil {
 		a := errorAnswer(mcpclient.RPCInvalidParams, "subscriptions/listen needs params with notifications", nil)
-		return mcpclient.SubscriptionFilter{}, &a
+		return filter, nil, &a
 	}
-	return *p.Notifications, nil
+	taskIDs, bad = s.grantTasks(m.Params, rm)
+	return *p.Notifications, taskIDs, bad
 }
 
 // serveListen runs one subscription: the acknowledgement first, naming what the server grants,
 // then each notification the filter admits, tagged with the subscription's id (the listen
 // request's), until ctx ends or the server restarts; a server that closes ends the subscription
 // with a result. send writes one frame to the client; it is called from this goroutine alone.
-func (s *Server) serveListen(ctx context.Context, id json.RawMessage, asked mcpclient.SubscriptionFilter, send func(frame []byte) error) error {
-	l := &listener{id: id, filter: s.grant(asked), out: make(chan []byte, listenerBacklog)}
+func (s *Server) serveListen(ctx context.Context, id json.RawMessage, asked mcpclient.SubscriptionFilter, taskIDs []string, send func(frame []byte) error) error {
+	l := &listener{id: id, filter: s.grant(asked), taskIDs: taskIDs, out: make(chan []byte, listenerBacklog)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -241,9 +244,9 @@ func (s *Server) serveListen(ctx context.Context, id json.RawMessage, asked mcpc
 	}()
 
 	ack, _ := json.Marshal(struct {
-		Notifications mcpclient.SubscriptionFilter `json:"notifications"`
-		Meta          map[string]json.RawMessage   `json:"_meta"`
-	}{l.filter, subscriptionMeta(l.id)}) // plain values
+		Notifications grantedFilter              `json:"notifications"`
+		Meta          map[string]json.RawMessage `json:"_meta"`
+	}{grantedFilter{l.filter, l.taskIDs}, subscriptionMeta(l.id)}) // plain values
 	if err := send(jsonrpc.AppendRequest(nil, "", "notifications/subscriptions/acknowledged", ack)); err != nil {
 		return err
 	}

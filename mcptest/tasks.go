@@ -22,6 +22,10 @@ package mcptest
 // to the session that created the task by the session's own way (its connection, its legacy
 // stream, or its Streamable HTTP GET stream), since the request's own answer is long sent.
 // Status changes are sent the same way as notifications/tasks/status.
+//
+// The stateless revisions serve tasks through the tasks extension instead (tasks_ext.go). The
+// two kinds share the store of the epoch, but each is served only by the methods of the
+// revisions that created it: their shapes and their rules for a tool's own error differ.
 
 import (
 	"context"
@@ -72,6 +76,9 @@ type task struct {
 	tool    string
 	ep      *epoch
 	session string // the session that created it, where status notifications go
+	// ext: created through the tasks extension of a stateless revision (see tasks_ext.go),
+	// whose methods alone serve it, in their own shape.
+	ext     bool
 	created time.Time
 	ttl     *int64 // milliseconds; nil: kept without limit
 
@@ -140,6 +147,10 @@ func taskCapable(support string) bool {
 func (s *Server) tasksDeclared() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.tasksDeclaredLocked()
+}
+
+func (s *Server) tasksDeclaredLocked() bool {
 	for _, te := range s.tools {
 		if taskCapable(taskSupportOf(te.tool)) {
 			return true
@@ -209,8 +220,8 @@ func (s *Server) toolsCall(ctx context.Context, ep *epoch, m jsonrpc.Message, ke
 	return s.callTool(ctx, ep, m, key, st, out)
 }
 
-// createTask creates a task for call, starts the tool in the background and answers with the
-// task.
+// createTask creates a task for call as the request's task param (meta) asks, starts the tool in
+// the background and answers with the task.
 func (s *Server) createTask(ep *epoch, call *ToolCall, key string, meta json.RawMessage) answer {
 	var tm struct {
 		TTL *float64 `json:"ttl"`
@@ -221,6 +232,18 @@ func (s *Server) createTask(ep *epoch, call *ToolCall, key string, meta json.Raw
 	if tm.TTL != nil && *tm.TTL < 0 {
 		return errorAnswer(mcpclient.RPCInvalidParams, "task: negative ttl", nil)
 	}
+	var ttl *int64
+	if tm.TTL != nil {
+		ms := int64(*tm.TTL)
+		ttl = &ms
+	}
+	return s.startTask(ep, call, key, ttl, false)
+}
+
+// startTask creates a task for call, kept ttl milliseconds (nil: without limit), starts the
+// tool in the background and answers with the task: in the shape of the tasks extension if ext,
+// else in that of 2025-11-25. A task of the extension sends its client nothing while it runs.
+func (s *Server) startTask(ep *epoch, call *ToolCall, key string, ttl *int64, ext bool) answer {
 	now := time.Now()
 	s.mu.Lock()
 	te := s.tools[call.Name]
@@ -252,14 +275,12 @@ func (s *Server) createTask(ep *epoch, call *ToolCall, key string, meta json.Raw
 		updated: now,
 		status:  tasks.Working,
 		done:    make(chan struct{}),
+		ext:     ext,
+		ttl:     ttl,
 	}
-	if call.session != nil {
+	if call.session != nil && !ext {
 		t.session = call.session.id
 		call.out = outletFunc(call.session.send)
-	}
-	if tm.TTL != nil {
-		ms := int64(*tm.TTL)
-		t.ttl = &ms
 	}
 	var ctx context.Context
 	ctx, t.cancel = context.WithCancel(ep.ctx)
@@ -267,11 +288,14 @@ func (s *Server) createTask(ep *epoch, call *ToolCall, key string, meta json.Raw
 	ep.tasks[t.id] = t
 	ep.taskOrder = append(ep.taskOrder, t.id)
 	s.wg.Add(1)
-	created := t.wireLocked(s.pollInterval())
+	var created any = tasks.CreateResult{Task: t.wireLocked(s.pollInterval())}
+	if ext {
+		created = createTaskResult{ResultType: "task", detailedTask: t.detailedLocked(s.pollInterval())}
+	}
 	s.mu.Unlock()
 
 	go s.runTask(ctx, t, call, key)
-	return resultAnswer(tasks.CreateResult{Task: created})
+	return resultAnswer(created)
 }
 
 func (s *Server) maxTasksLocked() int {
@@ -308,7 +332,9 @@ func (s *Server) runTask(ctx context.Context, t *task, call *ToolCall, key strin
 		var e mcpclient.RPCError
 		json.Unmarshal(a.body, &e) // our own error object
 		message = e.Message
-	} else {
+	} else if !t.ext {
+		// In 2025-11-25 a tool's own error fails its task; the extension keeps failed for
+		// errors of the protocol, and completes the task with the isError result.
 		var res mcpclient.CallToolResult
 		if json.Unmarshal(a.body, &res) == nil && res.IsError {
 			status, message = tasks.Failed, res.Text()
@@ -321,22 +347,25 @@ func (s *Server) runTask(ctx context.Context, t *task, call *ToolCall, key strin
 // (cancelled).
 func (s *Server) settleTask(t *task, status tasks.Status, message string, a answer) {
 	s.mu.Lock()
-	w := s.settleLocked(t, status, message, a)
+	settled := s.settleLocked(t, status, message, a)
+	var note any
+	if settled {
+		note = s.taskNoteLocked(t)
+	}
 	s.mu.Unlock()
-	if w != nil {
-		s.notifyTaskStatus(t, w)
+	if settled {
+		s.notifyTaskStatus(t, note)
 	}
 }
 
-// settleLocked moves a task to a terminal status and returns its new state; nil if it already
-// was terminal.
-func (s *Server) settleLocked(t *task, status tasks.Status, message string, a answer) *tasks.Task {
+// settleLocked moves a task to a terminal status; false if it already was terminal.
+func (s *Server) settleLocked(t *task, status tasks.Status, message string, a answer) bool {
 	if t.terminalLocked() {
-		return nil
+		return false
 	}
 	t.status, t.message, t.updated, t.reply = status, message, time.Now(), a
 	close(t.done)
-	return t.wireLocked(s.pollInterval())
+	return true
 }
 
 // moveTask moves a task from one non-terminal status to another; false if it was not in from.
@@ -347,20 +376,33 @@ func (s *Server) moveTask(t *task, from, to tasks.Status, message string) bool {
 		return false
 	}
 	t.status, t.message, t.updated = to, message, time.Now()
-	w := t.wireLocked(s.pollInterval())
+	note := s.taskNoteLocked(t)
 	s.mu.Unlock()
-	s.notifyTaskStatus(t, w)
+	s.notifyTaskStatus(t, note)
 	return true
 }
 
-// notifyTaskStatus sends notifications/tasks/status to the session that created the task, if it
-// is still there.
-func (s *Server) notifyTaskStatus(t *task, w *tasks.Task) {
+// taskNoteLocked is the task's state now, as the notification of a status change carries it.
+func (s *Server) taskNoteLocked(t *task) any {
+	if t.ext {
+		return t.detailedLocked(s.pollInterval())
+	}
+	return t.wireLocked(s.pollInterval())
+}
+
+// notifyTaskStatus announces a task's new state (note, from taskNoteLocked): a task of the
+// extension to the listeners that asked for it, any other with notifications/tasks/status to the
+// session that created it, if it is still there.
+func (s *Server) notifyTaskStatus(t *task, note any) {
+	if d, ok := note.(detailedTask); ok {
+		s.notifyTaskListeners(t.id, d)
+		return
+	}
 	st := s.sessionState(t.ep, t.session)
 	if st == nil {
 		return
 	}
-	params, _ := json.Marshal(w) // plain fields
+	params, _ := json.Marshal(note) // plain fields
 	ctx, cancel := context.WithTimeout(s.ctx, sendTimeout)
 	defer cancel()
 	if err := st.notify(ctx, jsonrpc.AppendRequest(nil, "", "notifications/tasks/status", params)); err != nil {
@@ -385,9 +427,9 @@ func (s *Server) taskMethod(ctx context.Context, ep *epoch, m jsonrpc.Message) a
 	s.mu.Lock()
 	s.purgeExpiredLocked(ep, time.Now())
 	t := ep.tasks[p.TaskID]
-	if t == nil {
+	if t == nil || t.ext {
 		s.mu.Unlock()
-		return errorAnswer(mcpclient.RPCInvalidParams, "Failed to retrieve task: Task not found", nil)
+		return errTaskNotFound
 	}
 	switch m.Method {
 	case "tasks/get":
@@ -396,14 +438,14 @@ func (s *Server) taskMethod(ctx context.Context, ep *epoch, m jsonrpc.Message) a
 		return resultAnswer(w)
 	case "tasks/cancel":
 		status := t.status
-		w := s.settleLocked(t, tasks.Cancelled, "The task was cancelled by request.",
-			errorAnswer(mcpclient.RPCInternalError, "task "+t.id+" was cancelled", nil))
-		s.mu.Unlock()
-		if w == nil {
+		if !s.cancelLocked(t) {
+			s.mu.Unlock()
 			return errorAnswer(mcpclient.RPCInvalidParams, fmt.Sprintf("Cannot cancel task: already in terminal status '%s'", status), nil)
 		}
+		w, note := t.wireLocked(s.pollInterval()), s.taskNoteLocked(t)
+		s.mu.Unlock()
 		t.cancel() // the tool's context; whatever it returns now, the task stays cancelled
-		s.notifyTaskStatus(t, w)
+		s.notifyTaskStatus(t, note)
 		return resultAnswer(w)
 	}
 	// tasks/result waits for the task to end.
@@ -414,6 +456,15 @@ func (s *Server) taskMethod(ctx context.Context, ep *epoch, m jsonrpc.Message) a
 		return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for task "+t.id, nil)
 	}
 	return withRelatedTask(t.reply, t.id)
+}
+
+// errTaskNotFound answers a task request for a task the server does not hold.
+var errTaskNotFound = errorAnswer(mcpclient.RPCInvalidParams, "Failed to retrieve task: Task not found", nil)
+
+// cancelLocked moves a task to cancelled; false if it already was terminal.
+func (s *Server) cancelLocked(t *task) bool {
+	return s.settleLocked(t, tasks.Cancelled, "The task was cancelled by request.",
+		errorAnswer(mcpclient.RPCInternalError, "task "+t.id+" was cancelled", nil))
 }
 
 // withRelatedTask adds _meta["io.modelcontextprotocol/related-task"] to a result answer.
@@ -441,7 +492,13 @@ func (s *Server) listTasks(ep *epoch, m jsonrpc.Message) answer {
 	}
 	s.mu.Lock()
 	s.purgeExpiredLocked(ep, time.Now())
-	ids, next, ok := page(ep.taskOrder, cursor, s.pageSize)
+	listed := make([]string, 0, len(ep.taskOrder))
+	for _, id := range ep.taskOrder {
+		if !ep.tasks[id].ext {
+			listed = append(listed, id)
+		}
+	}
+	ids, next, ok := page(listed, cursor, s.pageSize)
 	res := tasks.ListResult{Tasks: []*tasks.Task{}, NextCursor: next}
 	for _, id := range ids {
 		res.Tasks = append(res.Tasks, ep.tasks[id].wireLocked(s.pollInterval()))
@@ -465,10 +522,16 @@ func (c *ToolCall) TaskID() string {
 // _meta with io.modelcontextprotocol/related-task, and moves the task to input_required while it
 // waits for the client's answer and back to working after (each move sends
 // notifications/tasks/status). params must marshal to a JSON object, or be nil. For a plain
-// call it is Request.
+// call it is Request. A task of the tasks extension of a stateless revision cannot ask its
+// client yet: RequestInput fails at once, and the task's status stays working.
 func (c *ToolCall) RequestInput(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if c.task == nil {
+	switch {
+	case c.task == nil:
 		return c.Request(ctx, method, params)
+	case c.task.ext:
+		// A task of the extension asks through the inputRequests of tasks/get, which this
+		// server does not serve: its tasks never wait for input.
+		return nil, errNoServerRequests
 	}
 	fields := map[string]json.RawMessage{}
 	if params != nil {

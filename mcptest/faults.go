@@ -30,6 +30,12 @@ const (
 	// answer is kept for a GET with Last-Event-ID. It applies to HTTP servers answering with
 	// SSE; elsewhere it does nothing.
 	BreakStream
+	// CloseStream ends an SSE response cleanly after its first event id, before the answer, as a
+	// server that has its clients poll does (it may close a stream once it has sent an event id):
+	// the answer is kept for a GET with Last-Event-ID. Where BreakStream resets the connection,
+	// as a network failure does, CloseStream ends the response as it would end with the answer.
+	// It applies to HTTP servers answering with SSE; elsewhere it does nothing.
+	CloseStream
 )
 
 // A Fault disturbs the requests it matches. Inject it with Server.Inject or WithFault.
@@ -95,6 +101,7 @@ type faultPlan struct {
 	dropAfter   bool
 	expire      bool
 	breakStream bool
+	closeStream bool
 }
 
 // add plans a fault of kind: retryAfter goes with Fail, delay with Delay.
@@ -112,6 +119,8 @@ func (p *faultPlan) add(kind FaultKind, retryAfter, delay time.Duration) {
 		p.expire = true
 	case BreakStream:
 		p.breakStream = true
+	case CloseStream:
+		p.closeStream = true
 	}
 }
 

@@ -25,8 +25,9 @@ import (
 // HTTPServer serves a Server over Streamable HTTP from an httptest server, with the same
 // receipts, modes and faults as in memory. Faults take their HTTP form: DropBeforeExecution and
 // DropAfterExecution reset the connection, Fail answers 503 with Retry-After, ExpireSession
-// answers 404, and BreakStream cuts an SSE response after its first event id and replays the
-// answer to a GET with Last-Event-ID.
+// answers 404, BreakStream cuts an SSE response after its first event id and replays the
+// answer to a GET with Last-Event-ID, and CloseStream ends it there cleanly, answer replayed the
+// same way.
 type HTTPServer struct {
 	*Server
 	// URL is the MCP endpoint, set by Start.
@@ -253,7 +254,7 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		writeFrame(w, http.StatusOK, frame)
 		return
 	}
-	if !sw.finish(session, frame, v.breakStream) {
+	if !sw.finish(session, frame, v.breakStream, v.closeStream) {
 		// Restarted meanwhile, or a BreakStream fault: the answer, if stored, waits for a
 		// resumption.
 		panic(http.ErrAbortHandler)
@@ -342,7 +343,8 @@ func (r *sseResponse) send(_ context.Context, frame []byte) error {
 
 // finish writes the answer and ends the stream. It reports false when the stream must break
 // instead: the session is gone, or breakStream asks for it after storing the answer.
-func (r *sseResponse) finish(session string, frame []byte, breakStream bool) bool {
+// closeStream stores the answer and ends the stream without it.
+func (r *sseResponse) finish(session string, frame []byte, breakStream, closeStream bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
@@ -353,6 +355,9 @@ func (r *sseResponse) finish(session string, frame []byte, breakStream bool) boo
 	id := r.st.events.add(r.stream, frame)
 	if breakStream {
 		return false
+	}
+	if closeStream {
+		return true
 	}
 	writeEvent(r.w, id, 0, frame)
 	return true

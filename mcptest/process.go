@@ -32,6 +32,9 @@ type verdict struct {
 	// breakStream asks an SSE response to break after its first event id, keeping the answer
 	// for a resumption (HTTP only).
 	breakStream bool
+	// closeStream asks an SSE response to end cleanly after its first event id, keeping the
+	// answer for a resumption (HTTP only).
+	closeStream bool
 	// inFlight marks answer as the refusal of an id still in flight.
 	inFlight bool
 	// session is the session initialize opened.
@@ -150,6 +153,7 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	s.mu.Unlock()
 	v.drop = plan.dropAfter || restarted
 	v.breakStream = plan.breakStream
+	v.closeStream = plan.closeStream
 	return v
 }
 

@@ -14,8 +14,8 @@ import (
 // HTTP, HTTPServer): DropBeforeExecution and DropAfterExecution reset the exchange, Fail refuses
 // the request with RetryAfter as its delay hint (HTTP 503 with Retry-After), Delay holds it for
 // Delay (a slow reply), ExpireSession ends its session (HTTP 404), and BreakStream cuts an SSE
-// answer after its first event id (only on an HTTPServer made WithSSEResponses; elsewhere it does
-// nothing, but still counts as a hit).
+// answer after its first event id, which CloseStream ends cleanly there (only on an HTTPServer
+// made WithSSEResponses; elsewhere they do nothing, but still count as hits).
 //
 // The draws come from a math/rand/v2 PCG source seeded with Seed and are made under the server's
 // mutex, one or two per selected request in arrival order: the same seed and the same order of
@@ -101,7 +101,7 @@ func newRandomFaults(rf RandomFaults) *randomFaults {
 		panic("mcptest: RandomFaults with a positive Rate needs Kinds")
 	}
 	for _, k := range rf.Kinds {
-		if k < DropBeforeExecution || k > BreakStream {
+		if k < DropBeforeExecution || k > CloseStream {
 			panic(fmt.Sprintf("mcptest: RandomFaults: unknown fault kind %d", int(k)))
 		}
 	}
@@ -151,6 +151,7 @@ var faultKindNames = [...]string{
 	Fail:                "Fail",
 	ExpireSession:       "ExpireSession",
 	BreakStream:         "BreakStream",
+	CloseStream:         "CloseStream",
 }
 
 // String returns the name of the kind, as in Go source.

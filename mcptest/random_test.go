@@ -110,7 +110,7 @@ func TestRandomFaultsRefuseNonsense(t *testing.T) {
 			mcptest.WithRandomFaults(rf)
 		}()
 	}
-	if got := mcptest.BreakStream.String(); got != "BreakStream" {
+	if got := mcptest.CloseStream.String(); got != "CloseStream" {
 		t.Errorf("String %q", got)
 	}
 }
@@ -120,7 +120,7 @@ func TestRandomFaultsRefuseNonsense(t *testing.T) {
 func TestRandomFaultKindsOverHTTP(t *testing.T) {
 	for _, kind := range []mcptest.FaultKind{
 		mcptest.DropBeforeExecution, mcptest.DropAfterExecution, mcptest.Fail,
-		mcptest.Delay, mcptest.ExpireSession, mcptest.BreakStream,
+		mcptest.Delay, mcptest.ExpireSession, mcptest.BreakStream, mcptest.CloseStream,
 	} {
 		t.Run(kind.String(), func(t *testing.T) {
 			var runs int
@@ -154,8 +154,8 @@ func TestRandomFaultKindsOverHTTP(t *testing.T) {
 			took := time.Since(start)
 			wantAttempts, wantRuns := 2, 1
 			switch kind {
-			case mcptest.Delay, mcptest.BreakStream:
-				// Neither costs an attempt: a slow answer, a stream resumed by GET.
+			case mcptest.Delay, mcptest.BreakStream, mcptest.CloseStream:
+				// None costs an attempt: a slow answer, a stream resumed by GET.
 				wantAttempts = 1
 				hits = srv.RandomFaultHits()
 			}

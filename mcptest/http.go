@@ -50,8 +50,9 @@ type HTTPRequest struct {
 	ID        mcpclient.ID
 	// Header is a copy of the request's headers.
 	Header http.Header
-	// Refused is the status (401 or 403) with which a server made WithAuthorization refused the
-	// request before the MCP server saw it; 0 for a request it served.
+	// Refused is the status with which the server refused the request before the MCP server saw
+	// it: 401 or 403 from a server made WithAuthorization, 403 for an Origin not allowed (see
+	// ServeHTTP); 0 for a request it served.
 	Refused int
 }
 
@@ -130,6 +131,7 @@ func (h *HTTPServer) Close() error {
 // server through the user's browser.
 func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.localRequest(r) {
+		h.remember(HTTPRequest{Method: r.Method, Header: r.Header.Clone(), Refused: http.StatusForbidden})
 		http.Error(w, "Forbidden: the Host or Origin of the request names another host", http.StatusForbidden)
 		return
 	}

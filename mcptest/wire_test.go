@@ -106,3 +106,29 @@ func TestCloseStreamEndsTheResponseCleanlyAndKeepsTheAnswer(t *testing.T) {
 		t.Fatalf("the resumed stream: %q, want the answer", resumed)
 	}
 }
+
+func TestHTTPServerRefusesOriginsOtherThanLoopback(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.NewTestHTTPServer(t)
+	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"0"}}}`
+	w := &wire{t: t, url: srv.URL}
+	for _, origin := range []string{"http://evil.example.com", "http://localhost.evil.example.com:8080", "null", "http://127.0.0.1.nip.io"} {
+		resp := w.post(initialize, "Origin", origin)
+		if body := w.read(resp); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("Origin %s: %d %s, want 403", origin, resp.StatusCode, body)
+		}
+	}
+	if n := srv.Sessions(); n != 0 {
+		t.Fatalf("%d sessions opened by refused requests", n)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 || reqs[len(reqs)-1].Refused != http.StatusForbidden {
+		t.Errorf("requests recorded %+v, want the refused ones with Refused 403", reqs)
+	}
+	for _, origin := range []string{"", "http://localhost:1234", "http://127.0.0.1", "https://[::1]:8443"} {
+		resp := w.post(initialize, "Origin", origin)
+		if body := w.read(resp); resp.StatusCode != http.StatusOK {
+			t.Errorf("Origin %q: %d %s, want 200", origin, resp.StatusCode, body)
+		}
+	}
+}

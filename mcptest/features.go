@@ -34,12 +34,14 @@ type templateEntry struct {
 // read. A later registration under the same URI replaces the earlier. Any resource or template
 // makes the server declare capabilities.resources (subscribe and listChanged).
 func WithResource(r mcpclient.Resource, read ResourceFunc) Option {
-	return optionFunc(func(s *Server) {
-		if _, ok := s.resources[r.URI]; !ok {
-			s.resourceOrder = append(s.resourceOrder, r.URI)
-		}
-		s.resources[r.URI] = &resourceEntry{res: r, read: read}
-	})
+	return optionFunc(func(s *Server) { addResourceLocked(s, r, read) })
+}
+
+func addResourceLocked(s *Server, r mcpclient.Resource, read ResourceFunc) {
+	if _, ok := s.resources[r.URI]; !ok {
+		s.resourceOrder = append(s.resourceOrder, r.URI)
+	}
+	s.resources[r.URI] = &resourceEntry{res: r, read: read}
 }
 
 // WithResourceTemplate registers a resource template, listed by resources/templates/list. A
@@ -208,13 +210,16 @@ func readURI(m jsonrpc.Message) (string, *answer) {
 	return p.URI, nil
 }
 
-// readResource serves resources/read: the resource registered under the URI, else the first
-// template that matches it.
-// notFound is the error code of a URI that names nothing: the revision's.
+// readResource serves resources/read: the resource registered under the URI, else the skill file
+// (see WithSkill), else the first template that matches it. notFound is the error code of a URI
+// that names nothing: the revision's.
 func (s *Server) readResource(ctx context.Context, m jsonrpc.Message, notFound int64) answer {
 	uri, bad := readURI(m)
 	if bad != nil {
 		return *bad
+	}
+	if contents := s.readSkillFile(uri); contents != nil {
+		return resultAnswer(mcpclient.ReadResourceResult{Contents: contents})
 	}
 	var read ResourceFunc
 	s.mu.Lock()

@@ -2,12 +2,12 @@
 // receipts follow the "Northstar" receipt design, and faults can be injected at will.
 //
 // Besides tools it serves resources and resource templates (with subscriptions, see
-// ResourceUpdated), prompts, completion and logging (see Log), and what a test registers for an
-// extension's methods (WithMethod, WithExtension); a running tool reports progress
-// and asks its client (sampling, elicitation, roots, ...) through its ToolCall, a prompt through
-// its PromptCall: with server requests in the session revisions, with multi round-trip requests
-// (input_required) in the stateless ones. SessionInfos and NotificationsReceived show what
-// clients declared and sent.
+// ResourceUpdated), prompts, completion and logging (see Log), skills under the Skills extension
+// (WithSkill), and what a test registers for an extension's methods (WithMethod, WithExtension);
+// a running tool reports progress and asks its client (sampling, elicitation, roots, ...) through
+// its ToolCall, a prompt through its PromptCall: with server requests in the session revisions,
+// with multi round-trip requests (input_required) in the stateless ones. SessionInfos and
+// NotificationsReceived show what clients declared and sent.
 //
 // A Server works outside tests too (the quickstart uses one), in memory (Transport), over
 // Streamable HTTP (NewHTTPServer), or over a byte stream such as a process's stdin and stdout
@@ -149,6 +149,9 @@ type Server struct {
 
 	methods    map[string]MethodFunc      // see WithMethod
 	extensions map[string]json.RawMessage // declared in initialize; see WithExtension
+
+	skills     []*skillEntry         // see WithSkill, in registration order
+	skillFiles map[string]*skillFile // by URI
 }
 
 // An epoch is the life of the server between restarts: its sessions, receipts and in-flight

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/tasks"
+)
+
+// taskFixtures are the tools the tasks scenarios of the conformance suite call, and the ttl of
+// the tasks the server creates through the tasks extension.
+//
+//   - greet never runs as a task: it answers "Hello, {name}!".
+//   - slow_compute may run as a task: it waits {seconds} (0 for none) and reports {label}; a
+//     cancelled task stops it, and stays cancelled.
+//   - failing_job must run as a task: after about a second it reports a tool error, which
+//     completes its task with an isError result.
+//   - protocol_error_job may run as a task: it fails with a JSON-RPC internal error, which fails
+//     its task.
+//   - confirm_delete may run as a task: it asks the client, by elicitation, to confirm the
+//     deletion of {filename}.
+func taskFixtures() []mcptest.Option {
+	return []mcptest.Option{
+		// Long enough for a client polling every few seconds to find a finished task; short
+		// enough that a server left running forgets the tasks of past runs.
+		mcptest.WithTaskTTL(5 * time.Minute),
+		mcptest.WithTool(mcpclient.Tool{
+			Name:        "greet",
+			Description: "Greets {name}.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		}, tasksGreet),
+		mcptest.WithTool(mcpclient.Tool{
+			Name:        "slow_compute",
+			Description: "Waits {seconds}, then reports {label}.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number","minimum":0},"label":{"type":"string"}}}`),
+			Execution:   &mcpclient.ToolExecution{TaskSupport: tasks.SupportOptional},
+		}, tasksSlowCompute),
+		mcptest.WithTool(mcpclient.Tool{
+			Name:        "failing_job",
+			Description: "Fails with a tool error after about a second.",
+			Execution:   &mcpclient.ToolExecution{TaskSupport: tasks.SupportRequired},
+		}, tasksFailingJob),
+		mcptest.WithTool(mcpclient.Tool{
+			Name:        "protocol_error_job",
+			Description: "Fails with a JSON-RPC internal error.",
+			Execution:   &mcpclient.ToolExecution{TaskSupport: tasks.SupportOptional},
+		}, tasksProtocolErrorJob),
+		mcptest.WithTool(mcpclient.Tool{
+			Name:        "confirm_delete",
+			Description: "Asks the client to confirm the deletion of {filename}.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"filename":{"type":"string"}},"required":["filename"]}`),
+			Execution:   &mcpclient.ToolExecution{TaskSupport: tasks.SupportOptional},
+		}, tasksConfirmDelete),
+	}
+}
+
+func tasksText(text string) *mcpclient.CallToolResult {
+	return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(text)}}
+}
+
+func tasksGreet(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	var args struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(call.Arguments, &args); err != nil {
+		return nil, fmt.Errorf("greet: arguments: %w", err)
+	}
+	return tasksText("Hello, " + args.Name + "!"), nil
+}
+
+func tasksSlowCompute(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	var args struct {
+		Seconds float64 `json:"seconds"`
+		Label   string  `json:"label"`
+	}
+	if len(call.Arguments) > 0 {
+		if err := json.Unmarshal(call.Arguments, &args); err != nil {
+			return nil, fmt.Errorf("slow_compute: arguments: %w", err)
+		}
+	}
+	if args.Seconds < 0 {
+		return nil, errors.New("slow_compute: seconds must not be negative")
+	}
+	if err := tasksPause(ctx, time.Duration(args.Seconds*float64(time.Second))); err != nil {
+		return nil, err
+	}
+	return tasksText(fmt.Sprintf("computed %q in %gs", args.Label, args.Seconds)), nil
+}
+
+func tasksFailingJob(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	if err := tasksPause(ctx, time.Second); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("failing_job: the job failed, as it always does")
+}
+
+func tasksProtocolErrorJob(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	return nil, mcptest.ProtocolError(mcpclient.RPCInternalError, "protocol_error_job: internal failure", nil)
+}
+
+func tasksConfirmDelete(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	var args struct {
+		Filename string `json:"filename"`
+	}
+	if err := json.Unmarshal(call.Arguments, &args); err != nil {
+		return nil, fmt.Errorf("confirm_delete: arguments: %w", err)
+	}
+	raw, err := call.RequestInput(ctx, "elicitation/create", map[string]any{
+		"mode":    "form",
+		"message": "Delete " + args.Filename + "?",
+		"requestedSchema": map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"confirm": map[string]any{"type": "boolean"}},
+			"required":   []string{"confirm"},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("confirm_delete: cannot ask for confirmation: %w", err)
+	}
+	var answer struct {
+		Action  string `json:"action"`
+		Content struct {
+			Confirm bool `json:"confirm"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return nil, fmt.Errorf("confirm_delete: elicitation result: %w", err)
+	}
+	if answer.Action != "accept" || !answer.Content.Confirm {
+		return tasksText("kept " + args.Filename), nil
+	}
+	return tasksText("deleted " + args.Filename), nil
+}
+
+// tasksPause waits d, or until ctx ends (its error is returned).
+func tasksPause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

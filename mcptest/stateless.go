@@ -59,6 +59,9 @@ var cacheableMethods = map[string]bool{
 	"resources/list":           true,
 	"resources/templates/list": true,
 	"resources/read":           true,
+	// The Skills extension's listings cache as the base protocol's do.
+	"skills/list": true,
+	"skills/get":  true,
 }
 
 // WithCacheHints sets the caching hints of the results that carry them in the stateless

@@ -65,7 +65,7 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 		})
 		defer stop()
 	}
-	stream := &statelessStream{w: w, eager: h.sse != nil}
+	stream := &statelessStream{w: w, sse: h.sse != nil}
 	v := h.process(t.ctx, t.ep, "", m, key, stream, st)
 	if h.refused(w, v) {
 		return
@@ -89,11 +89,13 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 }
 
 // A statelessStream is the response to one POST of a stateless revision: JSON, unless something
-// is sent before the answer or the server answers with SSE, when it becomes an SSE stream. Its
-// events carry no ids: these revisions resume nothing.
+// is sent before the answer or the server answers with SSE, when it becomes an SSE stream. It
+// opens only when there is something to send: these revisions resume nothing, so a stream opened
+// early would gain nothing and would hide the status of an error (400 for a capability the
+// request lacks, say). Its events carry no ids.
 type statelessStream struct {
-	w     http.ResponseWriter
-	eager bool // open the stream once the request is admitted
+	w   http.ResponseWriter
+	sse bool // answer with SSE (WithSSEResponses)
 
 	mu      sync.Mutex
 	started bool // the SSE stream is open
@@ -110,13 +112,7 @@ func (s *statelessStream) startLocked() {
 	s.w.(http.Flusher).Flush()
 }
 
-func (s *statelessStream) prime() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.eager && !s.closed {
-		s.startLocked()
-	}
-}
+func (s *statelessStream) prime() {}
 
 func (s *statelessStream) send(_ context.Context, frame []byte) error {
 	s.mu.Lock()
@@ -144,10 +140,11 @@ func (s *statelessStream) finish(frame []byte, status int, breakStream bool) boo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	if !s.started {
+	if !s.started && (!s.sse || status != http.StatusOK) {
 		writeFrame(s.w, status, frame)
 		return true
 	}
+	s.startLocked()
 	if breakStream {
 		return false
 	}

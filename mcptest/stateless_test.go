@@ -525,3 +525,22 @@ func TestStatelessDisconnectCancelsUnlessOptedIntoReceipts(t *testing.T) {
 		})
 	}
 }
+
+// TestStatelessSSEKeepsTheErrorStatus: a server answering with SSE opens a stream only when it
+// has something to send, so a request refused while it runs still gets its HTTP status.
+func TestStatelessSSEKeepsTheErrorStatus(t *testing.T) {
+	srv := statelessServer(t, mcptest.WithSSEResponses(time.Millisecond),
+		mcptest.WithTool(mcpclient.Tool{Name: "ask"}, func(ctx context.Context, c *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			_, err := c.Request(ctx, "sampling/createMessage", map[string]any{"messages": []any{}, "maxTokens": 1})
+			return nil, err
+		}),
+		mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echoArgs))
+	r := post(t, srv.URL, headersFor("tools/call", "ask", nil), request(1, "tools/call", map[string]any{"name": "ask", "_meta": meta(nil)}))
+	if r.Status != http.StatusBadRequest || r.errorCode() != -32021 {
+		t.Errorf("a capability the request lacks: status %d code %d, want 400 -32021", r.Status, r.errorCode())
+	}
+	r = post(t, srv.URL, headersFor("tools/call", "echo", nil), request(2, "tools/call", map[string]any{"name": "echo", "_meta": meta(nil)}))
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") || r.last()["result"] == nil {
+		t.Errorf("an answer: status %d, %s, %v; want it on an SSE stream", r.Status, r.Header.Get("Content-Type"), r.Frames)
+	}
+}

@@ -13,12 +13,10 @@ import (
 	"image/png"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
-	"github.com/northstar-mcp/mcpclient/tasks"
 )
 
 // revisions are the protocol revisions the server speaks, preferred first: the newest stateful
@@ -56,6 +54,8 @@ func newServer(log *slog.Logger) *mcptest.HTTPServer {
 	opts = append(opts, resources()...)
 	opts = append(opts, prompts()...)
 	opts = append(opts, skills()...)
+	opts = append(opts, mrtrFixtures()...)
+	opts = append(opts, taskFixtures()...)
 	h := mcptest.NewUnstartedHTTPServer(opts...)
 	addTools(h)
 	return h
@@ -233,44 +233,6 @@ func nameForm(field string) json.RawMessage {
 	})
 }
 
-// formField returns a string field of an accepted elicitation's content.
-func formField(raw json.RawMessage, field string) string {
-	var res mcpclient.ElicitResult
-	if json.Unmarshal(raw, &res) != nil {
-		return ""
-	}
-	s, _ := res.Content[field].(string)
-	return s
-}
-
-// inParallel runs the requests at once, so that a client sees them pending together, and
-// returns their answers in order, or the first error.
-func inParallel(ctx context.Context, call *mcptest.ToolCall, requests ...serverRequest) ([]json.RawMessage, error) {
-	answers := make([]json.RawMessage, len(requests))
-	errs := make([]error, len(requests))
-	var wg sync.WaitGroup
-	for i, r := range requests {
-		wg.Go(func() {
-			if call.TaskID() != "" {
-				answers[i], errs[i] = call.RequestInput(ctx, r.method, r.params)
-			} else {
-				answers[i], errs[i] = call.Request(ctx, r.method, r.params)
-			}
-		})
-	}
-	wg.Wait()
-	return answers, errors.Join(errs...)
-}
-
-type serverRequest struct {
-	method string
-	params any
-}
-
-func elicitation(message, field string) serverRequest {
-	return serverRequest{"elicitation/create", map[string]any{"message": message, "requestedSchema": nameForm(field)}}
-}
-
 // addTools registers the tools the scenarios call.
 func addTools(h *mcptest.HTTPServer) {
 	tool := func(name, description string, input json.RawMessage, fn mcptest.ToolFunc) {
@@ -278,13 +240,6 @@ func addTools(h *mcptest.HTTPServer) {
 			input = noArguments
 		}
 		h.AddTool(mcpclient.Tool{Name: name, Description: description, InputSchema: input}, fn)
-	}
-	taskTool := func(name, description, support string, input json.RawMessage, fn mcptest.ToolFunc) {
-		if input == nil {
-			input = noArguments
-		}
-		h.AddTool(mcpclient.Tool{Name: name, Description: description, InputSchema: input,
-			Execution: &mcpclient.ToolExecution{TaskSupport: support}}, fn)
 	}
 
 	// Content of each kind.
@@ -412,28 +367,13 @@ func addTools(h *mcptest.HTTPServer) {
 	})
 
 	addStatelessTools(h, tool)
-	addTaskTools(taskTool, tool)
 }
 
 // addStatelessTools registers the diagnostic tools of the 2026-07-28 (stateless) scenarios.
 func addStatelessTools(h *mcptest.HTTPServer, tool func(string, string, json.RawMessage, mcptest.ToolFunc)) {
-	tool("test_missing_capability", "Needs the client's sampling capability: asks its LLM", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		text, err := sample(ctx, call, "Say hello", 20)
-		if err != nil {
-			return nil, err
-		}
-		return textResult("LLM response: " + text), nil
-	})
-	tool("test_streaming_elicitation", "Asks the user for their name while it runs", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		raw, err := call.Request(ctx, "elicitation/create", map[string]any{"message": "What is your name?", "requestedSchema": nameForm("name")})
-		if err != nil {
-			return nil, fmt.Errorf("elicitation/create: %w", err)
-		}
-		return textResult("Hello, " + formField(raw, "name") + "!"), nil
-	})
-	tool("test_logging_tool", "Logs a message at each level while it runs", nil, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	tool("test_logging_tool", "Logs a message at each level while it runs", nil, func(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 		for _, level := range []mcpclient.LoggingLevel{mcpclient.LevelDebug, mcpclient.LevelInfo, mcpclient.LevelWarning, mcpclient.LevelError} {
-			if err := h.Log(level, "test_logging_tool", "a "+string(level)+" message"); err != nil {
+			if err := call.Log(level, "test_logging_tool", "a "+string(level)+" message"); err != nil {
 				return nil, err
 			}
 		}
@@ -444,9 +384,6 @@ func addStatelessTools(h *mcptest.HTTPServer, tool func(string, string, json.Raw
 			func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 				return textResult("dynamic tool called"), nil
 			})
-		if err := h.Notify("notifications/tools/list_changed", nil); err != nil {
-			return nil, err
-		}
 		return textResult("Tool list changed"), nil
 	})
 	tool("test_trigger_prompt_change", "Announces a change of the prompt list", nil, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
@@ -463,139 +400,6 @@ func addStatelessTools(h *mcptest.HTTPServer, tool func(string, string, json.Raw
 			return nil, err
 		}
 		return textResult("Region: " + args.Region), nil
-	})
-
-	// Input requests: each asks the client for what the scenario expects, by the way the
-	// revision has (a request on the call's stream, or an input-required result).
-	tool("test_input_required_result_elicitation", "Asks the user for their name", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		answers, err := inParallel(ctx, call, elicitation("What is your name?", "name"))
-		if err != nil {
-			return nil, err
-		}
-		return textResult("Hello, " + formField(answers[0], "name") + "!"), nil
-	})
-	tool("test_input_required_result_sampling", "Asks the client's LLM for the capital of France", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		text, err := sample(ctx, call, "What is the capital of France?", 100)
-		if err != nil {
-			return nil, err
-		}
-		return textResult("The LLM said: " + text), nil
-	})
-	tool("test_input_required_result_list_roots", "Asks the client for its roots", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		raw, err := call.Request(ctx, "roots/list", map[string]any{})
-		if err != nil {
-			return nil, fmt.Errorf("roots/list: %w", err)
-		}
-		var res struct{ Roots []mcpclient.Root }
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("roots/list answered %s: %w", raw, err)
-		}
-		uris := make([]string, len(res.Roots))
-		for i, r := range res.Roots {
-			uris[i] = r.URI
-		}
-		return textResult(fmt.Sprintf("The client has %d roots: %s", len(uris), strings.Join(uris, ", "))), nil
-	})
-	tool("test_input_required_result_request_state", "Asks the user to confirm", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		_, err := call.Request(ctx, "elicitation/create", map[string]any{"message": "Please confirm", "requestedSchema": schema(map[string]any{
-			"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}, "required": []string{"ok"},
-		})})
-		if err != nil {
-			return nil, fmt.Errorf("elicitation/create: %w", err)
-		}
-		return textResult("state-ok: confirmed"), nil
-	})
-	tool("test_input_required_result_multiple_inputs", "Asks for a name, a greeting and the roots at once", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		answers, err := inParallel(ctx, call,
-			elicitation("What is your name?", "name"),
-			serverRequest{"sampling/createMessage", map[string]any{
-				"messages":  []any{map[string]any{"role": "user", "content": mcpclient.TextContent("Generate a greeting")}},
-				"maxTokens": 50,
-			}},
-			serverRequest{"roots/list", map[string]any{}},
-		)
-		if err != nil {
-			return nil, err
-		}
-		return textResult("Received every input; name: " + formField(answers[0], "name")), nil
-	})
-	tool("test_input_required_result_multi_round", "Asks for a name, then for a color", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		first, err := inParallel(ctx, call, elicitation("Step 1: What is your name?", "name"))
-		if err != nil {
-			return nil, err
-		}
-		second, err := inParallel(ctx, call, elicitation("Step 2: What is your favorite color?", "color"))
-		if err != nil {
-			return nil, err
-		}
-		return textResult(fmt.Sprintf("%s likes %s", formField(first[0], "name"), formField(second[0], "color"))), nil
-	})
-	tool("test_input_required_result_tampered_state", "Asks the user for their name", nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		answers, err := inParallel(ctx, call, elicitation("What is your name?", "name"))
-		if err != nil {
-			return nil, err
-		}
-		return textResult("Hello, " + formField(answers[0], "name") + "!"), nil
-	})
-}
-
-// addTaskTools registers the tools of the tasks extension's scenarios.
-func addTaskTools(taskTool func(string, string, string, json.RawMessage, mcptest.ToolFunc), tool func(string, string, json.RawMessage, mcptest.ToolFunc)) {
-	tool("greet", "Greets someone, at once", stringArguments("name"), func(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		var args struct{ Name string }
-		if err := arguments(call, &args); err != nil {
-			return nil, err
-		}
-		return textResult("Hello, " + args.Name + "!"), nil
-	})
-	taskTool("slow_compute", "Computes for the given number of seconds", tasks.SupportOptional, schema(map[string]any{
-		"type": "object", "properties": map[string]any{"seconds": map[string]any{"type": "number", "minimum": 0}},
-	}), func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		var args struct{ Seconds float64 }
-		if err := arguments(call, &args); err != nil {
-			return nil, err
-		}
-		if err := pause(ctx, time.Duration(args.Seconds*float64(time.Second))); err != nil {
-			return nil, err
-		}
-		return textResult(fmt.Sprintf("Computed for %g seconds", args.Seconds)), nil
-	})
-	taskTool("confirm_delete", "Asks the user to confirm a deletion", tasks.SupportOptional, nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		answers, err := inParallel(ctx, call, serverRequest{"elicitation/create", map[string]any{
-			"message": "Delete the file?",
-			"requestedSchema": schema(map[string]any{
-				"type": "object", "properties": map[string]any{"confirm": map[string]any{"type": "boolean"}}, "required": []string{"confirm"},
-			}),
-		}})
-		if err != nil {
-			return nil, err
-		}
-		var res mcpclient.ElicitResult
-		json.Unmarshal(answers[0], &res) // an unreadable answer counts as no confirmation
-		return textResult("Deletion " + map[bool]string{true: "confirmed", false: "not confirmed"}[res.Action == mcpclient.ElicitAccept]), nil
-	})
-	taskTool("multi_input", "Asks two questions at once", tasks.SupportOptional, nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		answers, err := inParallel(ctx, call, elicitation("What is your name?", "name"), elicitation("What is your favorite color?", "color"))
-		if err != nil {
-			return nil, err
-		}
-		return textResult(fmt.Sprintf("%s likes %s", formField(answers[0], "name"), formField(answers[1], "color"))), nil
-	})
-	taskTool("failing_job", "Fails, as a tool error, after a second", tasks.SupportRequired, nil, func(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		if err := pause(ctx, time.Second); err != nil {
-			return nil, err
-		}
-		return nil, errors.New("failing_job failed, as it always does")
-	})
-	taskTool("protocol_error_job", "Crashes", tasks.SupportOptional, nil, func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		panic("protocol_error_job crashed, as it always does")
-	})
-	taskTool("test_tool_with_task", "Asks for a name, then works on it as a task", tasks.SupportRequired, nil, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		answers, err := inParallel(ctx, call, elicitation("What is your name?", "user_name"))
-		if err != nil {
-			return nil, err
-		}
-		return textResult("Hello, " + formField(answers[0], "user_name") + "!"), nil
 	})
 }
 

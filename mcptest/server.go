@@ -212,8 +212,11 @@ func WithTool(tool mcpclient.Tool, fn ToolFunc) Option {
 func WithPageSize(n int) Option { return optionFunc(func(s *Server) { s.pageSize = n }) }
 
 // WithProtocolVersions sets the revisions the server speaks, preferred first; it answers
-// initialize with the client's revision if listed, else with the first. Default: the four this
-// module's client speaks.
+// initialize with the client's revision if listed, else with the first revision with sessions it
+// speaks. Listing mcpclient.ProtocolVersion20260728 makes it speak that stateless revision too,
+// to requests without a session (server/discover first, as this module's client asks): each
+// client then gets the revision its negotiation chooses. Default: the four revisions with
+// sessions, 2024-11-05 through 2025-11-25, which most servers still speak.
 func WithProtocolVersions(versions ...string) Option {
 	return optionFunc(func(s *Server) { s.versions = slices.Clone(versions) })
 }

@@ -303,6 +303,11 @@ func TestInterceptorAnsweringByItself(t *testing.T) {
 		return &mcpclient.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"cached"}]}`)}, nil
 	})
 	c := mcptest.NewClient(t, srv, mcpclient.WithInterceptors(cache))
+	// notifications/initialized was sent before Connect returned, but the server reads it on its
+	// own goroutine: count frames only once it has.
+	if err := srv.AwaitNotifications(testCtx(t), "notifications/initialized", 1); err != nil {
+		t.Fatal(err)
+	}
 	frames := srv.FramesReceived()
 	var resp mcpclient.Response
 	res, err := c.CallTool(testCtx(t), "reserve", nil, mcpclient.WithResponse(&resp))

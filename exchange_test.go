@@ -39,6 +39,7 @@ func TestInterceptorCannotSwapTheRequest(t *testing.T) {
 	ctx := testCtx(t)
 	other = callReq(t, c, "reserve", map[string]int{"n": 2})
 	req := callReq(t, c, "reserve", map[string]int{"n": 1})
+	awaitHandshake(t, srv)
 	frames := srv.FramesReceived()
 	_, err := c.Do(ctx, req)
 	if mcpclient.CodeOf(err) != mcpclient.CodeRefused || !errors.Is(err, mcpclient.ErrExchangeRequestChanged) {
@@ -303,11 +304,7 @@ func TestInterceptorAnsweringByItself(t *testing.T) {
 		return &mcpclient.Response{Result: json.RawMessage(`{"content":[{"type":"text","text":"cached"}]}`)}, nil
 	})
 	c := mcptest.NewClient(t, srv, mcpclient.WithInterceptors(cache))
-	// notifications/initialized was sent before Connect returned, but the server reads it on its
-	// own goroutine: count frames only once it has.
-	if err := srv.AwaitNotifications(testCtx(t), "notifications/initialized", 1); err != nil {
-		t.Fatal(err)
-	}
+	awaitHandshake(t, srv)
 	frames := srv.FramesReceived()
 	var resp mcpclient.Response
 	res, err := c.CallTool(testCtx(t), "reserve", nil, mcpclient.WithResponse(&resp))

@@ -308,3 +308,13 @@ func firstToolCall(f func(r *testpeer.Request)) testpeer.HTTPScript {
 		return true
 	}
 }
+
+// awaitHandshake waits until an in-memory server has read the notifications/initialized of its
+// one client: the client sends it before Connect returns, but the server reads it on its own
+// goroutine, so a count of frames taken right after Connect may miss it.
+func awaitHandshake(t *testing.T, srv *mcptest.Server) {
+	t.Helper()
+	if err := srv.AwaitNotifications(testCtx(t), "notifications/initialized", 1); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -49,7 +49,8 @@ var (
 	ErrInputRequired = errors.New("mcptest: input required from the client")
 	// ErrMissingClientCapability ends a handler's run in the stateless revisions when it asks
 	// for input the client's capabilities do not cover: the server answers the request with
-	// MissingRequiredClientCapabilityError (-32021, HTTP 400), whatever the handler returns.
+	// MissingRequiredClientCapabilityError (-32021, HTTP 400), or fails the task the handler
+	// runs as with it, whatever the handler returns.
 	ErrMissingClientCapability = errors.New("mcptest: the client did not declare a capability the request needs")
 	// errInvalidInputResponse ends a run whose client answered a request for input with
 	// something that is no result of its method: the server answers -32602.
@@ -231,6 +232,12 @@ func (in *inputRun) endLocked(a answer, err error) error {
 	return err
 }
 
+// A wireRequest is a request for input as inputRequests carry it.
+type wireRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
 // inputAsked is one request for input as the run asks it.
 type inputAsked struct {
 	key    string
@@ -242,16 +249,9 @@ type inputAsked struct {
 // inputResponses or the earlier rounds' answers. When one is missing, or the client's
 // capabilities do not cover one, or an answer is malformed, the run ends (see runInputs).
 func (in *inputRun) request(reqs []InputRequest) ([]json.RawMessage, error) {
-	asked := make([]inputAsked, 0, len(reqs))
-	for _, r := range reqs {
-		if !inputMethods[r.Method] {
-			return nil, fmt.Errorf("mcptest: %s is not a request for input: a server asks sampling/createMessage, elicitation/create or roots/list", r.Method)
-		}
-		params, err := inputParams(r.Method, r.Params)
-		if err != nil {
-			return nil, err
-		}
-		asked = append(asked, inputAsked{key: r.Key, method: r.Method, params: params})
+	asked, err := askedOf(reqs)
+	if err != nil {
+		return nil, err
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -271,16 +271,8 @@ func (in *inputRun) request(reqs []InputRequest) ([]json.RawMessage, error) {
 		}
 		in.keys[asked[i].key] = true
 	}
-	required := map[string]map[string]struct{}{}
-	for _, a := range asked {
-		missingCapability(required, in.caps, a.method, a.params)
-	}
-	if len(required) > 0 {
-		names := slices.Sorted(maps.Keys(required))
-		return nil, in.endLocked(
-			errorAnswer(rpcMissingRequiredClientCapability, "Missing required client capability: "+strings.Join(names, ", "),
-				map[string]any{"requiredCapabilities": required}),
-			fmt.Errorf("%w: %s", ErrMissingClientCapability, strings.Join(names, ", ")))
+	if refusal, err := uncovered(in.caps, asked); err != nil {
+		return nil, in.endLocked(refusal, err)
 	}
 	answers := make([]json.RawMessage, len(asked))
 	var missing []inputAsked
@@ -307,13 +299,42 @@ func (in *inputRun) request(reqs []InputRequest) ([]json.RawMessage, error) {
 	return answers, nil
 }
 
+// askedOf checks requests for input and returns them as a run asks them, keys not yet given.
+func askedOf(reqs []InputRequest) ([]inputAsked, error) {
+	asked := make([]inputAsked, 0, len(reqs))
+	for _, r := range reqs {
+		if !inputMethods[r.Method] {
+			return nil, fmt.Errorf("mcptest: %s is not a request for input: a server asks sampling/createMessage, elicitation/create or roots/list", r.Method)
+		}
+		params, err := inputParams(r.Method, r.Params)
+		if err != nil {
+			return nil, err
+		}
+		asked = append(asked, inputAsked{key: r.Key, method: r.Method, params: params})
+	}
+	return asked, nil
+}
+
+// uncovered checks requests for input against the client's capabilities. When some are not
+// covered, it returns the refusal (-32021, naming what the client must declare) and the error,
+// ErrMissingClientCapability, the asking handler gets.
+func uncovered(caps mcpclient.ClientCapabilities, asked []inputAsked) (refusal answer, err error) {
+	required := map[string]map[string]struct{}{}
+	for _, a := range asked {
+		missingCapability(required, caps, a.method, a.params)
+	}
+	if len(required) == 0 {
+		return answer{}, nil
+	}
+	names := strings.Join(slices.Sorted(maps.Keys(required)), ", ")
+	return errorAnswer(rpcMissingRequiredClientCapability, "Missing required client capability: "+names,
+			map[string]any{"requiredCapabilities": required}),
+		fmt.Errorf("%w: %s", ErrMissingClientCapability, names)
+}
+
 // inputRequiredLocked is the input_required answer that asks for missing, with a requestState
 // carrying the answers the run read. in.mu is held.
 func (in *inputRun) inputRequiredLocked(missing []inputAsked) answer {
-	type wireRequest struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
 	requests := make(map[string]wireRequest, len(missing))
 	for _, a := range missing {
 		requests[a.key] = wireRequest{a.method, a.params}

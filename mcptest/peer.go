@@ -19,7 +19,8 @@ import (
 // to the session's GET stream, where it is dropped if the client does not listen; over legacy
 // HTTP+SSE on the session's stream. A report that cannot be sent is logged and dropped.
 func (c *ToolCall) Progress(progress, total float64, message string) {
-	if len(c.ProgressToken) == 0 || c.out == nil {
+	out := c.outlet()
+	if len(c.ProgressToken) == 0 || out == nil {
 		return
 	}
 	params, _ := json.Marshal(struct {
@@ -31,7 +32,7 @@ func (c *ToolCall) Progress(progress, total float64, message string) {
 	frame := jsonrpc.AppendRequest(nil, "", "notifications/progress", params)
 	ctx, cancel := context.WithTimeout(c.srv.ctx, sendTimeout)
 	defer cancel()
-	if err := c.out.send(ctx, frame); err != nil {
+	if err := out.send(ctx, frame); err != nil {
 		c.srv.log.Debug("mcptest: progress not sent", "id", c.ID.JSON(), "err", err)
 	}
 }
@@ -44,7 +45,8 @@ func (c *ToolCall) Log(level mcpclient.LoggingLevel, logger string, data any) er
 	if _, ok := levelRank[level]; !ok {
 		return fmt.Errorf("mcptest: unknown logging level %q", level)
 	}
-	if c.session == nil || c.out == nil || !c.session.admits(level) {
+	out := c.outlet()
+	if c.session == nil || out == nil || !c.session.admits(level) {
 		return nil
 	}
 	raw, err := json.Marshal(data)
@@ -54,7 +56,7 @@ func (c *ToolCall) Log(level mcpclient.LoggingLevel, logger string, data any) er
 	params, _ := json.Marshal(mcpclient.LogMessage{Level: level, Logger: logger, Data: raw}) // marshalled parts
 	ctx, cancel := context.WithTimeout(c.srv.ctx, sendTimeout)
 	defer cancel()
-	if err := c.out.send(ctx, jsonrpc.AppendRequest(nil, "", "notifications/message", params)); err != nil {
+	if err := out.send(ctx, jsonrpc.AppendRequest(nil, "", "notifications/message", params)); err != nil {
 		c.srv.log.Debug("mcptest: log record not sent", "id", c.ID.JSON(), "err", err)
 	}
 	return nil
@@ -66,8 +68,8 @@ const sendTimeout = 5 * time.Second
 // errNoClient fails a server request of a call that has no way back to its client.
 var errNoClient = errors.New("mcptest: the call has no session to send requests on")
 
-// errNoServerRequests fails a server request in a stateless revision that has no round to carry
-// it: a tool running as a task goes on after its request was answered.
+// errNoServerRequests fails a server request in a stateless revision of a call that has neither
+// a multi round-trip request nor a task of the tasks extension to carry it.
 var errNoServerRequests = errors.New("mcptest: the stateless revisions send no requests to the client")
 
 // Request asks the client that made the call for input (sampling/createMessage,
@@ -80,7 +82,7 @@ var errNoServerRequests = errors.New("mcptest: the stateless revisions send no r
 // are strings unique to the server ("mcptest-1", ...).
 //
 // In the stateless revisions, which forbid server requests, it is a request for input of a
-// multi round-trip request: see RequestAll, of which it is the one-request case.
+// multi round-trip request, or of a task: see RequestAll, of which it is the one-request case.
 func (c *ToolCall) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	res, err := c.RequestAll(ctx, InputRequest{Method: method, Params: params})
 	if err != nil {
@@ -102,18 +104,45 @@ func (c *ToolCall) Request(ctx context.Context, method string, params any) (json
 // client's capabilities do not cover (ErrMissingClientCapability: the server refuses with
 // -32021), or an answer that is no result of its method (-32602). A tool asks the things it
 // can ask together in one RequestAll, to spare the client rounds.
+//
+// A call that runs as a task of the tasks extension asks in its own run instead: the task moves
+// to input_required and tasks/get shows the requests, by key, until tasks/update has brought an
+// answer to each; then RequestAll returns them, and the task is working again. The tool does
+// not run again, and a key may be asked once in the task's life. RequestAll fails when ctx ends
+// or the task does (tasks/cancel, Close, Restart); a request the capabilities of the request
+// that created the task do not cover fails the task with -32021, and RequestAll with
+// ErrMissingClientCapability, the tool's ctx cancelled with it as the cause.
 func (c *ToolCall) RequestAll(ctx context.Context, reqs ...InputRequest) ([]json.RawMessage, error) {
-	switch {
-	case len(reqs) == 0:
+	if len(reqs) == 0 {
 		return []json.RawMessage{}, nil
+	}
+	if t := c.currentTask(); t != nil && t.ext {
+		return c.srv.requestTaskInput(ctx, c, t, reqs)
+	}
+	out := c.outlet()
+	switch {
 	case c.input != nil:
 		return c.input.request(reqs)
-	case c.session == nil || c.out == nil:
+	case c.session == nil || out == nil:
 		return nil, errNoClient
 	case c.session.stateless:
 		return nil, errNoServerRequests
 	}
-	return c.srv.requestEach(ctx, c.session, c.out, reqs)
+	return c.srv.requestEach(ctx, c.session, out, reqs)
+}
+
+// outlet is the call's way to its client now; nil when it has none.
+func (c *ToolCall) outlet() outlet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out
+}
+
+// currentTask is the task the call runs as now; nil while it runs as a plain call.
+func (c *ToolCall) currentTask() *task {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.task
 }
 
 // Round returns the round of a multi round-trip request in the stateless revisions that the

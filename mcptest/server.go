@@ -78,9 +78,11 @@ type ToolCall struct {
 
 	srv     *Server
 	session *sessionState // nil for a call outside a live session
-	out     outlet        // the way to the calling client: see Progress
-	task    *task         // the task the call runs as; nil for a plain tools/call
 	input   *inputRun     // the run's input, in the stateless revisions; see RequestAll
+
+	mu   sync.Mutex // guards out and task, which change when the call becomes a task
+	out  outlet     // the way to the calling client: see Progress
+	task *task      // the task the call runs as; nil for a plain tools/call
 }
 
 // Server is an in-memory MCP server. Create it with NewServer; it is ready at once, and each

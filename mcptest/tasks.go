@@ -85,9 +85,17 @@ type task struct {
 	status  tasks.Status
 	message string
 	updated time.Time
-	reply   answer        // the call's answer, once terminal
-	done    chan struct{} // closed when the task turns terminal
-	cancel  context.CancelFunc
+	reply   answer                  // the call's answer, once terminal
+	done    chan struct{}           // closed when the task turns terminal
+	cancel  context.CancelCauseFunc // ends the tool's context
+
+	// The input a task of the extension asks its client for (see tasks_input.go): the requests
+	// it waits on, by key, as tasks/get shows them; every key it ever asked, since the extension
+	// keeps a key to one request over the task's life; and how many it asked, which numbers the
+	// keys it names itself.
+	inputs map[string]*pendingInput
+	keys   map[string]bool
+	asked  int
 }
 
 func (t *task) terminalLocked() bool {
@@ -242,32 +250,48 @@ func (s *Server) createTask(ep *epoch, call *ToolCall, key string, meta json.Raw
 
 // startTask creates a task for call, kept ttl milliseconds (nil: without limit), starts the
 // tool in the background and answers with the task: in the shape of the tasks extension if ext,
-// else in that of 2025-11-25. A task of the extension sends its client nothing while it runs.
+// else in that of 2025-11-25.
 func (s *Server) startTask(ep *epoch, call *ToolCall, key string, ttl *int64, ext bool) answer {
+	ctx, cancel := context.WithCancelCause(ep.ctx)
+	t, created, refusal := s.registerTask(ep, call, ttl, ext, cancel)
+	if refusal != nil {
+		cancel(nil)
+		return *refusal
+	}
+	// The request that creates the task is one the wait group counts: Close cannot be done
+	// waiting yet.
+	s.wg.Add(1)
+	go s.runTask(ctx, t, call, key)
+	return created
+}
+
+// registerTask creates a task for call in ep, whose tool's context cancel ends, and returns it
+// with the answer that tells of it, or the refusal of a call that cannot have one. A task of
+// 2025-11-25 sends what its tool sends to the session that created it; a task of the extension
+// sends its client nothing but its requests for input.
+func (s *Server) registerTask(ep *epoch, call *ToolCall, ttl *int64, ext bool, cancel context.CancelCauseFunc) (t *task, created answer, refusal *answer) {
+	refuse := func(a answer) (*task, answer, *answer) { return nil, answer{}, &a }
 	now := time.Now()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	te := s.tools[call.Name]
 	switch {
 	case te == nil:
-		s.mu.Unlock()
-		return errorAnswer(mcpclient.RPCInvalidParams, "unknown tool: "+call.Name, nil)
+		return refuse(errorAnswer(mcpclient.RPCInvalidParams, "unknown tool: "+call.Name, nil))
 	case !taskCapable(taskSupportOf(te.tool)):
-		s.mu.Unlock()
-		return errorAnswer(mcpclient.RPCMethodNotFound, "tool "+call.Name+" does not support task-augmented execution", nil)
+		return refuse(errorAnswer(mcpclient.RPCMethodNotFound, "tool "+call.Name+" does not support task-augmented execution", nil))
 	case s.closed:
-		s.mu.Unlock()
-		return errorAnswer(mcpclient.RPCInternalError, "server closed", nil)
+		return refuse(errorAnswer(mcpclient.RPCInternalError, "server closed", nil))
 	}
 	if ep.tasks == nil {
 		ep.tasks = make(map[string]*task)
 	}
 	s.purgeExpiredLocked(ep, now)
 	if limit := s.maxTasksLocked(); len(ep.tasks) >= limit {
-		s.mu.Unlock()
-		return errorAnswer(-32000, "task store full: new tasks are refused",
-			map[string]any{"code": "MCP_TASKS_FULL", "maxTasks": limit})
+		return refuse(errorAnswer(-32000, "task store full: new tasks are refused",
+			map[string]any{"code": "MCP_TASKS_FULL", "maxTasks": limit}))
 	}
-	t := &task{
+	t = &task{
 		id:      uuid.NewString(),
 		tool:    call.Name,
 		ep:      ep,
@@ -275,27 +299,26 @@ func (s *Server) startTask(ep *epoch, call *ToolCall, key string, ttl *int64, ex
 		updated: now,
 		status:  tasks.Working,
 		done:    make(chan struct{}),
+		cancel:  cancel,
 		ext:     ext,
 		ttl:     ttl,
 	}
+	call.mu.Lock()
 	if call.session != nil && !ext {
 		t.session = call.session.id
 		call.out = outletFunc(call.session.send)
 	}
-	var ctx context.Context
-	ctx, t.cancel = context.WithCancel(ep.ctx)
+	if ext {
+		call.out = nil // the request's answer is sent: nothing the tool sends has a way to its client
+	}
 	call.task = t
+	call.mu.Unlock()
 	ep.tasks[t.id] = t
 	ep.taskOrder = append(ep.taskOrder, t.id)
-	s.wg.Add(1)
-	var created any = tasks.CreateResult{Task: t.wireLocked(s.pollInterval())}
 	if ext {
-		created = createTaskResult{ResultType: "task", detailedTask: t.detailedLocked(s.pollInterval())}
+		return t, resultAnswer(createTaskResult{ResultType: "task", detailedTask: t.detailedLocked(s.pollInterval())}), nil
 	}
-	s.mu.Unlock()
-
-	go s.runTask(ctx, t, call, key)
-	return resultAnswer(created)
+	return t, resultAnswer(tasks.CreateResult{Task: t.wireLocked(s.pollInterval())}), nil
 }
 
 func (s *Server) maxTasksLocked() int {
@@ -324,8 +347,12 @@ func (s *Server) purgeExpiredLocked(ep *epoch, now time.Time) {
 // runTask runs a task's tool and records its outcome, unless the task was cancelled first.
 func (s *Server) runTask(ctx context.Context, t *task, call *ToolCall, key string) {
 	defer s.wg.Done()
-	defer t.cancel()
-	a := s.execute(ctx, call, key)
+	defer t.cancel(nil)
+	s.finishTask(t, s.execute(ctx, call, key))
+}
+
+// finishTask records the outcome of a task's tool, a, unless the task already ended.
+func (s *Server) finishTask(t *task, a answer) {
 	status, message := tasks.Completed, ""
 	if a.isError {
 		status = tasks.Failed
@@ -348,7 +375,7 @@ func (s *Server) runTask(ctx context.Context, t *task, call *ToolCall, key strin
 func (s *Server) settleTask(t *task, status tasks.Status, message string, a answer) {
 	s.mu.Lock()
 	settled := s.settleLocked(t, status, message, a)
-	var note any
+	var note *tasks.Task
 	if settled {
 		note = s.taskNoteLocked(t)
 	}
@@ -364,6 +391,7 @@ func (s *Server) settleLocked(t *task, status tasks.Status, message string, a an
 		return false
 	}
 	t.status, t.message, t.updated, t.reply = status, message, time.Now(), a
+	t.inputs = nil // an ended task waits on nothing
 	close(t.done)
 	return true
 }
@@ -382,20 +410,23 @@ func (s *Server) moveTask(t *task, from, to tasks.Status, message string) bool {
 	return true
 }
 
-// taskNoteLocked is the task's state now, as the notification of a status change carries it.
-func (s *Server) taskNoteLocked(t *task) any {
+// taskNoteLocked announces a change of a task's state. A task of the extension is announced at
+// once to the listeners that asked for it, under the lock, so that they hear of its changes in
+// the order they happened (a listener's queue takes a notification without waiting, or drops
+// it), and the note is nil. For any other task the note is the task now, which notifyTaskStatus
+// sends once s.mu is released.
+func (s *Server) taskNoteLocked(t *task) *tasks.Task {
 	if t.ext {
-		return t.detailedLocked(s.pollInterval())
+		s.notifyTaskListenersLocked(t.id, t.detailedLocked(s.pollInterval()))
+		return nil
 	}
 	return t.wireLocked(s.pollInterval())
 }
 
-// notifyTaskStatus announces a task's new state (note, from taskNoteLocked): a task of the
-// extension to the listeners that asked for it, any other with notifications/tasks/status to the
-// session that created it, if it is still there.
-func (s *Server) notifyTaskStatus(t *task, note any) {
-	if d, ok := note.(detailedTask); ok {
-		s.notifyTaskListeners(t.id, d)
+// notifyTaskStatus sends a task's note (from taskNoteLocked), if any, with
+// notifications/tasks/status to the session that created the task, if it is still there.
+func (s *Server) notifyTaskStatus(t *task, note *tasks.Task) {
+	if note == nil {
 		return
 	}
 	st := s.sessionState(t.ep, t.session)
@@ -444,7 +475,7 @@ func (s *Server) taskMethod(ctx context.Context, ep *epoch, m jsonrpc.Message) a
 		}
 		w, note := t.wireLocked(s.pollInterval()), s.taskNoteLocked(t)
 		s.mu.Unlock()
-		t.cancel() // the tool's context; whatever it returns now, the task stays cancelled
+		t.cancel(nil) // the tool's context; whatever it returns now, the task stays cancelled
 		s.notifyTaskStatus(t, note)
 		return resultAnswer(w)
 	}
@@ -512,26 +543,22 @@ func (s *Server) listTasks(ep *epoch, m jsonrpc.Message) answer {
 
 // TaskID returns the id of the task the call runs as, or "" for a plain tools/call.
 func (c *ToolCall) TaskID() string {
-	if c.task == nil {
+	t := c.currentTask()
+	if t == nil {
 		return ""
 	}
-	return c.task.id
+	return t.id
 }
 
-// RequestInput is Request for a call that may run as a task. For a task it tags the request's
-// _meta with io.modelcontextprotocol/related-task, and moves the task to input_required while it
-// waits for the client's answer and back to working after (each move sends
-// notifications/tasks/status). params must marshal to a JSON object, or be nil. For a plain
-// call it is Request. A task of the tasks extension of a stateless revision cannot ask its
-// client yet: RequestInput fails at once, and the task's status stays working.
+// RequestInput is Request for a call that may run as a task. For a task of 2025-11-25 it tags
+// the request's _meta with io.modelcontextprotocol/related-task, and moves the task to
+// input_required while it waits for the client's answer and back to working after (each move
+// sends notifications/tasks/status). params must marshal to a JSON object, or be nil. For a plain
+// call, and for a task of the tasks extension, whose requests tasks/get shows, it is Request.
 func (c *ToolCall) RequestInput(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	switch {
-	case c.task == nil:
+	t := c.currentTask()
+	if t == nil || t.ext {
 		return c.Request(ctx, method, params)
-	case c.task.ext:
-		// A task of the extension asks through the inputRequests of tasks/get, which this
-		// server does not serve: its tasks never wait for input.
-		return nil, errNoServerRequests
 	}
 	fields := map[string]json.RawMessage{}
 	if params != nil {
@@ -551,10 +578,10 @@ func (c *ToolCall) RequestInput(ctx context.Context, method string, params any) 
 			return nil, fmt.Errorf("mcptest: params._meta of %s must be a JSON object: %w", method, err)
 		}
 	}
-	meta[metakeys.RelatedTask] = map[string]string{"taskId": c.task.id}
+	meta[metakeys.RelatedTask] = map[string]string{"taskId": t.id}
 	fields["_meta"], _ = json.Marshal(meta)
-	if c.srv.moveTask(c.task, tasks.Working, tasks.InputRequired, "waiting for "+method) {
-		defer c.srv.moveTask(c.task, tasks.InputRequired, tasks.Working, "")
+	if c.srv.moveTask(t, tasks.Working, tasks.InputRequired, "waiting for "+method) {
+		defer c.srv.moveTask(t, tasks.InputRequired, tasks.Working, "")
 	}
 	return c.Request(ctx, method, fields)
 }

@@ -16,19 +16,20 @@ package mcptest
 // extension. The task param of 2025-11-25 means nothing here.
 //
 // tasks/get answers the task with, once it ended, the tool's result (completed, an isError
-// result included) or the JSON-RPC error that failed it (failed; see ProtocolError). tasks/cancel
-// acknowledges with an empty result, for a task that already ended too. tasks/update
-// acknowledges likewise: its tasks never wait for input (RequestInput fails for them), so every
-// response it carries answers nothing outstanding, and is ignored as the extension asks. Requests
+// result included) or the JSON-RPC error that failed it (failed; see ProtocolError), and while
+// its tool waits for input, the requests it waits on (input_required, inputRequests).
+// tasks/update delivers the client's answers to them (tasks_input.go) and acknowledges with an
+// empty result; tasks/cancel acknowledges likewise, for a task that already ended too. Requests
 // of these methods that did not opt in are refused with -32021.
 //
 // A subscriptions/listen whose filter names taskIds gets notifications/tasks for those of them
-// the server holds (its acknowledgement lists them): each status change carries the task as
-// tasks/get would answer it. Naming taskIds without opting in is refused with -32021.
+// the server holds (its acknowledgement lists them): each change of status or of the requests
+// for input carries the task as tasks/get would answer it. Naming taskIds without opting in is
+// refused with -32021.
 //
 // The task-creating tools/call is a tools/call like any other for receipts (when it opts in to
-// them) and faults. A task of the extension sends its client nothing while it runs: progress and
-// log records have no way to it.
+// them) and faults. A task of the extension sends its client nothing while it runs but its
+// requests for input: progress and log records have no way to it.
 
 import (
 	"context"
@@ -99,11 +100,13 @@ type detailedTask struct {
 	CreatedAt     string       `json:"createdAt"`
 	LastUpdatedAt string       `json:"lastUpdatedAt"`
 	// TTLMs is null when the task is kept without limit.
-	TTLMs          *int64                     `json:"ttlMs"`
-	PollIntervalMs int64                      `json:"pollIntervalMs"`
-	Result         json.RawMessage            `json:"result,omitempty"`
-	Error          json.RawMessage            `json:"error,omitempty"`
-	Meta           map[string]json.RawMessage `json:"_meta,omitempty"`
+	TTLMs          *int64 `json:"ttlMs"`
+	PollIntervalMs int64  `json:"pollIntervalMs"`
+	// InputRequests are the requests for input the task waits on, while input_required.
+	InputRequests map[string]wireRequest     `json:"inputRequests,omitempty"`
+	Result        json.RawMessage            `json:"result,omitempty"`
+	Error         json.RawMessage            `json:"error,omitempty"`
+	Meta          map[string]json.RawMessage `json:"_meta,omitempty"`
 }
 
 // createTaskResult answers a tools/call that created a task: the task at the top level.
@@ -121,6 +124,7 @@ func (t *task) detailedLocked(poll time.Duration) detailedTask {
 		LastUpdatedAt: t.updated.UTC().Format(time.RFC3339Nano),
 		// Whole milliseconds, at least one: the extension has no zero interval.
 		PollIntervalMs: max(poll.Milliseconds(), 1),
+		InputRequests:  t.inputRequestsLocked(),
 	}
 	if t.ttl != nil {
 		ttl := *t.ttl
@@ -181,7 +185,8 @@ func (s *Server) extensionTaskMethod(ep *epoch, st *sessionState, m jsonrpc.Mess
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.TaskID == "" {
 		return errorAnswer(mcpclient.RPCInvalidParams, m.Method+" needs params with a taskId", nil)
 	}
-	if m.Method == "tasks/update" && (len(p.InputResponses) == 0 || p.InputResponses[0] != '{') {
+	var responses map[string]json.RawMessage
+	if m.Method == "tasks/update" && (json.Unmarshal(p.InputResponses, &responses) != nil || responses == nil) {
 		return errorAnswer(mcpclient.RPCInvalidParams, "tasks/update needs inputResponses, an object", nil)
 	}
 	s.mu.Lock()
@@ -197,18 +202,23 @@ func (s *Server) extensionTaskMethod(ep *epoch, st *sessionState, m jsonrpc.Mess
 		s.mu.Unlock()
 		return resultAnswer(d)
 	case "tasks/update":
+		delivered, refusal := s.answerInputsLocked(t, responses)
+		if delivered {
+			s.taskNoteLocked(t) // a task of the extension: its listeners hear of it now
+		}
 		s.mu.Unlock()
+		if refusal != nil {
+			return *refusal
+		}
 		return answer{body: []byte(`{}`)}
 	}
 	cancelled := s.cancelLocked(t)
-	var note any
 	if cancelled {
-		note = s.taskNoteLocked(t)
+		s.taskNoteLocked(t)
 	}
 	s.mu.Unlock()
 	if cancelled {
-		t.cancel() // the tool's context; whatever it returns now, the task stays cancelled
-		s.notifyTaskStatus(t, note)
+		t.cancel(nil) // the tool's context; whatever it returns now, the task stays cancelled
 	}
 	return answer{body: []byte(`{}`)}
 }
@@ -245,10 +255,8 @@ func (s *Server) grantTasks(params json.RawMessage, rm requestMeta) (granted []s
 	return granted, nil
 }
 
-// notifyTaskListeners sends notifications/tasks, the task d, to the listeners granted it.
-func (s *Server) notifyTaskListeners(taskID string, d detailedTask) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// notifyTaskListenersLocked sends notifications/tasks, the task d, to the listeners granted it.
+func (s *Server) notifyTaskListenersLocked(taskID string, d detailedTask) {
 	for l := range s.listeners {
 		if !slices.Contains(l.taskIDs, taskID) {
 			continue

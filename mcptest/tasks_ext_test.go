@@ -383,30 +383,6 @@ func TestTasksExtensionListenGrantsKnownTasks(t *testing.T) {
 	}
 }
 
-// TestTasksExtensionTaskCannotAskForInput: a task of the extension cannot ask its client (the
-// server does not serve inputRequests); asking fails at once, and the task never shows
-// input_required.
-func TestTasksExtensionTaskCannotAskForInput(t *testing.T) {
-	asked := make(chan error, 1)
-	open := make(chan struct{})
-	srv := statelessServer(t, taskTool("ask", tasks.SupportOptional, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-		<-open
-		_, err := call.RequestInput(ctx, "elicitation/create", map[string]any{"message": "sure?"})
-		asked <- err
-		return nil, err
-	}))
-	id := taskIDOf(t, callTask(t, srv, 1, "ask", nil))
-	l, _ := listenTasks(t, srv, 2, capsMeta(tasksExt), id)
-	l.next(t)
-	close(open)
-	if err := <-asked; err == nil {
-		t.Fatal("RequestInput succeeded")
-	}
-	if note := l.awaitTaskStatus(t, id); string(note["status"]) != `"completed"` || !strings.Contains(string(note["result"]), `"isError":true`) {
-		t.Errorf("first status change %s, want the end", show(note))
-	}
-}
-
 func TestTasksExtensionReceiptsAndFaults(t *testing.T) {
 	g := newGate(nil, nil)
 	srv := statelessServer(t, taskTool("wait", tasks.SupportOptional, g.tool))

@@ -223,6 +223,21 @@ func runInputs(ctx context.Context, in *inputRun, run func(ctx context.Context) 
 	return a
 }
 
+// endedWith returns the error a request for input that ended the run told the handler; nil
+// while the run goes on.
+func (in *inputRun) endedWith() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.endErr
+}
+
+// keysAsked returns how many requests for input the run asked so far, and their keys.
+func (in *inputRun) keysAsked() (int, map[string]bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.asked, maps.Clone(in.keys)
+}
+
 // end ends the run with a, telling the handler err. in.mu is held.
 func (in *inputRun) endLocked(a answer, err error) error {
 	in.ended, in.endErr = &a, err

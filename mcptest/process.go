@@ -301,8 +301,9 @@ func page[T any](items []T, cursor string, size int) (out []T, next string, ok b
 }
 
 // callTool runs tools/call under the server's mode: with receipts, the same id and content get
-// the one reply and the tool runs once; other content under a known id is refused.
-func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key string, st *sessionState, out outlet) answer {
+// the one reply and the tool runs once; other content under a known id is refused. deferTask
+// lets the call become a task of the tasks extension midway (see ToolCall.StartTask).
+func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key string, st *sessionState, out outlet, deferTask bool) answer {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -326,6 +327,9 @@ func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key
 				return *bad
 			}
 			call.input = in
+		}
+		if deferTask {
+			return s.executeDeferringTask(ctx, ep, call, key)
 		}
 		return s.execute(ctx, call, key)
 	})

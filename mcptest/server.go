@@ -76,9 +76,10 @@ type ToolCall struct {
 	// for no progress reports.
 	ProgressToken []byte
 
-	srv     *Server
-	session *sessionState // nil for a call outside a live session
-	input   *inputRun     // the run's input, in the stateless revisions; see RequestAll
+	srv       *Server
+	session   *sessionState // nil for a call outside a live session
+	input     *inputRun     // the run's input, in the stateless revisions; see RequestAll
+	promotion *promotion    // how the call may become a task midway; see StartTask
 
 	mu   sync.Mutex // guards out and task, which change when the call becomes a task
 	out  outlet     // the way to the calling client: see Progress
@@ -140,6 +141,9 @@ type Server struct {
 	taskPoll time.Duration // pollInterval of tasks; see WithTaskPollInterval
 	maxTasks int           // bound of each epoch's task store; see WithMaxTasks
 	taskTTL  time.Duration // ttl of the tasks extension's tasks; see WithTaskTTL
+	// deferredTasks are the tools whose calls become tasks of the extension when the tool says
+	// so; see WithDeferredTask.
+	deferredTasks map[string]bool
 
 	// allowedHosts are the host names besides loopback ones an HTTPServer on a loopback address
 	// serves; see WithAllowedHosts.

@@ -197,11 +197,11 @@ func (s *Server) toolsCall(ctx context.Context, ep *epoch, m jsonrpc.Message, ke
 		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
-		return s.callTool(ctx, ep, m, key, st, out) // which answers the bad params
+		return s.callTool(ctx, ep, m, key, st, out, false) // which answers the bad params
 	}
 	augmented := len(p.Task) > 0 && string(p.Task) != "null"
 	if !s.tasksDeclared() {
-		return s.callTool(ctx, ep, m, key, st, out)
+		return s.callTool(ctx, ep, m, key, st, out, false)
 	}
 	s.mu.Lock()
 	var support string
@@ -225,7 +225,7 @@ func (s *Server) toolsCall(ctx context.Context, ep *epoch, m jsonrpc.Message, ke
 			return errorAnswer(mcpclient.RPCMethodNotFound, "tool "+p.Name+" requires task-augmented execution", nil)
 		})
 	}
-	return s.callTool(ctx, ep, m, key, st, out)
+	return s.callTool(ctx, ep, m, key, st, out, false)
 }
 
 // createTask creates a task for call as the request's task param (meta) asks, starts the tool in
@@ -302,6 +302,11 @@ func (s *Server) registerTask(ep *epoch, call *ToolCall, ttl *int64, ext bool, c
 		cancel:  cancel,
 		ext:     ext,
 		ttl:     ttl,
+	}
+	if call.input != nil {
+		// A call that becomes a task midway: the task goes on numbering its requests for input
+		// from where its multi round-trip request left off, and keeps the keys that one asked.
+		t.asked, t.keys = call.input.keysAsked()
 	}
 	call.mu.Lock()
 	if call.session != nil && !ext {

@@ -140,24 +140,28 @@ func (t *task) detailedLocked(poll time.Duration) detailedTask {
 }
 
 // statelessToolsCall serves tools/call in a stateless revision: as a task when the tool may run
-// as one and the request opted into the extension, else as a plain call, which a tool requiring
-// a task refuses.
+// as one and the request opted into the extension (from the start, or from when the tool says so
+// for the tools of WithDeferredTask), else as a plain call, which a tool requiring a task
+// refuses.
 func (s *Server) statelessToolsCall(ctx context.Context, ep *epoch, st *sessionState, m jsonrpc.Message, key string, out outlet) answer {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
-		return s.callTool(ctx, ep, m, key, st, out) // which answers the bad params
+		return s.callTool(ctx, ep, m, key, st, out, false) // which answers the bad params
 	}
 	s.mu.Lock()
 	var support string
 	if te := s.tools[p.Name]; te != nil {
 		support = taskSupportOf(te.tool)
 	}
+	deferred := s.deferredTasks[p.Name]
 	s.mu.Unlock()
 	switch {
 	case !taskCapable(support):
+	case optedIntoTasks(st) && deferred:
+		return s.callTool(ctx, ep, m, key, st, out, true)
 	case optedIntoTasks(st):
 		return s.withReceipt(ctx, ep, st, m, key, func() answer {
 			var id mcpclient.ID
@@ -170,7 +174,7 @@ func (s *Server) statelessToolsCall(ctx context.Context, ep *epoch, st *sessionS
 			return missingTasksCapability("tool " + p.Name)
 		})
 	}
-	return s.callTool(ctx, ep, m, key, st, out)
+	return s.callTool(ctx, ep, m, key, st, out, false)
 }
 
 // extensionTaskMethod serves tasks/get, tasks/update and tasks/cancel of the extension.

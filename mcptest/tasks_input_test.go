@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
@@ -81,6 +83,17 @@ func wantAck(t *testing.T, what string, r rpcReply) {
 	if r.Status != http.StatusOK || string(r.last()["result"]) != `{"resultType":"complete"}` {
 		t.Errorf("%s: %d %s, want the empty acknowledgement", what, r.Status, show(r.last()))
 	}
+}
+
+// pastWorking returns a task as tasks/get answers it or, while it is working, as the next
+// notification on l, a listener of the task, tells it.
+func pastWorking(t *testing.T, srv *mcptest.HTTPServer, l listenStream, id string) map[string]json.RawMessage {
+	t.Helper()
+	got := taskRPC(t, srv, "tasks/get", id, nil).result(t)
+	if string(got["status"]) == `"working"` {
+		return l.awaitTaskStatus(t, id)
+	}
+	return got
 }
 
 func update(t *testing.T, srv *mcptest.HTTPServer, taskID string, responses map[string]any) rpcReply {
@@ -313,5 +326,115 @@ func TestTasksExtensionWaitingTaskEnds(t *testing.T) {
 	}
 	if r := taskRPC(t, srv, "tasks/get", forgotten, nil); r.errorCode() != mcpclient.RPCInvalidParams {
 		t.Errorf("tasks/get after a restart: %s", show(r.last()))
+	}
+}
+
+// TestTasksExtensionDeferredTask: a tool of WithDeferredTask gathers input by multi round-trip
+// requests, then starts its task, which answers that round's request; it runs on as the task, in
+// the same run, beyond the request's end.
+func TestTasksExtensionDeferredTask(t *testing.T) {
+	open := make(chan struct{})
+	ended := make(chan error, 1)
+	srv := statelessServer(t, mcptest.WithDeferredTask("register"),
+		taskTool("register", tasks.SupportRequired, func(ctx context.Context, c *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			who, err := c.RequestAll(ctx, askName)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.StartTask(); err != nil {
+				return nil, err
+			}
+			<-open
+			model, err := c.Request(ctx, askModel.Method, askModel.Params)
+			if err != nil {
+				select {
+				case <-ctx.Done():
+					ended <- context.Cause(ctx)
+				case <-time.After(5 * time.Second):
+					ended <- errors.New("the tool's ctx did not end")
+				}
+				return nil, err
+			}
+			return text(fmt.Sprintf("round %d: %s, %s", c.Round(), nameOf(who[0]), textOf(model))), nil
+		}))
+	m := taskCapsMeta(everyInputCap)
+	round1 := rpc(t, srv, 1, "tools/call", "register", m, map[string]any{"name": "register"})
+	ir := inputRequired(t, round1)
+	if _, ok := ir.InputRequests["user_name"]; !ok || round1.last()["result"] == nil || strings.Contains(string(round1.last()["result"]), "taskId") {
+		t.Fatalf("round 1: %s, want input_required asking user_name, no task", show(round1.last()))
+	}
+	if n := srv.Tasks(); n != 0 {
+		t.Errorf("%d tasks after round 1, want none", n)
+	}
+	answers := map[string]any{"user_name": accepted(map[string]any{"name": "Ada"})}
+	res := rpc(t, srv, 2, "tools/call", "register", m, map[string]any{"name": "register", "inputResponses": answers, "requestState": ir.RequestState}).result(t)
+	if string(res["resultType"]) != `"task"` || string(res["status"]) != `"working"` || res["requestState"] != nil || res["inputRequests"] != nil {
+		t.Fatalf("round 2: %s, want a CreateTaskResult", show(res))
+	}
+	id := taskIDOf(t, res)
+
+	l, _ := listenTasks(t, srv, 3, capsMeta(tasksExt), id)
+	l.next(t)
+	close(open)
+	// The task numbers its requests on from the round trips': the model is the second.
+	wantInputs(t, "the task's request", l.awaitTaskStatus(t, id), "input-2")
+	wantAck(t, "its answer", update(t, srv, id, map[string]any{"input-2": sampled("Paris")}))
+	wantWorking(t, "once answered", l.awaitTaskStatus(t, id))
+	wantCompleted(t, "the end", l.awaitTaskStatus(t, id), "round 2: Ada, Paris")
+
+	// Its ctx ends with the task: tasks/cancel ends it.
+	round2 := map[string]any{"name": "register", "inputResponses": answers, "requestState": ir.RequestState}
+	other := taskIDOf(t, rpc(t, srv, 4, "tools/call", "register", m, round2).result(t))
+	l2, _ := listenTasks(t, srv, 5, capsMeta(tasksExt), other)
+	l2.next(t)
+	wantInputs(t, "another task's request", pastWorking(t, srv, l2, other), "input-2")
+	wantAck(t, "tasks/cancel", taskRPC(t, srv, "tasks/cancel", other, nil))
+	if cause := <-ended; !errors.Is(cause, context.Canceled) {
+		t.Errorf("the cancelled task's ctx ended with %v", cause)
+	}
+	if got := taskRPC(t, srv, "tasks/get", other, nil).result(t); string(got["status"]) != `"cancelled"` {
+		t.Errorf("tasks/get of the cancelled task %s", show(got))
+	}
+}
+
+// TestTasksExtensionStartTask: StartTask makes a task only of a call that may become one, and
+// does nothing for a call that runs as a task already.
+func TestTasksExtensionStartTask(t *testing.T) {
+	started := func(_ context.Context, c *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		switch err := c.StartTask(); {
+		case errors.Is(err, mcptest.ErrNoTask):
+			return text("plain"), nil
+		case err != nil:
+			return nil, err
+		}
+		return text("task " + c.TaskID()), nil
+	}
+	srv := statelessServer(t, mcptest.WithDeferredTask("deferred"), mcptest.WithDeferredTask("plain"),
+		taskTool("deferred", tasks.SupportOptional, started), taskTool("eager", tasks.SupportOptional, started),
+		mcptest.WithTool(mcpclient.Tool{Name: "plain"}, started))
+	for _, c := range []struct {
+		tool   string
+		optIn  bool
+		isTask bool
+	}{
+		{"deferred", true, true}, {"deferred", false, false},
+		{"eager", true, true}, {"eager", false, false},
+		{"plain", true, false},
+	} {
+		m := capsMeta()
+		if c.optIn {
+			m = capsMeta(tasksExt)
+		}
+		res := rpc(t, srv, 1, "tools/call", c.tool, m, map[string]any{"name": c.tool}).result(t)
+		if !c.isTask {
+			if string(res["resultType"]) != `"complete"` || !strings.Contains(string(res["content"]), `"plain"`) {
+				t.Errorf("%s, opted in %v: %s, want a plain call", c.tool, c.optIn, show(res))
+			}
+			continue
+		}
+		id := taskIDOf(t, res)
+		l, _ := listenTasks(t, srv, 2, capsMeta(tasksExt), id)
+		l.next(t)
+		wantCompleted(t, c.tool, pastWorking(t, srv, l, id), "task "+id)
 	}
 }

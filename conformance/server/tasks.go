@@ -24,6 +24,11 @@ import (
 //     its task.
 //   - confirm_delete may run as a task: it asks the client, by elicitation, to confirm the
 //     deletion of {filename}.
+//   - multi_input may run as a task: it asks the client two things at once, by elicitation (keys
+//     first and second), so that a task waits on two requests.
+//   - test_tool_with_task must run as a task, which it starts once it has the user's name: the
+//     request asks for it by a multi round-trip request (key user_name) before the task exists,
+//     and the task greets the user.
 func taskFixtures() []mcptest.Option {
 	return []mcptest.Option{
 		// Long enough for a client polling every few seconds to find a finished task; short
@@ -56,6 +61,19 @@ func taskFixtures() []mcptest.Option {
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"filename":{"type":"string"}},"required":["filename"]}`),
 			Execution:   &mcpclient.ToolExecution{TaskSupport: tasks.SupportOptional},
 		}, tasksConfirmDelete),
+		mcptest.WithTool(mcpclient.Tool{
+			Name:        "multi_input",
+			Description: "Asks two questions at once, then reports both answers.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+			Execution:   &mcpclient.ToolExecution{TaskSupport: tasks.SupportOptional},
+		}, tasksMultiInput),
+		mcptest.WithDeferredTask("test_tool_with_task"),
+		mcptest.WithTool(mcpclient.Tool{
+			Name:        "test_tool_with_task",
+			Description: "Asks the user's name, then greets them as a task.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+			Execution:   &mcpclient.ToolExecution{TaskSupport: tasks.SupportRequired},
+		}, tasksGreetAfterAsking),
 	}
 }
 
@@ -135,6 +153,67 @@ func tasksConfirmDelete(ctx context.Context, call *mcptest.ToolCall) (*mcpclient
 		return tasksText("kept " + args.Filename), nil
 	}
 	return tasksText("deleted " + args.Filename), nil
+}
+
+// tasksForm is an elicitation/create of a form with the given message, asking the string field
+// name and a boolean confirm.
+func tasksForm(key, message, field string) mcptest.InputRequest {
+	return mcptest.InputRequest{Key: key, Method: "elicitation/create", Params: map[string]any{
+		"mode":    "form",
+		"message": message,
+		"requestedSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				field:     map[string]any{"type": "string"},
+				"confirm": map[string]any{"type": "boolean"},
+			},
+			"required": []string{field},
+		},
+	}}
+}
+
+// tasksField reads a string field of an accepted elicitation; "" for any other answer.
+func tasksField(raw json.RawMessage, field string) (string, error) {
+	var answer mcpclient.ElicitResult
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return "", fmt.Errorf("elicitation result: %w", err)
+	}
+	if answer.Action != mcpclient.ElicitAccept {
+		return "", nil
+	}
+	v, _ := answer.Content[field].(string)
+	return v, nil
+}
+
+func tasksMultiInput(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	answers, err := call.RequestAll(ctx,
+		tasksForm("first", "What is the first name?", "name"),
+		tasksForm("second", "What is the second name?", "name"))
+	if err != nil {
+		return nil, fmt.Errorf("multi_input: cannot ask: %w", err)
+	}
+	var names [2]string
+	for i, raw := range answers {
+		if names[i], err = tasksField(raw, "name"); err != nil {
+			return nil, fmt.Errorf("multi_input: %w", err)
+		}
+	}
+	return tasksText(fmt.Sprintf("first %q, second %q", names[0], names[1])), nil
+}
+
+func tasksGreetAfterAsking(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+	answers, err := call.RequestAll(ctx, tasksForm("user_name", "What is your name?", "name"))
+	if err != nil {
+		return nil, fmt.Errorf("test_tool_with_task: cannot ask: %w", err)
+	}
+	name, err := tasksField(answers[0], "name")
+	if err != nil {
+		return nil, fmt.Errorf("test_tool_with_task: %w", err)
+	}
+	if err := call.StartTask(); err != nil {
+		return nil, fmt.Errorf("test_tool_with_task: cannot start its task: %w", err)
+	}
+	return tasksText("Hello, " + name + "!"), nil
 }
 
 // tasksPause waits d, or until ctx ends (its error is returned).

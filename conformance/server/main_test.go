@@ -137,7 +137,7 @@ var scenarioTools = []string{
 	"test_input_required_result_list_roots", "test_input_required_result_request_state",
 	"test_input_required_result_multiple_inputs", "test_input_required_result_multi_round",
 	"test_input_required_result_tampered_state",
-	"greet", "slow_compute", "confirm_delete", "failing_job", "protocol_error_job",
+	"greet", "slow_compute", "confirm_delete", "multi_input", "failing_job", "protocol_error_job", "test_tool_with_task",
 }
 
 func TestListsWhatTheScenariosNeed(t *testing.T) {

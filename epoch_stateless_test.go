@@ -34,7 +34,7 @@ func (s *statelessReceiptServer) script(r *testpeer.Request) bool {
 	case "server/discover":
 		s.discover++
 		r.Answer(fmt.Sprintf(`{"resultType":"complete","supportedVersions":["2026-07-28"],`+
-			`"capabilities":{"tools":{},"experimental":{"requestReceipts":{"scope":"process","epoch":"e%d"}}},`+
+			`"capabilities":{"tools":{},"extensions":{"io.github.northstar-mcp/request-receipts":{"scope":"process","epoch":"e%d"}}},`+
 			`"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"stateless","version":"1"}}}`, s.epoch))
 		return true
 	case "tools/call":
@@ -104,7 +104,7 @@ func (s *statelessReceiptServer) statefulScript(r *testpeer.Request) bool {
 		s.discover++
 		r.W.Header().Set("Mcp-Session-Id", "kept-across-restarts")
 		r.Answer(fmt.Sprintf(`{"protocolVersion":"2025-11-25","serverInfo":{"name":"stateful","version":"1"},`+
-			`"capabilities":{"tools":{},"experimental":{"requestReceipts":{"scope":"process","epoch":"e%d"}}}}`, s.epoch))
+			`"capabilities":{"tools":{},"extensions":{"io.github.northstar-mcp/request-receipts":{"scope":"process","epoch":"e%d"}}}}`, s.epoch))
 		s.mu.Unlock()
 		return true
 	}

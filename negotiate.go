@@ -384,7 +384,7 @@ func (c *Client) freshBinding(ctx context.Context, s *session) (ReceiptBinding, 
 // sessions in a store of their own, and a restarted process then takes them up, its receipts
 // gone), whose receipts are the process's, under an epoch that can tell.
 func outlivesItsProcess(s *session) bool {
-	if s.stateless || s.receipts != ReceiptScopeProcess || s.receiptEpoch == "" {
+	if s.stateless || !s.receipts.outlivesSessions() || s.receiptEpoch == "" {
 		return false
 	}
 	sc, ok := s.conn.(transport.SessionConn)

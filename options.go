@@ -114,8 +114,23 @@ func (c *config) capabilities() ClientCapabilities {
 		caps.Sampling = json.RawMessage(`{}`)
 	}
 	caps.Elicitation = c.elicitationCapability()
-	caps.Extensions = c.extensions
+	caps.Extensions = c.declaredExtensions()
 	return caps
+}
+
+// declaredExtensions are the extensions the client declares: those WithExtension named, and the
+// receipts extension, which opts every request into receipts (per session in initialize, per
+// request in a stateless revision): a server that keeps them answers a resend of the same bytes
+// under the same id from its receipt instead of running it again.
+func (c *config) declaredExtensions() map[string]json.RawMessage {
+	extensions := make(map[string]json.RawMessage, len(c.extensions)+1)
+	for id, settings := range c.extensions {
+		extensions[id] = settings
+	}
+	if _, set := extensions[RequestReceiptsExtension]; !set {
+		extensions[RequestReceiptsExtension] = json.RawMessage(`{}`)
+	}
+	return extensions
 }
 
 func newConfig(opts []Option) config {

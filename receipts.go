@@ -12,11 +12,17 @@ const (
 	ReceiptScopeProcess ReceiptScope = "process"
 	// ReceiptScopeSession: receipts end with the session.
 	ReceiptScopeSession ReceiptScope = "session"
+	// ReceiptScopeStore: receipts are kept in a store every server process of a deployment
+	// shares (a fleet behind a load balancer): they outlive sessions and the restart of any one
+	// process; the epoch names the store.
+	ReceiptScopeStore ReceiptScope = "store"
 )
 
-// RequestReceiptsKey is the key under capabilities.experimental where a server declares
-// receipts.
-const RequestReceiptsKey = "requestReceipts"
+// outlivesSessions reports whether receipts of the scope outlive the session that made them,
+// under an epoch that names what holds them.
+func (s ReceiptScope) outlivesSessions() bool {
+	return s == ReceiptScopeProcess || s == ReceiptScopeStore
+}
 
 // RequestReceiptsExtension is the identifier of the request receipts extension: in the stateless
 // revisions a request opts into receipts by naming it among the extensions of its per-request
@@ -25,12 +31,20 @@ const RequestReceiptsKey = "requestReceipts"
 // receipt: real clients reuse ids.
 const RequestReceiptsExtension = "io.github.northstar-mcp/request-receipts"
 
-// RequestReceipts is a server's receipt declaration:
-// capabilities.experimental.requestReceipts = {"scope": "process"|"session", "maxReceipts": N,
-// "epoch": "..."}. The capability is experimental, this module's own.
+// RequestReceipts is a server's receipt declaration, under the receipts extension's identifier
+// among its capabilities' extensions: {"scope": "session"|"process"|"store", "epoch": "...",
+// "retentionMs": N, "maxReceipts": N, "disconnect": "continue"|"cancel"} (docs/request-receipts.md
+// in this module's repository specifies the extension).
 type RequestReceipts struct {
 	Scope       ReceiptScope `json:"scope"`
 	MaxReceipts int          `json:"maxReceipts,omitempty"`
+	// RetentionMs is how long the server keeps a settled receipt at least; 0 when it does not
+	// say (the extension's default is a day).
+	RetentionMs int64 `json:"retentionMs,omitempty"`
+	// Disconnect is what a client's disconnect does to a running request that opted in:
+	// "continue" (it runs to its end, for a resend to collect) or "cancel"; "" when the server
+	// does not say, which means continue.
+	Disconnect string `json:"disconnect,omitempty"`
 	// Epoch is an opaque id of the server process that holds the receipts, new at every start
 	// of the server. With scope process, a client whose session was lost and that finds the
 	// same epoch on its new session knows the receipts outlived the session: it resends the
@@ -43,24 +57,26 @@ type RequestReceipts struct {
 // none, or declares a scope this client does not know, which it must not rely on. An epoch that
 // is no string is read as none: the scope it comes with stays usable.
 func (c *ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
-	raw, found := c.Experimental[RequestReceiptsKey]
+	raw, found := c.Extensions[RequestReceiptsExtension]
 	if !found {
 		return RequestReceipts{}, false
 	}
 	var d struct {
 		Scope       ReceiptScope    `json:"scope"`
 		MaxReceipts int             `json:"maxReceipts"`
+		RetentionMs int64           `json:"retentionMs"`
+		Disconnect  string          `json:"disconnect"`
 		Epoch       json.RawMessage `json:"epoch"`
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return RequestReceipts{}, false
 	}
 	switch d.Scope {
-	case ReceiptScopeProcess, ReceiptScopeSession:
+	case ReceiptScopeProcess, ReceiptScopeSession, ReceiptScopeStore:
 	default:
 		return RequestReceipts{}, false
 	}
-	r = RequestReceipts{Scope: d.Scope, MaxReceipts: d.MaxReceipts}
+	r = RequestReceipts{Scope: d.Scope, MaxReceipts: d.MaxReceipts, RetentionMs: d.RetentionMs, Disconnect: d.Disconnect}
 	if json.Unmarshal(d.Epoch, &r.Epoch) != nil {
 		r.Epoch = ""
 	}
@@ -73,5 +89,5 @@ func (c *ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
 // and changes when it restarts. A scope of session, an asserted scope, or an epoch missing on
 // either side proves nothing: the process may have restarted in between.
 func receiptsHeld(then, now ReceiptBinding) bool {
-	return then.Scope == ReceiptScopeProcess && then.Epoch != "" && then == now
+	return then.Scope.outlivesSessions() && then.Epoch != "" && then == now
 }

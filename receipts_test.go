@@ -23,9 +23,11 @@ func TestRequestReceiptsDeclaration(t *testing.T) {
 		{`{"scope":"forever","epoch":"e1"}`, mcpclient.RequestReceipts{}, false},
 		{`{"scope":"process","maxReceipts":"many"}`, mcpclient.RequestReceipts{}, false},
 		{`"process"`, mcpclient.RequestReceipts{}, false},
+		{`{"scope":"store","epoch":"db1","retentionMs":3600000,"disconnect":"cancel"}`,
+			mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeStore, Epoch: "db1", RetentionMs: 3600000, Disconnect: "cancel"}, true},
 	}
 	for _, tc := range cases {
-		caps := mcpclient.ServerCapabilities{Experimental: map[string]json.RawMessage{mcpclient.RequestReceiptsKey: json.RawMessage(tc.decl)}}
+		caps := mcpclient.ServerCapabilities{Extensions: map[string]json.RawMessage{mcpclient.RequestReceiptsExtension: json.RawMessage(tc.decl)}}
 		got, ok := caps.RequestReceipts()
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: %+v %v, want %+v %v", tc.decl, got, ok, tc.want, tc.ok)
@@ -34,5 +36,11 @@ func TestRequestReceiptsDeclaration(t *testing.T) {
 	var none mcpclient.ServerCapabilities
 	if got, ok := none.RequestReceipts(); ok || got != (mcpclient.RequestReceipts{}) {
 		t.Errorf("no declaration: %+v %v", got, ok)
+	}
+	// The experimental key the extension replaced is not read: a server must declare the
+	// extension.
+	old := mcpclient.ServerCapabilities{Experimental: map[string]json.RawMessage{"requestReceipts": json.RawMessage(`{"scope":"process","epoch":"e1"}`)}}
+	if got, ok := old.RequestReceipts(); ok {
+		t.Errorf("the experimental key read as a declaration: %+v", got)
 	}
 }

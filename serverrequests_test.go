@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -501,7 +502,17 @@ func TestFeaturesClientCapabilities(t *testing.T) {
 				if len(infos) != 1 {
 					t.Fatalf("%d sessions", len(infos))
 				}
-				got, _ := json.Marshal(infos[0].ClientCapabilities)
+				// Every session opts into receipts; the rest is what the options declared.
+				caps := infos[0].ClientCapabilities
+				if _, ok := caps.Extensions[mcpclient.RequestReceiptsExtension]; !ok {
+					t.Errorf("the session did not opt into receipts: %+v", caps.Extensions)
+				}
+				caps.Extensions = maps.Clone(caps.Extensions)
+				delete(caps.Extensions, mcpclient.RequestReceiptsExtension)
+				if len(caps.Extensions) == 0 {
+					caps.Extensions = nil
+				}
+				got, _ := json.Marshal(caps)
 				if string(got) != tt.want {
 					t.Errorf("capabilities %s, want %s", got, tt.want)
 				}

@@ -61,16 +61,7 @@ func (c *config) statelessCapabilities() map[string]json.RawMessage {
 	if e := c.elicitationCapability(); e != nil {
 		caps["elicitation"] = e
 	}
-	// Every request opts into receipts: a server that keeps them answers a resend of the same
-	// bytes under the same id from its receipt instead of running it again.
-	extensions := make(map[string]json.RawMessage, len(c.extensions)+1)
-	for id, settings := range c.extensions {
-		extensions[id] = settings
-	}
-	if _, set := extensions[RequestReceiptsExtension]; !set {
-		extensions[RequestReceiptsExtension] = json.RawMessage(`{}`)
-	}
-	b, _ := json.Marshal(extensions) // objects that marshalled once
+	b, _ := json.Marshal(c.declaredExtensions()) // objects that marshalled once
 	caps["extensions"] = b
 	return caps
 }

@@ -514,7 +514,7 @@ func TestMethodsAndExtensions(t *testing.T) {
 	c := mcptest.NewClient(t, srv)
 	ctx := context.Background()
 	ext := c.ServerCapabilities().Extensions
-	if string(ext["io.example/x"]) != `{"flag":true}` || string(ext["io.example/none"]) != `{}` || len(ext) != 2 {
+	if _, receipts := ext[mcpclient.RequestReceiptsExtension]; string(ext["io.example/x"]) != `{"flag":true}` || string(ext["io.example/none"]) != `{}` || !receipts || len(ext) != 3 {
 		t.Errorf("extensions %s", ext)
 	}
 	do := func(method, params string) (string, error) {

@@ -229,6 +229,7 @@ func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
 	s.sessionSeq++
 	st := newSessionState(sid, s.sessionSeq)
 	st.version, st.client, st.caps = version, p.ClientInfo, p.Capabilities
+	_, st.receiptsOptIn = p.Capabilities.Extensions[mcpclient.RequestReceiptsExtension]
 	ep.sessions[sid] = st
 	s.mu.Unlock()
 	return resultAnswer(mcpclient.InitializeResult{ProtocolVersion: version, Capabilities: caps, ServerInfo: s.info}), sid

@@ -84,10 +84,10 @@ func (s *Server) releaseInFlight(ep *epoch, key string) {
 
 // withReceipt answers a tools/call under the server's mode, the receipt store of seed "Northstar": with receipts,
 // run runs once per id, and the same id with the same content gets its answer.
-// A request of a stateless revision gets a receipt only when it opted in (see
-// mcpclient.RequestReceiptsExtension); one of a session always does.
+// A request gets a receipt only when it opted in (see mcpclient.RequestReceiptsExtension): in
+// its own _meta in a stateless revision, in its session's initialize otherwise.
 func (s *Server) withReceipt(ctx context.Context, ep *epoch, st *sessionState, m jsonrpc.Message, key string, run func() answer) answer {
-	if s.mode != ModeReceipts || (st != nil && st.stateless && !st.receiptsOptIn) {
+	if s.mode != ModeReceipts || (st != nil && !st.receiptsOptIn) {
 		return run()
 	}
 	fp, err := fingerprint(m.Method, m.Params)

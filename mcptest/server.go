@@ -38,13 +38,16 @@ import (
 type Mode int
 
 const (
-	// ModeReceipts (the default) keeps a receipt per tools/call id: the fingerprint of the
-	// validated request and its pending or final reply. The same id with the same content gets
-	// that reply, even while it is still running, and runs once; the same id with other content
-	// is refused with MCP_REQUEST_ID_REUSED; a full store refuses new ids and evicts nothing.
-	// Receipts are the process's: they outlive the session that made them (its expiry, its
-	// DELETE), not a Restart. The server declares capabilities.experimental.requestReceipts
-	// with scope process and an epoch, new at every Restart (see ReceiptEpoch).
+	// ModeReceipts (the default) keeps a receipt per tools/call id of a request that opted in:
+	// the fingerprint of the validated request and its pending or final reply. The same id with
+	// the same content gets that reply, marked as a replay, even while it is still running, and
+	// runs once; the same id with other content is refused with MCP_REQUEST_ID_REUSED; a full
+	// store refuses new ids and evicts nothing. Receipts are the process's: they outlive the
+	// session that made them (its expiry, its DELETE), not a Restart. The server declares the
+	// receipts extension (mcpclient.RequestReceiptsExtension) with scope process and an epoch,
+	// new at every Restart (see ReceiptEpoch); a request opts in by declaring it too, in its
+	// session's initialize or, in a stateless revision, in its own _meta. A request that did not
+	// opt in runs as in ModeNone.
 	ModeReceipts Mode = iota
 	// ModeInFlightRefusal keeps no receipts but refuses, with JSON-RPC -32600, a request whose id
 	// is still in flight, as the Ruby SDK does; a finished id is free again.

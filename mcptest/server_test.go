@@ -42,10 +42,17 @@ func connectRaw(t *testing.T, srv *mcptest.Server) *raw {
 	return &raw{t: t, conn: conn, in: in}
 }
 
+// dialRaw opens a session that opts into receipts, as this module's client does.
 func dialRaw(t *testing.T, srv *mcptest.Server) *raw {
 	t.Helper()
+	return dialRawDeclaring(t, srv, `{"extensions":{"`+mcpclient.RequestReceiptsExtension+`":{}}}`)
+}
+
+// dialRawDeclaring opens a session whose initialize declares capabilities.
+func dialRawDeclaring(t *testing.T, srv *mcptest.Server, capabilities string) *raw {
+	t.Helper()
 	r := connectRaw(t, srv)
-	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + capabilities + `,"clientInfo":{"name":"raw","version":"0"}}}`)
 	if got := r.recv(); !strings.Contains(got, `"protocolVersion":"2025-11-25"`) {
 		t.Fatalf("initialize answered %s", got)
 	}
@@ -347,5 +354,34 @@ func TestNewClientHelperConnects(t *testing.T) {
 	c := mcptest.NewClient(t, srv)
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReceiptsOnlyForSessionsThatOptIn: a session whose initialize did not declare the receipts
+// extension gets none (real clients reuse ids), and the server declares the extension for it to
+// opt into.
+func TestReceiptsOnlyForSessionsThatOptIn(t *testing.T) {
+	var runs int
+	var mu sync.Mutex
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echo(&runs, &mu)))
+	r := dialRawDeclaring(t, srv, `{}`)
+	r.send(call(`1`, `{"v":1}`))
+	r.recv()
+	r.send(call(`1`, `{"v":1}`))
+	r.recv()
+	r.send(call(`1`, `{"v":2}`))
+	if got := r.recv(); strings.Contains(got, mcpclient.ReusedIDMarker) {
+		t.Errorf("other content under an id of a session that did not opt in was refused: %s", got)
+	}
+	if runs != 3 || srv.Receipts() != 0 {
+		t.Errorf("%d runs, %d receipts: want every request run and no receipt", runs, srv.Receipts())
+	}
+	opted := dialRaw(t, srv)
+	opted.send(call(`1`, `{"v":1}`))
+	opted.recv()
+	opted.send(call(`1`, `{"v":1}`))
+	opted.recv()
+	if runs != 4 || srv.Receipts() != 1 {
+		t.Errorf("%d runs, %d receipts after an opted-in session sent the same request twice: want 4 and 1", runs, srv.Receipts())
 	}
 }

@@ -19,7 +19,8 @@ type sessionState struct {
 	// stateless: the state of one request of a stateless revision (see statelessSession), not of
 	// a session.
 	stateless bool
-	// receiptsOptIn: the stateless request opted into receipts.
+	// receiptsOptIn: the session (its initialize), or the stateless request, opted into
+	// receipts.
 	receiptsOptIn bool
 	events        *eventStore
 	// outbox carries notifications to the session's GET stream, if one is open; full, it drops

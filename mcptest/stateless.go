@@ -363,17 +363,15 @@ func (s *Server) capabilities(ep *epoch, stateless bool) mcpclient.ServerCapabil
 	caps.Extensions = s.extensions
 	if s.mode == ModeReceipts {
 		// ep's epoch, the one the session belongs to, whatever Restart did meanwhile.
+		// Receipts are kept only for requests that opt in (per request in the stateless
+		// revisions, per session in initialize), which they can only do for an extension the
+		// server declares.
 		decl, _ := json.Marshal(mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeProcess, MaxReceipts: s.maxReceipts, Epoch: s.receiptEpochLocked(ep)})
-		caps.Experimental = map[string]json.RawMessage{mcpclient.RequestReceiptsKey: decl}
-		if stateless {
-			// The stateless revisions keep receipts only for requests that opt in, which they
-			// can only do for an extension the server declares.
-			caps.Extensions = maps.Clone(s.extensions)
-			if caps.Extensions == nil {
-				caps.Extensions = map[string]json.RawMessage{}
-			}
-			caps.Extensions[mcpclient.RequestReceiptsExtension] = decl
+		caps.Extensions = maps.Clone(s.extensions)
+		if caps.Extensions == nil {
+			caps.Extensions = map[string]json.RawMessage{}
 		}
+		caps.Extensions[mcpclient.RequestReceiptsExtension] = decl
 	}
 	if stateless && s.tasksDeclaredLocked() {
 		// The stateless revisions serve tasks through the extension (tasks_ext.go), the

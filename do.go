@@ -472,11 +472,20 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		if err != nil {
 			state = StateFailed
 		}
+		if rpc := (*RPCError)(nil); errors.As(err, &rpc) && rpc.ReceiptInDoubt() {
+			// The server that holds the request's receipt cannot say how it ended, and will
+			// not run it again: the outcome is unknown, for good.
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
+		}
 		// The ledger keeps the server's answer; the caller gets what the interceptors made of it.
 		if result, err = out.answer(); err != nil {
 			return stepEnd(state, r.fail(CodeServerError, err))
 		}
-		return stepAnswer(&Response{Request: r.cur, Result: result, Attempts: r.attempts}, state)
+		replayed := replayMarked(result)
+		if r.event != nil {
+			r.event.Replayed = replayed
+		}
+		return stepAnswer(&Response{Request: r.cur, Result: result, Attempts: r.attempts, Replayed: replayed}, state)
 	case transport.Conflict:
 		code := CodeRequestInFlight
 		var rpc *RPCError

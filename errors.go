@@ -349,6 +349,11 @@ const (
 // error.data.code, error.data.reason, or the message.
 const ReusedIDMarker = "MCP_REQUEST_ID_REUSED"
 
+// ReceiptInDoubtMarker is how a server that keeps receipts answers, in error.data.code, a request
+// whose earlier run it cannot account for: it was claimed, and the process running it died
+// before storing an answer. The request may have run; the server will never run it again.
+const ReceiptInDoubtMarker = "MCP_RECEIPT_IN_DOUBT"
+
 // RPCError is a JSON-RPC error object sent by the server. Like any answer it is the definite
 // outcome of its request and is never retried.
 type RPCError struct {
@@ -359,6 +364,15 @@ type RPCError struct {
 
 func (e *RPCError) Error() string {
 	return fmt.Sprintf("jsonrpc error %d: %s", e.Code, e.Message)
+}
+
+// ReceiptInDoubt reports whether the server answered that the request's outcome is unknown to
+// it too (ReceiptInDoubtMarker in error.data.code).
+func (e *RPCError) ReceiptInDoubt() bool {
+	var data struct {
+		Code any `json:"code"`
+	}
+	return len(e.Data) > 0 && json.Unmarshal(e.Data, &data) == nil && data.Code == ReceiptInDoubtMarker
 }
 
 // IDReused reports whether the server refused the request as other content under an id it

@@ -318,3 +318,21 @@ func awaitHandshake(t *testing.T, srv *mcptest.Server) {
 		t.Fatal(err)
 	}
 }
+
+// replayOf reports whether resp is first read back from the server's receipt: marked as a replay,
+// and the same result but for the marker in its _meta.
+func replayOf(resp, first *mcpclient.Response) bool {
+	const marker = mcpclient.RequestReceiptsExtension + ".replay"
+	var r, f map[string]any
+	if !resp.Replayed || json.Unmarshal(resp.Result, &r) != nil || json.Unmarshal(first.Result, &f) != nil {
+		return false
+	}
+	meta, _ := r["_meta"].(map[string]any)
+	delete(meta, marker)
+	if len(meta) == 0 {
+		delete(r, "_meta")
+	}
+	a, _ := json.Marshal(r)
+	b, _ := json.Marshal(f)
+	return string(a) == string(b)
+}

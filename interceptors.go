@@ -286,6 +286,8 @@ type AttemptEvent struct {
 	HTTPStatus int
 	// Err is the attempt's error, nil for a result.
 	Err error
+	// Replayed: the server answered from its receipt of an earlier send (see Response.Replayed).
+	Replayed bool
 	// Delay is the wait before the call's next attempt; 0 when none follows.
 	Delay time.Duration
 }

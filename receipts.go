@@ -1,6 +1,9 @@
 package mcpclient
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // ReceiptScope is where a server remembers request ids: for as long as its process lives, or for
 // as long as one session lives. Within the scope, the server answers a byte-identical resend
@@ -30,6 +33,21 @@ func (s ReceiptScope) outlivesSessions() bool {
 // capabilities, with its RequestReceipts declaration. A request that did not opt in gets no
 // receipt: real clients reuse ids.
 const RequestReceiptsExtension = "io.github.northstar-mcp/request-receipts"
+
+// replayMarker is the key, in a result's _meta, with which a server that keeps receipts marks an
+// answer read from a receipt rather than produced by running the request now.
+const replayMarker = RequestReceiptsExtension + ".replay"
+
+// replayMarked reports whether a result carries the replay marker, true.
+func replayMarked(result json.RawMessage) bool {
+	if !bytes.Contains(result, []byte(replayMarker)) {
+		return false // the common case, decided without decoding the result
+	}
+	var r struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	return json.Unmarshal(result, &r) == nil && string(r.Meta[replayMarker]) == "true"
+}
 
 // RequestReceipts is a server's receipt declaration, under the receipts extension's identifier
 // among its capabilities' extensions: {"scope": "session"|"process"|"store", "epoch": "...",

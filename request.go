@@ -324,6 +324,9 @@ type Response struct {
 	Result json.RawMessage
 	// Attempts is how many times the request's bytes were sent, re-issues included.
 	Attempts int
+	// Replayed: the server answered from its receipt of an earlier send of the request (it
+	// marks such an answer in the result's _meta), not by running it now.
+	Replayed bool
 }
 
 // Decode unmarshals the result into v.

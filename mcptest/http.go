@@ -251,6 +251,9 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		session = v.session
 		w.Header().Set("Mcp-Session-Id", session)
 	}
+	if v.answer.replay {
+		w.Header().Set("Mcp-Receipt-Replay", "1")
+	}
 	frame := reply(m, v.answer)
 	if sw == nil {
 		writeFrame(w, http.StatusOK, frame)

@@ -25,6 +25,40 @@ type receipt struct {
 type answer struct {
 	body    []byte
 	isError bool
+	// replay: the answer was read from a receipt (HTTP says so in Mcp-Receipt-Replay).
+	replay bool
+}
+
+// rpcReceiptsFull is the error code of a request refused because the receipt store is full of
+// unresolved receipts: outside the JSON-RPC reserved range, as the receipts extension's codes
+// are; error.data.code says MCP_RECEIPTS_FULL.
+const rpcReceiptsFull = -31001
+
+// replayMarker is the key in a result's _meta that marks an answer read from a receipt.
+const replayMarker = mcpclient.RequestReceiptsExtension + ".replay"
+
+// replayed marks an answer read from a receipt: a result's _meta says so; an error is left as
+// it was stored.
+func replayed(a answer) answer {
+	a.replay = true
+	if a.isError {
+		return a
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(a.body, &fields) != nil {
+		return a
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := fields["_meta"]; ok {
+		json.Unmarshal(raw, &meta) // a _meta that is no object is replaced
+	}
+	meta[replayMarker] = json.RawMessage("true")
+	fields["_meta"], _ = json.Marshal(meta)
+	body, err := json.Marshal(fields) // raw values marshal as they are
+	if err != nil {
+		return a
+	}
+	return answer{body: body, replay: true}
 }
 
 // fingerprint hashes the validated request in canonical form, method and params, so that the
@@ -97,7 +131,7 @@ func (s *Server) withReceipt(ctx context.Context, ep *epoch, st *sessionState, m
 	r, fresh, full := s.claimReceipt(ep, key, fp)
 	switch {
 	case full:
-		return errorAnswer(-32000, "receipt store full: new request ids are refused",
+		return errorAnswer(rpcReceiptsFull, "receipt store full: new request ids are refused",
 			map[string]any{"code": "MCP_RECEIPTS_FULL", "maxReceipts": s.maxReceipts})
 	case !fresh && r.fp != fp:
 		return errorAnswer(mcpclient.RPCInvalidRequest, mcpclient.ReusedIDMarker+": request id already used with different content",
@@ -105,7 +139,7 @@ func (s *Server) withReceipt(ctx context.Context, ep *epoch, st *sessionState, m
 	case !fresh:
 		select {
 		case <-r.done:
-			return r.reply
+			return replayed(r.reply)
 		case <-ctx.Done():
 			return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil)
 		}

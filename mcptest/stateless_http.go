@@ -83,6 +83,9 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 		}
 		return
 	}
+	if v.answer.replay {
+		w.Header().Set("Mcp-Receipt-Replay", "1") // too late on a stream already open, harmless
+	}
 	if !stream.finish(reply(m, v.answer), statelessStatus(v.answer), v.breakStream) {
 		panic(http.ErrAbortHandler)
 	}

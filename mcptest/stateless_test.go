@@ -341,7 +341,7 @@ func TestStatelessReceiptsOnlyForRequestsThatOptIn(t *testing.T) {
 	if got := srv.Executions("charge"); got != 3 {
 		t.Fatalf("an opted-in request ran %d times in all, want once more", got)
 	}
-	if string(first.last()["result"]) != string(again.last()["result"]) {
+	if !sameAnswer(string(again.last()["result"]), string(first.last()["result"])) {
 		t.Errorf("resend answered %s, the first %s", again.last()["result"], first.last()["result"])
 	}
 	reused := call("opted", optIn, map[string]any{"x": 1})

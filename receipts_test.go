@@ -143,3 +143,37 @@ func TestReceiptInDoubtIsAnUnknownOutcome(t *testing.T) {
 		t.Errorf("ledger state %v, want uncertain", e.State)
 	}
 }
+
+// TestRequestsCarryTheReceiptsOptInHeader: over HTTP every request opts into receipts in a
+// header too, for a server or middleware that cannot see the session's initialize; a resend
+// carries it as it is part of the frozen request.
+func TestRequestsCarryTheReceiptsOptInHeader(t *testing.T) {
+	t.Parallel()
+	for _, stateless := range []bool{false, true} {
+		var opts []testpeer.Option
+		if stateless {
+			opts = append(opts, testpeer.Stateless())
+		}
+		var mu sync.Mutex
+		seen := map[string]string{}
+		s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {
+			mu.Lock()
+			seen[r.Method] = r.HTTP.Header.Get("Mcp-Request-Receipts")
+			mu.Unlock()
+			if r.Method == "tools/list" {
+				r.Answer(`{"tools":[]}`)
+				return true
+			}
+			return false
+		}, opts...)
+		c := connect(t, &transport.HTTP{URL: s.URL})
+		if _, err := c.ListToolsPage(testCtx(t), ""); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if got := seen["tools/list"]; got != "1" {
+			t.Errorf("stateless=%v: tools/list carried Mcp-Request-Receipts %q, want 1", stateless, got)
+		}
+		mu.Unlock()
+	}
+}

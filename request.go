@@ -30,7 +30,7 @@ type Request struct {
 	params json.RawMessage // as sent
 	frame  []byte
 	fp     Fingerprint
-	header http.Header // transport headers naming the request (stateless revisions); never modified
+	header http.Header // transport headers of the request (naming it, in a stateless revision); never modified
 	owner  *Client
 	// receiptsGuard, set on a request Recover read back from a journal and found the server
 	// still declaring the receipts it went out under, is those receipts: Recover promised that
@@ -105,14 +105,29 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 	req.fp = fingerprintOf(req.frame)
 	if spec.version != "" {
 		req.header = headers.Standard(spec.method, spec.name, spec.uri, spec.version)
+		req.header[receiptsOptInHeader] = receiptsOptIn
 		if spec.method == "tools/call" {
 			if err := c.addParamHeaders(req.header, spec.name, spec.args); err != nil {
 				return nil, &Error{Code: CodeInvalidArgument, Err: err}
 			}
 		}
+	} else {
+		req.header = sessionRequestHeader
 	}
 	return req, nil
 }
+
+// receiptsOptInHeader carries, over HTTP, the opt-in into receipts every request makes: a server
+// (or a middleware in front of it) that cannot see the session's initialize reads it there. It
+// is part of the frozen request, so a resend carries it too.
+const receiptsOptInHeader = "Mcp-Request-Receipts"
+
+// receiptsOptIn is the header's value; shared, never modified.
+var receiptsOptIn = []string{"1"}
+
+// sessionRequestHeader is the header of every request of a session revision: the receipts
+// opt-in alone. Shared by those requests, never modified.
+var sessionRequestHeader = http.Header{receiptsOptInHeader: receiptsOptIn}
 
 // metaOf returns the _meta members the client writes into spec's params: spec's own, the
 // request's progress token (its own id, which no other request in flight can have), and in a

@@ -169,7 +169,7 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 		// A resend inherits what earlier calls, in this process or an earlier one, learned
 		// about the id.
 		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict, state: f.prior,
-		claim: f.claim, bound: f.bound, receiptsGuard: req.receiptsGuard, answered: f.answered()}
+		claim: f.claim, bound: f.bound, receiptsGuard: req.receiptsGuard, receiptsSince: req.receiptsSince, answered: f.answered()}
 	settled := false
 	defer func() {
 		if !settled { // a panic in a hook: release the waiters, then let it go on
@@ -282,6 +282,7 @@ type attemptLoop struct {
 	// receiptsGuard is the receipts an earlier process sent orig under, until the first session
 	// of this loop is checked against them (see Client.Recover).
 	receiptsGuard *ReceiptBinding
+	receiptsSince time.Time // when the earlier process first sent orig
 	// answered is how orig was answered before this loop, until its first send is checked
 	// against it: a request answered before is sent again only where a receipt answers it.
 	answered *answeredBefore
@@ -571,6 +572,9 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 			return r.giveUpUnlessRetrying(err), false
 		}
 		r.receiptsGuard = nil
+		if held && receiptsPruned(r.receiptsSince, s) {
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent %s ago, longer than the server keeps receipts (%s); a resend could run the request twice", ErrSessionLost, time.Since(r.receiptsSince).Round(time.Second), s.receiptRetention()))), false
+		}
 		if !held {
 			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent under %s, and the server now declares %s; a resend could run the request twice", ErrSessionLost, *under, now))), false
 		}

@@ -204,10 +204,14 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 			req, err := c.recovered(rec)
 			if err == nil && !c.safeToRepeat(req) {
 				switch {
+				case receiptsHeld(rec.Receipts, now) && receiptsPruned(rec.Created, s):
+					err = &Error{Code: CodeOutcomeUnknown, Request: req, Attempts: rec.Attempts,
+						Err: fmt.Errorf("recovered from the journal: sent %s ago under %s, longer than the server keeps receipts (%s); the request is not safe to repeat", time.Since(rec.Created).Round(time.Second), rec.Receipts, s.receiptRetention())}
 				case receiptsHeld(rec.Receipts, now):
 					// Checked again before the Resend sends anything: the server may restart
-					// in between.
+					// in between, or the receipt outlive its retention.
 					req.receiptsGuard = &rec.Receipts
+					req.receiptsSince = rec.Created
 				case nowErr != nil:
 					err = &Error{Code: CodeOutcomeUnknown, Request: req, Attempts: rec.Attempts,
 						Err: fmt.Errorf("recovered from the journal: sent under %s, and the receipts the server declares now could not be read (%w); the request is not safe to repeat", rec.Receipts, nowErr)}

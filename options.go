@@ -223,15 +223,15 @@ func WithServerIdentity(name string) Option {
 	return optionFunc(func(c *config) { c.serverIdentity = name })
 }
 
-// WithReceipts asserts that the server keeps request receipts in scope (ReceiptScopeProcess or
-// ReceiptScopeSession; Connect refuses another with CodeInvalidArgument), for a server known to
+// WithReceipts asserts that the server keeps request receipts in scope (ReceiptScopeProcess,
+// ReceiptScopeStore or ReceiptScopeSession; Connect refuses another with CodeInvalidArgument), for a server known to
 // keep them that does not declare it. A declaration by the server takes precedence. An asserted
 // scope names no epoch, so the client cannot tell that receipts outlived a lost session: an
 // unsafe request left uncertain on it ends with ErrOutcomeUnknown. Default: none asserted.
 func WithReceipts(scope ReceiptScope) Option {
 	return optionFunc(func(c *config) {
-		if scope != ReceiptScopeProcess && scope != ReceiptScopeSession {
-			c.refuse("WithReceipts(%q): the scopes are %q and %q", scope, ReceiptScopeProcess, ReceiptScopeSession)
+		if scope != ReceiptScopeProcess && scope != ReceiptScopeSession && scope != ReceiptScopeStore {
+			c.refuse("WithReceipts(%q): the scopes are %q, %q and %q", scope, ReceiptScopeProcess, ReceiptScopeStore, ReceiptScopeSession)
 			return
 		}
 		c.receipts = scope

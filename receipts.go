@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 )
 
 // ReceiptScope is where a server remembers request ids: for as long as its process lives, or for
@@ -99,6 +100,26 @@ func (c *ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
 		r.Epoch = ""
 	}
 	return r, true
+}
+
+// defaultReceiptRetention is how long a server keeps a settled receipt at least when its
+// declaration does not say: the extension's default.
+const defaultReceiptRetention = 24 * time.Hour
+
+// receiptRetention is how long the server of s keeps a settled receipt at least.
+func (s *session) receiptRetention() time.Duration {
+	if d, ok := s.init.Capabilities.RequestReceipts(); ok && d.RetentionMs > 0 {
+		return time.Duration(d.RetentionMs) * time.Millisecond
+	}
+	return defaultReceiptRetention
+}
+
+// receiptsPruned reports whether a receipt of a request first sent at sent may be gone from the
+// server of s, past the retention it declares: a same-id resend could then run the request
+// again. Retention counts from when the receipt was settled, which is after the first send, so
+// counting from the send errs on the safe side.
+func receiptsPruned(sent time.Time, s *session) bool {
+	return !sent.IsZero() && time.Since(sent) >= s.receiptRetention()
 }
 
 // receiptsHeld reports whether receipts kept under then are known to be kept under now: both

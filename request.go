@@ -37,6 +37,9 @@ type Request struct {
 	// resending it cannot run it twice, so its first send goes only while the server declares
 	// them still.
 	receiptsGuard *ReceiptBinding
+	// receiptsSince is when the earlier process first sent it, for the retention of its
+	// receipt.
+	receiptsSince time.Time
 }
 
 // A requestSpec describes a request before its bytes exist. Its params are the caller's object

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -269,5 +271,56 @@ func TestSupersedeARecoveredRequest(t *testing.T) {
 	}
 	if got, _ := recoverAll(t, c); len(got) != 0 {
 		t.Fatalf("still recovered after it was replaced: %+v", got)
+	}
+}
+
+// agedJournal reads its records as if they had been written age earlier: a process that
+// recovers them a long time after they were sent.
+type agedJournal struct {
+	mcpclient.Journal
+	age time.Duration
+}
+
+func (j agedJournal) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
+	return func(yield func(mcpclient.JournalRecord, error) bool) {
+		for rec, err := range j.Journal.Unresolved(ctx, server) {
+			rec.Created = rec.Created.Add(-j.age)
+			if !yield(rec, err) {
+				return
+			}
+		}
+	}
+}
+
+// A request sent longer ago than the server keeps receipts is recovered as an unknown outcome,
+// even under the same epoch: its receipt may have been pruned, and a same-id resend would then
+// run it again. Within the retention the same request is resent as before.
+func TestRecoverPastTheReceiptRetentionIsUnknown(t *testing.T) {
+	for _, c := range []struct {
+		age     time.Duration
+		unknown bool
+	}{{time.Hour, false}, {25 * time.Hour, true}} {
+		t.Run(c.age.String(), func(t *testing.T) {
+			srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+			defer srv.Close()
+			path := filepath.Join(t.TempDir(), "journal.db")
+			leaveUncertain(t, srv, path)
+			cl := connectThrough(t, srv.Transport(), agedJournal{openJournal(t, path), c.age})
+			got, errs := recoverAll(t, cl)
+			if len(got) != 1 {
+				t.Fatalf("recovered %d requests", len(got))
+			}
+			if c.unknown != errors.Is(errs[0], mcpclient.ErrOutcomeUnknown) {
+				t.Fatalf("recovered %s after %s: %v", got[0].Request.ID(), c.age, errs[0])
+			}
+			if !c.unknown {
+				if _, err := cl.Resend(context.Background(), got[0].Request); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := srv.Executions("book"); n != 1 {
+				t.Errorf("%d executions", n)
+			}
+		})
 	}
 }

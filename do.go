@@ -586,7 +586,8 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 			if err != nil {
 				return r.giveUpUnlessRetrying(err), false
 			}
-			if !held {
+			// A receipt past the server's retention may be gone: the id would then run again.
+			if !held || receiptsPruned(a.record.Created, s) {
 				r.answered = nil
 				return stepEnd(StateAnswered, r.fail(CodeAlreadyAnswered, &AnsweredError{Record: *a.record, Now: now})), false
 			}

@@ -281,6 +281,25 @@ type agedJournal struct {
 	age time.Duration
 }
 
+func (j agedJournal) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclient.JournalClaim, error) {
+	c, err := j.Journal.Claim(ctx, rec)
+	if err != nil {
+		return c, err
+	}
+	return agedClaim{c, j.age}, nil
+}
+
+type agedClaim struct {
+	mcpclient.JournalClaim
+	age time.Duration
+}
+
+func (c agedClaim) Prior() (mcpclient.JournalRecord, bool) {
+	rec, ok := c.JournalClaim.Prior()
+	rec.Created = rec.Created.Add(-c.age)
+	return rec, ok
+}
+
 func (j agedJournal) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
 	return func(yield func(mcpclient.JournalRecord, error) bool) {
 		for rec, err := range j.Journal.Unresolved(ctx, server) {
@@ -317,6 +336,40 @@ func TestRecoverPastTheReceiptRetentionIsUnknown(t *testing.T) {
 				if _, err := cl.Resend(context.Background(), got[0].Request); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if n := srv.Executions("book"); n != 1 {
+				t.Errorf("%d executions", n)
+			}
+		})
+	}
+}
+
+// A request answered in an earlier process longer ago than the server keeps receipts is not sent
+// again under its id, even under the same epoch: the receipt that would answer it may be gone.
+// Within the retention the receipt answers it, and nothing runs twice either way.
+func TestAnsweredIDPastTheReceiptRetentionIsNotSent(t *testing.T) {
+	for _, c := range []struct {
+		age     time.Duration
+		refused bool
+	}{{time.Hour, false}, {25 * time.Hour, true}} {
+		t.Run(c.age.String(), func(t *testing.T) {
+			srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
+			defer srv.Close()
+			path := filepath.Join(t.TempDir(), "journal.db")
+			id := mcpclient.StringID("6f1c1ef0-7d0e-4a6b-9d7f-2b1f3e4c5a6d")
+			args := map[string]any{"seat": "12A"}
+			j := openJournal(t, path)
+			first := connectThrough(t, srv.Transport(), j)
+			if _, err := first.CallTool(context.Background(), "book", args, mcpclient.WithRequestID(id)); err != nil {
+				t.Fatal(err)
+			}
+			first.Close()
+			j.Close()
+			later := connectThrough(t, srv.Transport(), agedJournal{openJournal(t, path), c.age})
+			resp := new(mcpclient.Response)
+			_, err := later.CallTool(context.Background(), "book", args, mcpclient.WithRequestID(id), mcpclient.WithResponse(resp))
+			if c.refused != errors.Is(err, mcpclient.ErrAlreadyAnswered) || (!c.refused && (err != nil || !resp.Replayed)) {
+				t.Fatalf("the same id %s later: %v (replayed %v)", c.age, err, resp.Replayed)
 			}
 			if n := srv.Executions("book"); n != 1 {
 				t.Errorf("%d executions", n)

@@ -1,6 +1,7 @@
 package receipts_test
 
 import (
+	"log/slog"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -10,3 +11,5 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -510,3 +510,34 @@ func TestHTTPBodyTooLargeOptedIn(t *testing.T) {
 		t.Fatal("it ran")
 	}
 }
+
+func TestHTTPDetachedDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newToyServer(false, false)
+		srv.gate = make(chan struct{})
+		defer close(srv.gate)
+		c := newClient(t, receipts.HTTP(srv, receipts.Options{DetachedTimeout: time.Minute, Logger: discardLogger()}), modes[0], true)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan struct{})
+		go func() {
+			c.postContext(ctx, c.callBody("8", "slow"))
+			close(returned)
+		}()
+		<-srv.started
+		time.Sleep(10 * time.Second) // the client waits a while, then leaves
+		left := time.Now()
+		cancel()
+		<-returned
+		if ran := time.Since(left); ran != time.Minute {
+			t.Fatalf("the handler ran %v after the client left, want the one-minute deadline", ran)
+		}
+		if srv.cancelled.Load() != 1 {
+			t.Fatalf("cancelled %d, want the run ended by its deadline", srv.cancelled.Load())
+		}
+		resend := c.call("8", "slow")
+		if code, marker := resend.marker(t); code != receipts.RPCInDoubt || marker != receipts.CodeInDoubt {
+			t.Fatalf("resend = %s, want in doubt", resend.Body)
+		}
+	})
+}

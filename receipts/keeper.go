@@ -241,6 +241,7 @@ func (k *Keeper) storeFailed(ctx context.Context, key Key, op string, err error)
 // until Settle or Release ends it; one of them must be called, once.
 type Hold struct {
 	k    *Keeper
+	key  Key
 	ctx  context.Context // the request's values, never its cancellation
 	stop chan struct{}   // closed by end
 	done chan struct{}   // closed when the renewal goroutine has returned
@@ -252,6 +253,7 @@ type Hold struct {
 func (k *Keeper) hold(ctx context.Context, lease Lease) *Hold {
 	h := &Hold{
 		k:     k,
+		key:   lease.Key,
 		ctx:   context.WithoutCancel(ctx),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -262,7 +264,7 @@ func (k *Keeper) hold(ctx context.Context, lease Lease) *Hold {
 }
 
 // Key returns the held key.
-func (h *Hold) Key() Key { return h.lease.Key }
+func (h *Hold) Key() Key { return h.key }
 
 // renew keeps the lease alive every third of its length. A lost lease ends the renewals: the
 // store will refuse the settlement too, and a resend learns the outcome is unknown.
@@ -282,11 +284,11 @@ func (h *Hold) renew() {
 		cancel()
 		switch {
 		case errors.Is(err, ErrLeaseLost):
-			h.k.opts.Logger.WarnContext(h.ctx, "receipts: lease lost while the request runs", "id", h.lease.Key.ID)
-			h.k.observe(h.ctx, Event{Kind: EventStoreError, Key: h.lease.Key, Err: err})
+			h.k.opts.Logger.WarnContext(h.ctx, "receipts: lease lost while the request runs", "id", h.key.ID)
+			h.k.observe(h.ctx, Event{Kind: EventStoreError, Key: h.key, Err: err})
 			return
 		case err != nil:
-			h.k.storeFailed(h.ctx, h.lease.Key, "renew", err)
+			h.k.storeFailed(h.ctx, h.key, "renew", err)
 		default:
 			h.lease = lease
 		}
@@ -318,14 +320,14 @@ func (h *Hold) Settle(ctx context.Context, response []byte) error {
 	}
 	err := h.k.opts.Store.Settle(ctx, h.lease, response)
 	if errors.Is(err, ErrTooLarge) {
-		h.k.opts.Logger.WarnContext(ctx, "receipts: response too large to keep; a resend will be told its outcome is unknown", "id", h.lease.Key.ID, "bytes", len(response))
-		err = h.k.opts.Store.Settle(ctx, h.lease, inDoubtResponse(h.lease.Key.ID, "the response was larger than the receipt store keeps"))
+		h.k.opts.Logger.WarnContext(ctx, "receipts: response too large to keep; a resend will be told its outcome is unknown", "id", h.key.ID, "bytes", len(response))
+		err = h.k.opts.Store.Settle(ctx, h.lease, inDoubtResponse(h.key.ID, "the response was larger than the receipt store keeps"))
 	}
 	if err != nil {
-		h.k.storeFailed(ctx, h.lease.Key, "settle", err)
+		h.k.storeFailed(ctx, h.key, "settle", err)
 		return err
 	}
-	h.k.observe(ctx, Event{Kind: EventSettled, Key: h.lease.Key})
+	h.k.observe(ctx, Event{Kind: EventSettled, Key: h.key})
 	return nil
 }
 
@@ -333,7 +335,7 @@ func (h *Hold) Settle(ctx context.Context, response []byte) error {
 // have run, and its response cannot be kept (the handler panicked, answered no response, or
 // failed with a server error).
 func (h *Hold) SettleInDoubt(ctx context.Context, why string) error {
-	return h.Settle(ctx, inDoubtResponse(h.lease.Key.ID, why))
+	return h.Settle(ctx, inDoubtResponse(h.key.ID, why))
 }
 
 // Release deletes the receipt of a request that failed before it ran, and ends the hold: the
@@ -343,10 +345,10 @@ func (h *Hold) Release(ctx context.Context) error {
 		return ErrHoldEnded
 	}
 	if err := h.k.opts.Store.Release(ctx, h.lease); err != nil {
-		h.k.storeFailed(ctx, h.lease.Key, "release", err)
+		h.k.storeFailed(ctx, h.key, "release", err)
 		return err
 	}
-	h.k.observe(ctx, Event{Kind: EventReleased, Key: h.lease.Key})
+	h.k.observe(ctx, Event{Kind: EventReleased, Key: h.key})
 	return nil
 }
 

@@ -194,34 +194,28 @@ func (m *middleware) read(r *http.Request, body []byte) request {
 
 // metaOptsIn reports whether params' per-request client capabilities name the extension.
 func metaOptsIn(params json.RawMessage) bool {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
-		return false
-	}
-	var caps struct {
-		Extensions map[string]json.RawMessage `json:"extensions"`
-	}
-	if json.Unmarshal(p.Meta[metakeys.ClientCapabilities], &caps) != nil {
-		return false
-	}
-	_, ok := caps.Extensions[ExtensionID]
-	return ok
+	return hasMember(params, "_meta", metakeys.ClientCapabilities, "extensions", ExtensionID)
 }
 
 // initializeOptsIn reports whether initialize's params declare the extension.
 func initializeOptsIn(params json.RawMessage) bool {
-	var p struct {
-		Capabilities struct {
-			Extensions map[string]json.RawMessage `json:"extensions"`
-		} `json:"capabilities"`
+	return hasMember(params, "capabilities", "extensions", ExtensionID)
+}
+
+// hasMember reports whether the JSON object doc has a member at path, through nested objects.
+// Keys match exactly, after unescaping, the last of duplicates counting, as a client wrote them.
+func hasMember(doc json.RawMessage, path ...string) bool {
+	for _, key := range path {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(doc, &obj) != nil {
+			return false
+		}
+		var ok bool
+		if doc, ok = obj[key]; !ok {
+			return false
+		}
 	}
-	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
-		return false
-	}
-	_, ok := p.Capabilities.Extensions[ExtensionID]
-	return ok
+	return true
 }
 
 // passRequest returns the request next gets: r with ctx, asking for no compression, so that the

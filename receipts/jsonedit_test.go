@@ -103,3 +103,59 @@ func TestDeclare(t *testing.T) {
 		})
 	}
 }
+
+// FuzzEdit edits any document: an edit leaves valid JSON whose flag or declaration reads back
+// (keys matched exactly); a document it cannot edit comes back unchanged.
+func FuzzEdit(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"capabilities":{"extensions":{"a":{}}}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"x":[1,2]}}}`,
+		`{"result":{"capabilities":null}}`,
+		`{"result":{"capabilities":{"extensions":{"io.github.northstar-mcp\/request-receipts":1}}},"result":{}}`,
+		` {"r\u0065sult" : { } } `,
+		`{"result":[]}`,
+		`{"error":{}}`,
+		`[]`,
+		`{"result":{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	decl := receipts.Declaration{Scope: receipts.ScopeStore, Epoch: "e", RetentionMs: 1, Disconnect: receipts.DisconnectCancel}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		at := func(out []byte, path ...string) (any, bool) {
+			var v any
+			if err := json.Unmarshal(out, &v); err != nil {
+				t.Fatalf("edited %q into invalid JSON %q: %v", doc, out, err)
+			}
+			for _, k := range path {
+				obj, ok := v.(map[string]any)
+				if !ok {
+					return nil, false
+				}
+				if v, ok = obj[k]; !ok {
+					return nil, false
+				}
+			}
+			return v, true
+		}
+
+		out := receipts.MarkReplay(doc)
+		if string(out) != string(doc) {
+			if v, _ := at(out, "result", "_meta", receipts.ReplayMetaKey); v != true {
+				t.Fatalf("MarkReplay(%q) = %q: no flag", doc, out)
+			}
+		}
+
+		out, ok := receipts.Declare(doc, decl)
+		if !ok {
+			if string(out) != string(doc) {
+				t.Fatalf("Declare(%q) failed and changed it to %q", doc, out)
+			}
+			return
+		}
+		v, _ := at(out, "result", "capabilities", "extensions", receipts.ExtensionID)
+		if m, _ := v.(map[string]any); m["scope"] != "store" || m["disconnect"] != "cancel" || m["epoch"] != "e" {
+			t.Fatalf("Declare(%q) = %q: the declaration reads back as %v", doc, out, v)
+		}
+	})
+}

@@ -541,3 +541,91 @@ func TestHTTPDetachedDeadline(t *testing.T) {
 		}
 	})
 }
+
+func TestHTTPRemembersBoundedSessions(t *testing.T) {
+	srv := newToyServer(false, true)
+	h := receipts.HTTP(srv, receipts.Options{MaxSessions: 1})
+	first := newClient(t, h, modes[2], true)
+	second := newClient(t, h, modes[2], true) // pushes the first session out
+	second.call("1", "count")
+	if got := second.call("1", "count"); !got.replayed(t) {
+		t.Fatalf("the remembered session's resend = %s, want a replay", got.Body)
+	}
+	first.call("1", "count")
+	if got := first.call("1", "count"); got.replayed(t) {
+		t.Fatalf("a session pushed out of the bound was still opted in: %s", got.Body)
+	}
+	// Its header still opts it in.
+	first.header.Set(receipts.HeaderOptIn, "1")
+	first.call("2", "count")
+	if got := first.call("2", "count"); !got.replayed(t) {
+		t.Fatalf("with the header: %s, want a replay", got.Body)
+	}
+}
+
+func TestHTTPPassesOtherMethodsAndAsksNoCompression(t *testing.T) {
+	var methods []string
+	var encodings []string
+	h := receipts.HTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		methods = append(methods, r.Method)
+		encodings = append(encodings, r.Header.Get("Accept-Encoding"))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}), receipts.Options{})
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		r := httptest.NewRequest(method, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`))
+		r.Header.Set("Accept-Encoding", "gzip")
+		r.Header.Set(receipts.HeaderOptIn, "1")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if r.Header.Get("Accept-Encoding") != "gzip" {
+			t.Fatal("the middleware changed the caller's request")
+		}
+	}
+	if strings.Join(methods, ",") != "GET,POST" || encodings[0] != "gzip" || encodings[1] != "" {
+		t.Fatalf("methods %v, Accept-Encoding %q: want GET untouched, the receipted POST uncompressed", methods, encodings)
+	}
+}
+
+// BenchmarkHTTP measures what the middleware adds to a tools/call answered in JSON: passed
+// through (not opted in), run under a new receipt, and replayed.
+func BenchmarkHTTP(b *testing.B) {
+	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"x","result":{"content":[{"type":"text","text":"ok"}]}}`)
+	})
+	body := `{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t","arguments":{"a":1}}}`
+	send := func(h http.Handler, body string, optIn bool) {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		if optIn {
+			r.Header.Set(receipts.HeaderOptIn, "1")
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			send(answer, body, false)
+		}
+	})
+	b.Run("pass-through", func(b *testing.B) {
+		h := receipts.HTTP(answer, receipts.Options{})
+		for b.Loop() {
+			send(h, body, false)
+		}
+	})
+	b.Run("new-receipt", func(b *testing.B) {
+		h := receipts.HTTP(answer, receipts.Options{})
+		i := 0
+		for b.Loop() {
+			i++
+			send(h, strings.Replace(body, `"x"`, `"`+itoa(i)+`"`, 1), true)
+		}
+	})
+	b.Run("replay", func(b *testing.B) {
+		h := receipts.HTTP(answer, receipts.Options{})
+		send(h, body, true)
+		for b.Loop() {
+			send(h, body, true)
+		}
+	})
+}

@@ -125,9 +125,6 @@ func NewKeeper(opts Options) *Keeper {
 	return &Keeper{opts: opts.withDefaults()}
 }
 
-// Store returns the keeper's store.
-func (k *Keeper) Store() Store { return k.opts.Store }
-
 // Declaration returns what the keeper declares to clients.
 func (k *Keeper) Declaration(ctx context.Context) (Declaration, error) {
 	d, err := k.opts.Store.Describe(ctx)
@@ -262,9 +259,6 @@ func (k *Keeper) hold(ctx context.Context, lease Lease) *Hold {
 	go h.renew()
 	return h
 }
-
-// Key returns the held key.
-func (h *Hold) Key() Key { return h.key }
 
 // renew keeps the lease alive every third of its length. A lost lease ends the renewals: the
 // store will refuse the settlement too, and a resend learns the outcome is unknown.

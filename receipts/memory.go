@@ -62,6 +62,8 @@ type memEntry struct {
 	settled *list.Element // in MemoryStore.settled, once settled
 }
 
+var _ Store = (*MemoryStore)(nil)
+
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore(opts MemoryOptions) *MemoryStore {
 	s := &MemoryStore{

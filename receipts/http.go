@@ -291,23 +291,38 @@ func (m *middleware) serveReceipted(w http.ResponseWriter, r *http.Request, req 
 // run passes a claimed request to next and settles (or releases) its receipt from what next
 // answered.
 func (m *middleware) run(w http.ResponseWriter, r *http.Request, req request, hold *Hold) {
-	ctx, stop := m.executionContext(r)
+	execCtx, stop := m.executionContext(r)
 	defer stop()
 	iw := newInterceptor(w, r.Context(), req.id, m.opts.MaxResponseBytes)
-	returned := false
+	settled := false
+	settle := func(do func(ctx context.Context)) {
+		storeCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
+		defer cancel()
+		do(storeCtx)
+		settled = true
+	}
+	// The response of an event stream is final once sent: a resend need not wait for the
+	// handler to end its stream.
+	iw.streamed = func(response []byte) {
+		settle(func(ctx context.Context) { hold.Settle(ctx, response) })
+	}
 	defer func() {
-		if !returned { // next panicked: it may have run
-			storeCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
-			defer cancel()
-			hold.SettleInDoubt(storeCtx, "the handler panicked")
+		if !settled { // next panicked: it may have run
+			settle(func(ctx context.Context) { hold.SettleInDoubt(ctx, "the handler panicked") })
 		}
 	}()
-	m.next.ServeHTTP(iw, passRequest(r, ctx))
-	returned = true
+	m.next.ServeHTTP(iw, passRequest(r, execCtx))
 	iw.finish()
+	if settled {
+		return
+	}
+	cause := context.Cause(execCtx)
+	settle(func(ctx context.Context) { m.conclude(ctx, iw, hold, req, r, cause) })
+}
 
-	storeCtx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
-	defer cancel()
+// conclude settles or releases the receipt of a request from what next answered, once it
+// returned without a response read on the way.
+func (m *middleware) conclude(storeCtx context.Context, iw *interceptor, hold *Hold, req request, r *http.Request, cause error) {
 	status := iw.statusCode()
 	switch {
 	case iw.response != nil:
@@ -316,7 +331,7 @@ func (m *middleware) run(w http.ResponseWriter, r *http.Request, req request, ho
 		hold.Settle(storeCtx, cancelledResponse(req.id))
 	case status >= 400 && status < 500 && !iw.overflowed():
 		hold.Release(storeCtx)
-	case errors.Is(context.Cause(ctx), errDetachedDeadline):
+	case errors.Is(cause, errDetachedDeadline):
 		hold.SettleInDoubt(storeCtx, "the request ran past its deadline after its client disconnected, without a response")
 	case status >= 500:
 		hold.SettleInDoubt(storeCtx, "the handler failed with HTTP status "+strconv.Itoa(status)+" and no response")

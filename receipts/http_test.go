@@ -629,3 +629,37 @@ func BenchmarkHTTP(b *testing.B) {
 		}
 	})
 }
+
+func TestHTTPStreamedResponseSettlesBeforeTheStreamEnds(t *testing.T) {
+	for _, m := range modes {
+		if !m.sse {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newToyServer(m.sse, m.stateful)
+				srv.gate = make(chan struct{})
+				var stats receipts.Stats
+				c := newClient(t, receipts.HTTP(srv, receipts.Options{Observe: stats.Observe}), m, true)
+				var wg sync.WaitGroup
+				var release sync.Once
+				end := func() { release.Do(func() { close(srv.gate); wg.Wait() }) }
+				defer end()
+				wg.Go(func() { c.call("1", "linger") })
+				<-srv.started // answered; the stream stays open
+				start := time.Now()
+				resend := c.call("1", "linger")
+				if time.Since(start) != 0 || stats.Count(receipts.EventWaited) != 0 {
+					t.Errorf("the resend waited %v for a stream that had sent its response", time.Since(start))
+				}
+				if resend.text(t) != "run 1" || !resend.replayed(t) {
+					t.Fatalf("resend = %s, want the replay", resend.Body)
+				}
+				end()
+				if stats.Count(receipts.EventSettled) != 1 || stats.Count(receipts.EventStoreError) != 0 {
+					t.Errorf("settled %d, store errors %d; want 1 and 0", stats.Count(receipts.EventSettled), stats.Count(receipts.EventStoreError))
+				}
+			})
+		})
+	}
+}

@@ -34,6 +34,9 @@ type interceptor struct {
 	hold   bool
 	// rewrite, when hold, edits the response to id.
 	rewrite func(response []byte) []byte
+	// streamed, if not nil, is called with the response to id as soon as an event stream
+	// carried it, after it was forwarded: a handler may keep its stream open after it.
+	streamed func(response []byte)
 
 	wroteHeader bool
 	status      int
@@ -154,6 +157,11 @@ func (iw *interceptor) block(raw []byte) {
 	}
 	if iw.hold {
 		iw.forward(raw)
+	}
+	if iw.streamed != nil && iw.response != nil {
+		streamed := iw.streamed
+		iw.streamed = nil
+		streamed(iw.response)
 	}
 }
 

@@ -125,6 +125,11 @@ func (s *toyServer) toolsCall(w http.ResponseWriter, r *http.Request, id json.Ra
 	case "large":
 		s.answer(w, id, fmt.Sprintf(`{"content":[{"type":"text","text":%q}]}`, strings.Repeat("x", 64<<10)))
 		return
+	case "linger": // answers, then keeps its stream open a while
+		s.answer(w, id, fmt.Sprintf(`{"content":[{"type":"text","text":"run %d"}]}`, n))
+		s.started <- struct{}{}
+		<-s.gate
+		return
 	case "silent":
 		w.WriteHeader(http.StatusOK)
 		return

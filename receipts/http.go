@@ -71,7 +71,6 @@ type middleware struct {
 // A request is what the middleware read of a POST.
 type request struct {
 	id      string // the JSON text of the id, for a request
-	method  string
 	optedIn bool
 	// receipted: a request that gets a receipt if it opted in.
 	receipted bool
@@ -176,7 +175,7 @@ func (m *middleware) read(r *http.Request, body []byte) request {
 	if id == "null" {
 		return request{}
 	}
-	req := request{id: id, method: msg.Method}
+	req := request{id: id}
 	switch msg.Method {
 	case "initialize":
 		req.declares = true

@@ -40,7 +40,7 @@ func Example() {
 	fmt.Println("runs:", runs)
 	// Output:
 	// replay="" {"jsonrpc":"2.0","id":"9b1deb4d","result":{"content":[{"type":"text","text":"charged, run 1"}]}}
-	// replay="1" {"jsonrpc":"2.0","id":"9b1deb4d","result":{"_meta":{"io.github.northstar-mcp/request-receipts/replay":true},"content":[{"type":"text","text":"charged, run 1"}]}}
+	// replay="1" {"jsonrpc":"2.0","id":"9b1deb4d","result":{"_meta":{"io.github.northstar-mcp/request-receipts.replay":true},"content":[{"type":"text","text":"charged, run 1"}]}}
 	// runs: 1
 }
 

@@ -357,8 +357,8 @@ func TestHTTPFull(t *testing.T) {
 				if full.StatusCode != http.StatusServiceUnavailable || full.Header.Get("Retry-After") == "" {
 					t.Fatalf("a new id when full = %d %v, want 503 with Retry-After", full.StatusCode, full.Header)
 				}
-				if code, marker := full.marker(t); code != -32000 || marker != "MCP_RECEIPTS_FULL" {
-					t.Fatalf("error %d %s, want -32000 MCP_RECEIPTS_FULL", code, marker)
+				if code, marker := full.marker(t); code != -31001 || marker != "MCP_RECEIPTS_FULL" {
+					t.Fatalf("error %d %s, want -31001 MCP_RECEIPTS_FULL", code, marker)
 				}
 				close(srv.gate)
 				wg.Wait()

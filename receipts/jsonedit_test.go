@@ -9,7 +9,7 @@ import (
 )
 
 func TestMarkReplay(t *testing.T) {
-	const flag = `"io.github.northstar-mcp/request-receipts/replay":true`
+	const flag = `"io.github.northstar-mcp/request-receipts.replay":true`
 	tests := []struct{ name, in, want string }{
 		{"result without _meta",
 			`{"jsonrpc":"2.0","id":1,"result":{"content":[],"n":1.50}}`,
@@ -24,7 +24,7 @@ func TestMarkReplay(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"result":{"_meta":null}}`,
 			`{"jsonrpc":"2.0","id":1,"result":{"_meta":{` + flag + `}}}`},
 		{"flag already false",
-			`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.github.northstar-mcp/request-receipts/replay":false}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.github.northstar-mcp/request-receipts.replay":false}}}`,
 			`{"jsonrpc":"2.0","id":1,"result":{"_meta":{` + flag + `}}}`},
 		{"escaped keys and spacing",
 			" {\"jsonrpc\":\"2.0\", \"id\":1, \"r\\u0065sult\" : { \"_met\\u0061\" : { } } }\n",

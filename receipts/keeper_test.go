@@ -279,7 +279,7 @@ func TestErrorResponse(t *testing.T) {
 		{receipts.InFlight, -32600, "MCP_REQUEST_IN_FLIGHT"},
 		{receipts.Reused, -32600, "MCP_REQUEST_ID_REUSED"},
 		{receipts.InDoubt, -31000, "MCP_RECEIPT_IN_DOUBT"},
-		{receipts.Full, -32000, "MCP_RECEIPTS_FULL"},
+		{receipts.Full, -31001, "MCP_RECEIPTS_FULL"},
 	}
 	for _, tt := range tests {
 		resp, ok := receipts.ErrorResponse(tt.v, `"abc"`)

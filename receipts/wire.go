@@ -10,7 +10,7 @@ import (
 const ExtensionID = "io.github.northstar-mcp/request-receipts"
 
 // ReplayMetaKey is the key of the result _meta flag, true, that marks a replayed result.
-const ReplayMetaKey = ExtensionID + "/replay"
+const ReplayMetaKey = ExtensionID + ".replay"
 
 // The HTTP headers of the extension.
 const (
@@ -34,8 +34,8 @@ const (
 	// RPCInDoubt lies outside the range JSON-RPC reserves, so that no client mistakes an
 	// unknown outcome for one of the protocol's own errors, which say the request did not run.
 	RPCInDoubt = -31000
-	// RPCFull is the JSON-RPC code of the full refusal.
-	RPCFull = -32000
+	// RPCFull is the JSON-RPC code of the full refusal, outside the reserved range as RPCInDoubt.
+	RPCFull = -31001
 	// RPCCancelled is the JSON-RPC code a receipt records when a client's disconnect
 	// cancelled its request (Disconnect cancel) and the handler wrote no response of its own;
 	// the Language Server Protocol uses the same code for a cancelled request.

@@ -546,7 +546,7 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 			now = bindingOf(s)
 			held = receiptsHeld(then, now)
 		} else {
-			held, now, err = r.c.receiptsHold(ctx, s, then, r.uncertainIn == s)
+			held, now, err = r.c.receiptsHold(ctx, s, then, time.Time{}, r.uncertainIn == s)
 		}
 		switch {
 		case err != nil:
@@ -567,27 +567,23 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 	if under := r.receiptsGuard; under != nil {
 		// An earlier process may have sent the request, and only a receipt of the same server
 		// process can answer for it without running it again.
-		held, now, err := r.c.receiptsHold(ctx, s, *under, false)
+		held, now, err := r.c.receiptsHold(ctx, s, *under, r.receiptsSince, false)
 		if err != nil {
 			return r.giveUpUnlessRetrying(err), false
 		}
 		r.receiptsGuard = nil
-		if held && receiptsPruned(r.receiptsSince, s) {
-			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent %s ago, longer than the server keeps receipts (%s); a resend could run the request twice", ErrSessionLost, time.Since(r.receiptsSince).Round(time.Second), s.receiptRetention()))), false
-		}
 		if !held {
-			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent under %s, and the server now declares %s; a resend could run the request twice", ErrSessionLost, *under, now))), false
+			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("%w: recovered from the journal, sent under %s %s ago, and the server now declares %s, keeping receipts %s; a resend could run the request twice", ErrSessionLost, *under, time.Since(r.receiptsSince).Round(time.Second), now, s.receiptRetention()))), false
 		}
 		r.uncertainIn = s
 	}
 	if a := r.answered; a != nil && r.cur == r.orig {
 		if !r.safe && mode != RetryAlways {
-			held, now, err := r.c.receiptsHold(ctx, s, a.record.Receipts, a.via == s.serial)
+			held, now, err := r.c.receiptsHold(ctx, s, a.record.Receipts, a.record.Created, a.via == s.serial)
 			if err != nil {
 				return r.giveUpUnlessRetrying(err), false
 			}
-			// A receipt past the server's retention may be gone: the id would then run again.
-			if !held || receiptsPruned(a.record.Created, s) {
+			if !held {
 				r.answered = nil
 				return stepEnd(StateAnswered, r.fail(CodeAlreadyAnswered, &AnsweredError{Record: *a.record, Now: now})), false
 			}
@@ -597,14 +593,19 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 	return step{}, true
 }
 
-// receiptsHold decides whether receipts kept under then, for a send made on s itself
-// (sameSession) or elsewhere, answer a send of the same bytes under the same id on s without
-// running the request again: the one place that decides it. On the session that made the send
-// they are held while it lives, and elsewhere only process-scope receipts under an epoch the
-// server still declares (see receiptsHeld). What the server declares is read again where a
-// server restart could hide behind s (the stateless revision, a session that outlives its
-// process); elsewhere a restart would have ended s, and s declared it when it opened.
-func (c *Client) receiptsHold(ctx context.Context, s *session, then ReceiptBinding, sameSession bool) (held bool, now ReceiptBinding, err error) {
+// receiptsHold decides whether receipts kept under then, for a send made at sent (zero: by this
+// attempt loop, moments ago) on s itself (sameSession) or elsewhere, answer a send of the same
+// bytes under the same id on s without running the request again: the one place that decides
+// it. On the session that made the send they are held while it lives, and elsewhere only
+// process-scope receipts under an epoch the server still declares (see receiptsHeld); never
+// past the retention the server declares, after which a receipt may be pruned (see
+// receiptsPruned). What the server declares is read again where a server restart could hide
+// behind s (the stateless revision, a session that outlives its process); elsewhere a restart
+// would have ended s, and s declared it when it opened.
+func (c *Client) receiptsHold(ctx context.Context, s *session, then ReceiptBinding, sent time.Time, sameSession bool) (held bool, now ReceiptBinding, err error) {
+	if receiptsPruned(sent, s) {
+		return false, bindingOf(s), nil
+	}
 	if !s.stateless && !outlivesItsProcess(s) {
 		now = bindingOf(s)
 		if sameSession {

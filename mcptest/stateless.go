@@ -21,7 +21,7 @@ import (
 // The JSON-RPC error codes of the stateless revisions.
 const (
 	rpcHeaderMismatch                  = mcpclient.RPCHeaderMismatch
-	rpcMissingRequiredClientCapability = -32021
+	rpcMissingRequiredClientCapability = mcpclient.RPCMissingRequiredClientCapability
 	rpcUnsupportedProtocolVersion      = mcpclient.RPCUnsupportedProtocolVersion
 )
 

@@ -348,8 +348,8 @@ func TestHTTPFull(t *testing.T) {
 				srv := newToyServer(m.sse, m.stateful)
 				srv.gate = make(chan struct{})
 				var stats receipts.Stats
-				store := receipts.NewMemoryStore(receipts.MemoryOptions{MaxReceipts: 1})
-				c := newClient(t, receipts.HTTP(srv, receipts.Options{Store: store, Observe: stats.Observe}), m, true)
+				store := receipts.NewMemoryStore(receipts.MemoryOptions{MaxReceipts: 1, Retention: time.Minute})
+				c := newClient(t, receipts.HTTP(srv, receipts.Options{Store: store, Retention: time.Minute, Observe: stats.Observe}), m, true)
 				var wg sync.WaitGroup
 				wg.Go(func() { c.call("1", "slow") })
 				<-srv.started
@@ -362,10 +362,15 @@ func TestHTTPFull(t *testing.T) {
 				}
 				close(srv.gate)
 				wg.Wait()
-				if got := c.call("2", "count"); got.text(t) != "run 2" {
-					t.Fatalf("after the running one settled: %s", got.Body)
+				// Settled, the first receipt is kept for its retention, for a resend to read.
+				if got := c.call("2", "count"); got.StatusCode != http.StatusServiceUnavailable {
+					t.Fatalf("a new id within the first's retention = %d, want 503", got.StatusCode)
 				}
-				if stats.Count(receipts.EventFull) != 1 || srv.executions.Load() != 2 {
+				time.Sleep(time.Minute)
+				if got := c.call("2", "count"); got.text(t) != "run 2" {
+					t.Fatalf("after the first receipt's retention: %s", got.Body)
+				}
+				if stats.Count(receipts.EventFull) != 2 || srv.executions.Load() != 2 {
 					t.Errorf("full %d, executions %d", stats.Count(receipts.EventFull), srv.executions.Load())
 				}
 			})

@@ -42,8 +42,9 @@ type Options struct {
 	// it while the request runs, so only a holder that died lets it lapse. 0 means
 	// DefaultLease.
 	Lease time.Duration
-	// Retention is how long a settled receipt is kept at least (unless a full store needs
-	// the room), and what the declaration promises. 0 means DefaultRetention.
+	// Retention is how long a settled receipt is kept at least, and what the declaration
+	// promises: a full store refuses new claims rather than forget a receipt sooner. 0 means
+	// DefaultRetention.
 	Retention time.Duration
 	// Disconnect is what a client's disconnect does to its running opted-in request. ""
 	// means DisconnectContinue.
@@ -73,8 +74,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
 	if o.Store == nil {
-		o.Store = NewMemoryStore(MemoryOptions{})
+		o.Store = NewMemoryStore(MemoryOptions{Retention: o.Retention})
 	}
 	if o.Principal == nil {
 		o.Principal = BearerPrincipal

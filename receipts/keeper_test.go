@@ -194,19 +194,26 @@ func TestKeeperLostLeaseCannotSettle(t *testing.T) {
 
 func TestKeeperFull(t *testing.T) {
 	var stats receipts.Stats
-	k := receipts.NewKeeper(receipts.Options{Store: receipts.NewMemoryStore(receipts.MemoryOptions{MaxReceipts: 1}), Observe: stats.Observe})
+	clock := newFakeClock()
+	store := receipts.NewMemoryStore(receipts.MemoryOptions{MaxReceipts: 1, Retention: time.Hour, Now: clock.Now})
+	k := receipts.NewKeeper(receipts.Options{Store: store, Retention: time.Hour, Observe: stats.Observe})
 	first := admit(t, k, key("1"), fpA)
 	if a := admit(t, k, key("2"), fpA); a.Verdict != receipts.Full {
 		t.Fatalf("second id = %v, want full", a.Verdict)
 	}
 	first.Hold.Settle(context.Background(), []byte(`{}`))
+	// Settled, the first receipt still answers a resend for its retention: no room yet.
+	if a := admit(t, k, key("2"), fpA); a.Verdict != receipts.Full {
+		t.Fatalf("second id within the first's retention = %v, want full", a.Verdict)
+	}
+	clock.Advance(time.Hour)
 	second := admit(t, k, key("2"), fpA)
 	if second.Verdict != receipts.Run {
-		t.Fatalf("second id after the first settled = %v, want run", second.Verdict)
+		t.Fatalf("second id past the first's retention = %v, want run", second.Verdict)
 	}
 	second.Hold.Release(context.Background())
-	if stats.Count(receipts.EventFull) != 1 {
-		t.Errorf("full events = %d, want 1", stats.Count(receipts.EventFull))
+	if stats.Count(receipts.EventFull) != 2 {
+		t.Errorf("full events = %d, want 2", stats.Count(receipts.EventFull))
 	}
 }
 

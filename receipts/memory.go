@@ -27,6 +27,11 @@ type MemoryOptions struct {
 	// MaxBytes bounds the memory the receipts take: their responses and keys, plus a fixed
 	// overhead per receipt. 0 means DefaultMaxBytes.
 	MaxBytes int64
+	// Retention is how long a settled receipt is kept at least: a full store makes room only by
+	// forgetting receipts settled longer ago, for a client may resend an id until then, and a
+	// forgotten id would run again. It must not be shorter than Options.Retention, which the
+	// declaration promises. 0 means DefaultRetention.
+	Retention time.Duration
 	// Now is the store's clock, for leases and retention. nil means time.Now.
 	Now func() time.Time
 }
@@ -36,12 +41,13 @@ type MemoryOptions struct {
 // process and an epoch of its own, random, drawn when it is made: a restarted server has a new
 // one, which tells clients that its receipts are gone.
 //
-// When it is full it forgets the oldest settled receipt to make room for a new claim, even one
-// younger than the retention; it never forgets an unresolved one, and refuses new claims with
-// ErrFull when all it holds are unresolved.
+// When it is full it forgets the oldest settled receipt past its retention to make room for a
+// new claim; it never forgets an unresolved one, nor one within its retention, and refuses new
+// claims with ErrFull instead: a client that resends a forgotten id would have it run again.
 type MemoryStore struct {
 	maxReceipts int
 	maxBytes    int64
+	retention   time.Duration
 	now         func() time.Time
 	epoch       string
 
@@ -69,6 +75,7 @@ func NewMemoryStore(opts MemoryOptions) *MemoryStore {
 	s := &MemoryStore{
 		maxReceipts: opts.MaxReceipts,
 		maxBytes:    opts.MaxBytes,
+		retention:   opts.Retention,
 		now:         opts.Now,
 		epoch:       rand.Text(),
 		entries:     map[Key]*memEntry{},
@@ -78,6 +85,9 @@ func NewMemoryStore(opts MemoryOptions) *MemoryStore {
 	}
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxBytes
+	}
+	if s.retention <= 0 {
+		s.retention = DefaultRetention
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -111,7 +121,7 @@ func (s *MemoryStore) Claim(ctx context.Context, key Key, fp Fingerprint, ttl ti
 		return ClaimResult{Receipt: e.snapshot(now)}, nil
 	}
 	size := int64(len(key.Principal)+len(key.ID)) + entryOverhead
-	if !s.makeRoomLocked(1, size) {
+	if !s.makeRoomLocked(1, size, now) {
 		return ClaimResult{}, fmt.Errorf("%w (%d receipts, %d bytes)", ErrFull, len(s.entries), s.bytes)
 	}
 	s.tokens++
@@ -126,12 +136,13 @@ func (s *MemoryStore) Claim(ctx context.Context, key Key, fp Fingerprint, ttl ti
 	return ClaimResult{Claimed: true, Lease: lease}, nil
 }
 
-// makeRoomLocked forgets settled receipts, oldest first, until count more receipts of size more
-// bytes fit; false when they cannot fit without forgetting an unresolved one.
-func (s *MemoryStore) makeRoomLocked(count int, size int64) bool {
+// makeRoomLocked forgets settled receipts past their retention at now, oldest first, until
+// count more receipts of size more bytes fit; false when they cannot fit without forgetting an
+// unresolved receipt or one within its retention.
+func (s *MemoryStore) makeRoomLocked(count int, size int64, now time.Time) bool {
 	for len(s.entries)+count > s.maxReceipts || s.bytes+size > s.maxBytes {
 		front := s.settled.Front()
-		if front == nil {
+		if front == nil || now.Sub(front.Value.(*memEntry).receipt.SettledAt) < s.retention {
 			return false
 		}
 		s.removeLocked(front.Value.(*memEntry))
@@ -188,7 +199,7 @@ func (s *MemoryStore) Settle(ctx context.Context, lease Lease, response []byte) 
 		return err
 	}
 	grow := int64(len(response))
-	if e.size+grow > s.maxBytes || !s.makeRoomLocked(0, grow) {
+	if e.size+grow > s.maxBytes || !s.makeRoomLocked(0, grow, now) {
 		return fmt.Errorf("%w (%d bytes)", ErrTooLarge, len(response))
 	}
 	e.receipt.Response = append([]byte(nil), response...)

@@ -109,7 +109,7 @@ const (
 var (
 	// ErrFull: every receipt the store can hold is unresolved (running or lapsed), so it
 	// refuses a new claim rather than forget one whose outcome a client may still ask for.
-	ErrFull = errors.New("receipts: store full of unresolved receipts")
+	ErrFull = errors.New("receipts: store full of receipts unresolved or within their retention")
 	// ErrLeaseLost: the token no longer holds the receipt (the lease expired, or the receipt
 	// was settled, released or pruned). Nothing was changed.
 	ErrLeaseLost = errors.New("receipts: lease lost")

@@ -191,7 +191,7 @@ func TestMemoryStoreRelease(t *testing.T) {
 func TestMemoryStoreCapacity(t *testing.T) {
 	ctx := context.Background()
 	clock := newFakeClock()
-	s := receipts.NewMemoryStore(receipts.MemoryOptions{MaxReceipts: 2, Now: clock.Now})
+	s := receipts.NewMemoryStore(receipts.MemoryOptions{MaxReceipts: 2, Retention: time.Hour, Now: clock.Now})
 
 	a := mustClaim(t, s, key("a"), fpA, time.Minute)
 	mustClaim(t, s, key("b"), fpA, time.Minute)
@@ -206,15 +206,20 @@ func TestMemoryStoreCapacity(t *testing.T) {
 	if err := s.Settle(ctx, a, []byte(`{"result":"a"}`)); err != nil {
 		t.Fatal(err)
 	}
-	mustClaim(t, s, key("c"), fpA, time.Minute) // room made by forgetting settled a
+	// Within its retention a settled receipt is kept: a client may still resend its id.
+	if _, err := s.Claim(ctx, key("c"), fpA, time.Minute); !errors.Is(err, receipts.ErrFull) {
+		t.Fatalf("Claim with a receipt settled within its retention = %v, want ErrFull", err)
+	}
+	clock.Advance(time.Hour)
+	mustClaim(t, s, key("c"), fpA, time.Minute) // room made by forgetting a, past its retention
 	if got := lookupState(t, s, key("a")); got != 0 {
 		t.Errorf("a = %v, want forgotten to make room", got)
 	}
-	if got := lookupState(t, s, key("b")); got != receipts.Running {
-		t.Errorf("b = %v, want still running: an unresolved receipt is never evicted", got)
+	if got := lookupState(t, s, key("b")); got != receipts.Lapsed {
+		t.Errorf("b = %v, want still held, lapsed: an unresolved receipt is never evicted", got)
 	}
 
-	// Lapsed receipts are unresolved too.
+	// Lapsed receipts are unresolved too (b's lease lapsed with the hour; c's now).
 	clock.Advance(2 * time.Minute)
 	if _, err := s.Claim(ctx, key("d"), fpA, time.Minute); !errors.Is(err, receipts.ErrFull) {
 		t.Fatalf("Claim with two lapsed receipts = %v, want ErrFull", err)
@@ -226,7 +231,8 @@ func TestMemoryStoreCapacity(t *testing.T) {
 
 func TestMemoryStoreBytes(t *testing.T) {
 	ctx := context.Background()
-	s := receipts.NewMemoryStore(receipts.MemoryOptions{MaxBytes: 4096})
+	clock := newFakeClock()
+	s := receipts.NewMemoryStore(receipts.MemoryOptions{MaxBytes: 4096, Retention: time.Hour, Now: clock.Now})
 
 	a := mustClaim(t, s, key("a"), fpA, time.Minute)
 	if err := s.Settle(ctx, a, bytes.Repeat([]byte("x"), 5000)); !errors.Is(err, receipts.ErrTooLarge) {
@@ -239,8 +245,13 @@ func TestMemoryStoreBytes(t *testing.T) {
 		t.Fatalf("Settle: %v", err)
 	}
 	b := mustClaim(t, s, key("b"), fpA, time.Minute)
+	if err := s.Settle(ctx, b, bytes.Repeat([]byte("y"), 3000)); !errors.Is(err, receipts.ErrTooLarge) {
+		t.Fatalf("Settle of b while a is within its retention = %v, want ErrTooLarge", err)
+	}
+	clock.Advance(time.Hour)
+	b = mustClaim(t, s, key("b2"), fpA, time.Minute)
 	if err := s.Settle(ctx, b, bytes.Repeat([]byte("y"), 3000)); err != nil {
-		t.Fatalf("Settle of b: %v", err)
+		t.Fatalf("Settle of b2 past a's retention: %v", err)
 	}
 	if got := lookupState(t, s, key("a")); got != 0 {
 		t.Errorf("a = %v, want forgotten to make room for b's response", got)

@@ -79,7 +79,7 @@ func ErrorResponse(v Verdict, id string) (response []byte, ok bool) {
 	case InDoubt:
 		code, marker, text = RPCInDoubt, CodeInDoubt, "the request with this id was claimed and never answered; its outcome is unknown and it will not run again"
 	case Full:
-		code, marker, text = RPCFull, CodeFull, "receipt store full of unresolved requests: new request ids are refused for now"
+		code, marker, text = RPCFull, CodeFull, "receipt store full: new request ids are refused for now"
 	default:
 		return nil, false
 	}

@@ -90,16 +90,12 @@ func mrtrRootURIs(raw json.RawMessage) []string {
 	return uris
 }
 
-func mrtrText(s string) *mcpclient.CallToolResult {
-	return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(s)}}
-}
-
 func mrtrGreet(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 	res, err := call.RequestAll(ctx, mrtrAskName)
 	if err != nil {
 		return nil, err
 	}
-	return mrtrText("Hello, " + mrtrField(res[0], "name") + "!"), nil
+	return textResult("Hello, " + mrtrField(res[0], "name") + "!"), nil
 }
 
 func mrtrCapital(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
@@ -107,7 +103,7 @@ func mrtrCapital(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallTo
 	if err != nil {
 		return nil, err
 	}
-	return mrtrText("The model says: " + mrtrSampled(res[0])), nil
+	return textResult("The model says: " + mrtrSampled(res[0])), nil
 }
 
 func mrtrRoots(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
@@ -115,7 +111,7 @@ func mrtrRoots(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallTool
 	if err != nil {
 		return nil, err
 	}
-	return mrtrText("Roots: " + strings.Join(mrtrRootURIs(res[0]), ", ")), nil
+	return textResult("Roots: " + strings.Join(mrtrRootURIs(res[0]), ", ")), nil
 }
 
 // mrtrTwoSteps asks its second question only once the first is answered: two rounds.
@@ -128,7 +124,7 @@ func mrtrTwoSteps(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallT
 	if err != nil {
 		return nil, err
 	}
-	return mrtrText(fmt.Sprintf("%s likes %s", mrtrField(name[0], "name"), mrtrField(color[0], "color"))), nil
+	return textResult(fmt.Sprintf("%s likes %s", mrtrField(name[0], "name"), mrtrField(color[0], "color"))), nil
 }
 
 func mrtrAllAtOnce(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
@@ -136,7 +132,7 @@ func mrtrAllAtOnce(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.Call
 	if err != nil {
 		return nil, err
 	}
-	return mrtrText(fmt.Sprintf("%s, %s! Roots: %s", mrtrSampled(res[1]), mrtrField(res[0], "name"),
+	return textResult(fmt.Sprintf("%s, %s! Roots: %s", mrtrSampled(res[1]), mrtrField(res[0], "name"),
 		strings.Join(mrtrRootURIs(res[2]), ", "))), nil
 }
 
@@ -154,9 +150,9 @@ func mrtrConfirm(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallTo
 	var r mcpclient.ElicitResult
 	json.Unmarshal(res[0], &r) // checked by the server before the tool reads it
 	if call.Round() == 1 {
-		return mrtrText(fmt.Sprintf("confirmation %s without a requestState", r.Action)), nil
+		return textResult(fmt.Sprintf("confirmation %s without a requestState", r.Action)), nil
 	}
-	return mrtrText(fmt.Sprintf("state-ok: confirmation %s in round %d", r.Action, call.Round())), nil
+	return textResult(fmt.Sprintf("state-ok: confirmation %s in round %d", r.Action, call.Round())), nil
 }
 
 // mrtrWhatTheClientCan asks, at once, whatever the client's declared capabilities let it ask.
@@ -173,13 +169,13 @@ func mrtrWhatTheClientCan(ctx context.Context, call *mcptest.ToolCall) (*mcpclie
 		asks = append(asks, mrtrAskRoots)
 	}
 	if len(asks) == 0 {
-		return mrtrText("the client declared nothing to ask it with"), nil
+		return textResult("the client declared nothing to ask it with"), nil
 	}
 	res, err := call.RequestAll(ctx, asks...)
 	if err != nil {
 		return nil, err
 	}
-	return mrtrText(fmt.Sprintf("inputs answered: %d", len(res))), nil
+	return textResult(fmt.Sprintf("inputs answered: %d", len(res))), nil
 }
 
 // mrtrElicitsForms reports whether an elicitation capability covers form mode: an empty one

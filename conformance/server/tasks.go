@@ -77,10 +77,6 @@ func taskFixtures() []mcptest.Option {
 	}
 }
 
-func tasksText(text string) *mcpclient.CallToolResult {
-	return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(text)}}
-}
-
 func tasksGreet(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 	var args struct {
 		Name string `json:"name"`
@@ -88,7 +84,7 @@ func tasksGreet(_ context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolR
 	if err := json.Unmarshal(call.Arguments, &args); err != nil {
 		return nil, fmt.Errorf("greet: arguments: %w", err)
 	}
-	return tasksText("Hello, " + args.Name + "!"), nil
+	return textResult("Hello, " + args.Name + "!"), nil
 }
 
 func tasksSlowCompute(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
@@ -104,14 +100,14 @@ func tasksSlowCompute(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.C
 	if args.Seconds < 0 {
 		return nil, errors.New("slow_compute: seconds must not be negative")
 	}
-	if err := tasksPause(ctx, time.Duration(args.Seconds*float64(time.Second))); err != nil {
+	if err := pause(ctx, time.Duration(args.Seconds*float64(time.Second))); err != nil {
 		return nil, err
 	}
-	return tasksText(fmt.Sprintf("computed %q in %gs", args.Label, args.Seconds)), nil
+	return textResult(fmt.Sprintf("computed %q in %gs", args.Label, args.Seconds)), nil
 }
 
 func tasksFailingJob(ctx context.Context, _ *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
-	if err := tasksPause(ctx, time.Second); err != nil {
+	if err := pause(ctx, time.Second); err != nil {
 		return nil, err
 	}
 	return nil, errors.New("failing_job: the job failed, as it always does")
@@ -150,9 +146,9 @@ func tasksConfirmDelete(ctx context.Context, call *mcptest.ToolCall) (*mcpclient
 		return nil, fmt.Errorf("confirm_delete: elicitation result: %w", err)
 	}
 	if answer.Action != "accept" || !answer.Content.Confirm {
-		return tasksText("kept " + args.Filename), nil
+		return textResult("kept " + args.Filename), nil
 	}
-	return tasksText("deleted " + args.Filename), nil
+	return textResult("deleted " + args.Filename), nil
 }
 
 // tasksForm is an elicitation/create of a form with the given message, asking the string field
@@ -198,7 +194,7 @@ func tasksMultiInput(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.Ca
 			return nil, fmt.Errorf("multi_input: %w", err)
 		}
 	}
-	return tasksText(fmt.Sprintf("first %q, second %q", names[0], names[1])), nil
+	return textResult(fmt.Sprintf("first %q, second %q", names[0], names[1])), nil
 }
 
 func tasksGreetAfterAsking(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
@@ -213,17 +209,5 @@ func tasksGreetAfterAsking(ctx context.Context, call *mcptest.ToolCall) (*mcpcli
 	if err := call.StartTask(); err != nil {
 		return nil, fmt.Errorf("test_tool_with_task: cannot start its task: %w", err)
 	}
-	return tasksText("Hello, " + name + "!"), nil
-}
-
-// tasksPause waits d, or until ctx ends (its error is returned).
-func tasksPause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return textResult("Hello, " + name + "!"), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -44,6 +45,21 @@ func TestReceiptEpochIsNewAtEveryRestart(t *testing.T) {
 	}
 	if other := mcptest.NewTestServer(t).ReceiptEpoch(); other == first || other == second {
 		t.Errorf("two servers share epoch %q", other)
+	}
+}
+
+// mcptest declares its receipts as a server behind the receipts middleware does, with the
+// middleware's defaults, since the same code keeps them.
+func TestReceiptDeclarationIsTheMiddlewares(t *testing.T) {
+	srv := mcptest.NewTestServer(t, mcptest.WithMaxReceipts(9))
+	caps := mcptest.NewClient(t, srv).ServerCapabilities()
+	r, _ := caps.RequestReceipts()
+	want := mcpclient.RequestReceipts{
+		Scope: mcpclient.ReceiptScopeProcess, MaxReceipts: 9, Epoch: srv.ReceiptEpoch(),
+		RetentionMs: receipts.DefaultRetention.Milliseconds(), Disconnect: string(receipts.DisconnectContinue),
+	}
+	if r != want {
+		t.Errorf("declared %+v, want %+v", r, want)
 	}
 }
 

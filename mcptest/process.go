@@ -70,10 +70,11 @@ func (s *Server) track(session, key string, frame []byte) (t *tracked, ok bool) 
 	if s.closed {
 		return nil, false
 	}
-	s.received[key] = append(s.received[key], slices.Clone(frame))
+	frame = slices.Clone(frame)
+	s.received[key] = append(s.received[key], frame)
 	s.running[key]++
 	t = &tracked{ep: s.epoch}
-	t.ctx, t.cancel = context.WithCancel(s.epoch.ctx)
+	t.ctx, t.cancel = context.WithCancel(context.WithValue(s.epoch.ctx, requestFrameKey{}, frame))
 	s.cancels[session+"\x00"+key] = t
 	s.wg.Add(1)
 	return t, true
@@ -421,4 +422,21 @@ func errorAnswer(code int64, message string, data any) answer {
 	}{code, message, data}
 	body, _ := json.Marshal(e) // built from plain values
 	return answer{body: body, isError: true}
+}
+
+// claimInFlight marks key as in flight; false means it already is.
+func (s *Server) claimInFlight(ep *epoch, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ep.inFlight[key] {
+		return false
+	}
+	ep.inFlight[key] = true
+	return true
+}
+
+func (s *Server) releaseInFlight(ep *epoch, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(ep.inFlight, key)
 }

@@ -1,27 +1,17 @@
 package mcptest
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"fmt"
+	"errors"
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/receipts"
 )
 
-// A receipt is the server's memory of one request id: the fingerprint of the validated request,
-// and its reply once there is one. reply is written once, before done is closed, and read only
-// after.
-type receipt struct {
-	fp    [sha256.Size]byte
-	done  chan struct{}
-	reply answer
-}
-
 // An answer is a reply body without its envelope: a result, or an error object. Keeping it apart
-// from the id lets a resend get the reply under its own id bytes.
+// from the id lets a transport frame it under the request's own id bytes.
 type answer struct {
 	body    []byte
 	isError bool
@@ -29,122 +19,93 @@ type answer struct {
 	replay bool
 }
 
-// rpcReceiptsFull is the error code of a request refused because the receipt store is full of
-// unresolved receipts: outside the JSON-RPC reserved range, as the receipts extension's codes
-// are; error.data.code says MCP_RECEIPTS_FULL.
-const rpcReceiptsFull = -31001
-
-// replayMarker is the key in a result's _meta that marks an answer read from a receipt.
-const replayMarker = mcpclient.RequestReceiptsExtension + ".replay"
-
-// replayed marks an answer read from a receipt: a result's _meta says so; an error is left as
-// it was stored.
-func replayed(a answer) answer {
-	a.replay = true
-	if a.isError {
-		return a
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(a.body, &fields) != nil {
-		return a
-	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := fields["_meta"]; ok {
-		json.Unmarshal(raw, &meta) // a _meta that is no object is replaced
-	}
-	meta[replayMarker] = json.RawMessage("true")
-	fields["_meta"], _ = json.Marshal(meta)
-	body, err := json.Marshal(fields) // raw values marshal as they are
-	if err != nil {
-		return a
-	}
-	return answer{body: body, replay: true}
+// newReceiptKeeper returns the receipt rules over an empty store of the server's capacity: the
+// same rules, in the same code, as the receipts middleware a real server puts in front of its
+// handler, so that what a test learns against mcptest holds against such a server. The store
+// forgets nothing within the default retention, so in a test's lifetime a full store refuses
+// new ids rather than evict one. Its bytes are bounded by the count alone: the results are the
+// test's own.
+func (s *Server) newReceiptKeeper() (*receipts.Keeper, *receipts.MemoryStore) {
+	store := receipts.NewMemoryStore(receipts.MemoryOptions{MaxReceipts: s.maxReceipts, MaxBytes: 1 << 40})
+	return receipts.NewKeeper(receipts.Options{Store: store, Logger: s.log}), store
 }
 
-// fingerprint hashes the validated request in canonical form, method and params, so that the
-// same content fingerprints the same however its JSON was spaced or its keys ordered. Numbers
-// keep their text: two different large integers must not collide by rounding.
-func fingerprint(method string, params []byte) ([sha256.Size]byte, error) {
-	var v any
-	if len(params) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(params))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			return [sha256.Size]byte{}, fmt.Errorf("params: %w", err)
-		}
-	}
-	canon, err := json.Marshal(struct {
-		Method string `json:"method"`
-		Params any    `json:"params"`
-	}{method, v})
-	if err != nil {
-		return [sha256.Size]byte{}, err
-	}
-	return sha256.Sum256(canon), nil
+// requestFrameKey carries, in a request's context, the bytes that carried the request exactly
+// as received: what a receipt fingerprints.
+type requestFrameKey struct{}
+
+// requestFrame returns the bytes that carried the request ctx belongs to.
+func requestFrame(ctx context.Context) []byte {
+	frame, _ := ctx.Value(requestFrameKey{}).([]byte)
+	return frame
 }
 
-// claimReceipt returns the receipt for key. fresh is true when the caller created it and must
-// execute the request and fill it in; full is true when the store refuses a new id.
-func (s *Server) claimReceipt(ep *epoch, key string, fp [sha256.Size]byte) (r *receipt, fresh, full bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r := ep.receipts[key]; r != nil {
-		return r, false, false
-	}
-	if len(ep.receipts) >= s.maxReceipts {
-		return nil, false, true
-	}
-	r = &receipt{fp: fp, done: make(chan struct{})}
-	ep.receipts[key] = r
-	return r, true, false
-}
-
-// claimInFlight marks key as in flight; false means it already is.
-func (s *Server) claimInFlight(ep *epoch, key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ep.inFlight[key] {
-		return false
-	}
-	ep.inFlight[key] = true
-	return true
-}
-
-func (s *Server) releaseInFlight(ep *epoch, key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(ep.inFlight, key)
-}
-
-// withReceipt answers a tools/call under the server's mode, the receipt store of seed "Northstar": with receipts,
-// run runs once per id, and the same id with the same content gets its answer.
+// withReceipt answers a request that executes something (a tools/call, a task's creation) under
+// the server's mode: with receipts, run runs once per id, the same id with the same bytes gets
+// its answer marked as a replay, and the same id with other bytes is refused.
 // A request gets a receipt only when it opted in (see mcpclient.RequestReceiptsExtension): in
-// its own _meta in a stateless revision, in its session's initialize otherwise.
+// its own _meta in a stateless revision, in its session's initialize otherwise. Receipts are the
+// server process's, so the key's principal is the same for every client.
 func (s *Server) withReceipt(ctx context.Context, ep *epoch, st *sessionState, m jsonrpc.Message, key string, run func() answer) answer {
 	if s.mode != ModeReceipts || (st != nil && !st.receiptsOptIn) {
 		return run()
 	}
-	fp, err := fingerprint(m.Method, m.Params)
-	if err != nil {
-		return errorAnswer(mcpclient.RPCInvalidParams, err.Error(), nil)
-	}
-	r, fresh, full := s.claimReceipt(ep, key, fp)
+	rkey := receipts.Key{ID: key}
+	adm, err := ep.receipts.Admit(ctx, rkey, receipts.FingerprintOf(requestFrame(ctx)))
 	switch {
-	case full:
-		return errorAnswer(rpcReceiptsFull, "receipt store full: new request ids are refused",
-			map[string]any{"code": "MCP_RECEIPTS_FULL", "maxReceipts": s.maxReceipts})
-	case !fresh && r.fp != fp:
-		return errorAnswer(mcpclient.RPCInvalidRequest, mcpclient.ReusedIDMarker+": request id already used with different content",
-			map[string]any{"code": mcpclient.ReusedIDMarker})
-	case !fresh:
-		select {
-		case <-r.done:
-			return replayed(r.reply)
-		case <-ctx.Done():
-			return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil)
+	case err != nil && ctx.Err() != nil:
+		return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil)
+	case err != nil:
+		return errorAnswer(mcpclient.RPCInternalError, "receipt store: "+err.Error(), nil)
+	case adm.Verdict == receipts.Replay:
+		a, err := answerOf(receipts.MarkReplay(adm.Response))
+		if err != nil {
+			return errorAnswer(mcpclient.RPCInternalError, "receipt: "+err.Error(), nil)
 		}
+		a.replay = true
+		return a
+	case adm.Verdict != receipts.Run:
+		refusal, _ := receipts.ErrorResponse(adm.Verdict, key)
+		a, _ := answerOf(refusal) // the receipts package builds well-formed refusals
+		return a
 	}
-	r.reply = run()
-	close(r.done)
-	return r.reply
+	settled := false
+	defer func() {
+		if !settled { // run panicked: it may have run, so its receipt says the outcome is unknown
+			adm.Hold.SettleInDoubt(context.WithoutCancel(ctx), "the server panicked running the request")
+		}
+	}()
+	a := run()
+	settled = true
+	// The store is in memory and outlives the request, so settling cannot fail but by a bug.
+	if err := adm.Hold.Settle(context.WithoutCancel(ctx), responseOf(m.ID, a)); err != nil {
+		s.log.Error("mcptest: settling a receipt", "id", key, "err", err)
+	}
+	return a
+}
+
+// responseOf frames an answer as the JSON-RPC response a receipt keeps.
+func responseOf(id json.RawMessage, a answer) []byte {
+	if a.isError {
+		return jsonrpc.AppendError(nil, id, a.body)
+	}
+	return jsonrpc.AppendResult(nil, id, a.body)
+}
+
+// answerOf takes a kept JSON-RPC response apart again.
+func answerOf(response []byte) (answer, error) {
+	var r struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(response, &r); err != nil {
+		return answer{}, err
+	}
+	switch {
+	case r.Error != nil:
+		return answer{body: r.Error, isError: true}, nil
+	case r.Result != nil:
+		return answer{body: r.Result}, nil
+	}
+	return answer{}, errors.New("a kept response with neither result nor error")
 }

@@ -27,10 +27,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/receipts"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -38,16 +37,20 @@ import (
 type Mode int
 
 const (
-	// ModeReceipts (the default) keeps a receipt per tools/call id of a request that opted in:
-	// the fingerprint of the validated request and its pending or final reply. The same id with
-	// the same content gets that reply, marked as a replay, even while it is still running, and
-	// runs once; the same id with other content is refused with MCP_REQUEST_ID_REUSED; a full
-	// store refuses new ids and evicts nothing. Receipts are the process's: they outlive the
-	// session that made them (its expiry, its DELETE), not a Restart. The server declares the
-	// receipts extension (mcpclient.RequestReceiptsExtension) with scope process and an epoch,
-	// new at every Restart (see ReceiptEpoch); a request opts in by declaring it too, in its
-	// session's initialize or, in a stateless revision, in its own _meta. A request that did not
-	// opt in runs as in ModeNone.
+	// ModeReceipts (the default) keeps a receipt per tools/call id of a request that opted in,
+	// by the same rules and code as the receipts middleware (package receipts) a real server
+	// puts in front of its handler: the SHA-256 of the bytes that carried the request, exactly
+	// as received, and its reply once there is one. The same id with the same bytes gets that
+	// reply, marked as a replay, and runs once; while the first is still running, the resend
+	// waits for its reply (up to receipts.DefaultWait, then it is refused with
+	// MCP_REQUEST_IN_FLIGHT); the same id with other bytes, however little they differ, is
+	// refused with MCP_REQUEST_ID_REUSED; a full store refuses new ids and evicts nothing.
+	// Receipts are the process's: they outlive the session that made them (its expiry, its
+	// DELETE), not a Restart. The server declares the receipts extension
+	// (mcpclient.RequestReceiptsExtension) with scope process and an epoch, new at every Restart
+	// (see ReceiptEpoch); a request opts in by declaring it too, in its session's initialize or,
+	// in a stateless revision, in its own _meta. A request that did not opt in runs as in
+	// ModeNone.
 	ModeReceipts Mode = iota
 	// ModeInFlightRefusal keeps no receipts but refuses, with JSON-RPC -32600, a request whose id
 	// is still in flight, as the Ruby SDK does; a finished id is free again.
@@ -166,14 +169,14 @@ type Server struct {
 // An epoch is the life of the server between restarts: its sessions, receipts and in-flight
 // ids. Restart drops the whole epoch at once.
 type epoch struct {
-	// id is the epoch's receipt epoch: random, so that a client never finds the same one after
-	// a restart, in this server or another.
-	id       string
 	ctx      context.Context
 	cancel   context.CancelFunc
 	sessions map[string]*sessionState
-	receipts map[string]*receipt
-	inFlight map[string]bool
+	// receipts keeps the receipts in receiptStore, whose epoch is random, so that a client
+	// never finds the same one after a restart, in this server or another.
+	receipts     *receipts.Keeper
+	receiptStore *receipts.MemoryStore
+	inFlight     map[string]bool
 	// tasks are the tasks of the epoch, by id, and their ids in creation order, for
 	// tasks/list; made on first use, guarded by Server.mu (see tasks.go).
 	tasks     map[string]*task
@@ -308,24 +311,25 @@ func NewServer(opts ...Option) *Server {
 		noteSignal:     make(chan struct{}),
 	}
 	rand.Read(s.stateKey[:]) // never fails
-	s.epoch = s.newEpoch()
 	for _, o := range opts {
 		if o != nil {
 			o.apply(s)
 		}
 	}
+	s.epoch = s.newEpoch() // the first receipt store takes its capacity from the options
 	return s
 }
 
 func (s *Server) newEpoch() *epoch {
 	ctx, cancel := context.WithCancel(s.ctx)
+	keeper, store := s.newReceiptKeeper()
 	return &epoch{
-		id:       uuid.NewString(),
-		ctx:      ctx,
-		cancel:   cancel,
-		sessions: make(map[string]*sessionState),
-		receipts: make(map[string]*receipt),
-		inFlight: make(map[string]bool),
+		ctx:          ctx,
+		cancel:       cancel,
+		sessions:     make(map[string]*sessionState),
+		receipts:     keeper,
+		receiptStore: store,
+		inFlight:     make(map[string]bool),
 	}
 }
 
@@ -499,17 +503,28 @@ func (s *Server) ReceiptEpoch() string {
 
 // receiptEpochLocked is the epoch ep declares, or "". s.mu is held.
 func (s *Server) receiptEpochLocked(ep *epoch) string {
-	if s.mode != ModeReceipts || s.noEpoch {
+	if s.mode != ModeReceipts {
 		return ""
 	}
-	return ep.id
+	return s.receiptDeclarationLocked(ep).Epoch
+}
+
+// receiptDeclarationLocked is what ep declares of its receipts: the keeper's own declaration,
+// as a server behind the receipts middleware makes it. s.mu is held.
+func (s *Server) receiptDeclarationLocked(ep *epoch) receipts.Declaration {
+	d, _ := ep.receipts.Declaration(context.Background()) // a MemoryStore always describes itself
+	if s.noEpoch {
+		d.Epoch = ""
+	}
+	return d
 }
 
 // Receipts returns the number of receipts held.
 func (s *Server) Receipts() int {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.epoch.receipts)
+	ep := s.epoch
+	s.mu.Unlock()
+	return ep.receiptStore.Len()
 }
 
 func (s *Server) String() string { return fmt.Sprintf("mcptest.Server(%s)", s.info.Name) }

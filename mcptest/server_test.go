@@ -94,19 +94,24 @@ func echo(runs *int, mu *sync.Mutex) mcptest.ToolFunc {
 	}
 }
 
-func TestFingerprintIgnoresSpacingAndKeyOrder(t *testing.T) {
+// A receipt fingerprints the bytes exactly as received, as the receipts middleware does: a
+// client resends the very bytes it froze, so the same content spelled otherwise is another
+// request, refused under a used id however little it differs.
+func TestFingerprintIsTheBytesAsReceived(t *testing.T) {
 	var runs int
 	var mu sync.Mutex
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "echo"}, echo(&runs, &mu)))
 	r := dialRaw(t, srv)
 	r.send(call(`"a"`, `{"x":1,"y":[1,2]}`))
 	first := r.recv()
-	r.send(`{ "params" : {"arguments":{"y":[1, 2],"x":1},"name":"echo"}, "method":"tools/call", "id":"a", "jsonrpc":"2.0" }`)
-	second := r.recv()
-	if !sameAnswer(second, first) || runs != 1 {
-		t.Fatalf("runs %d; answers\n%s\n%s", runs, first, second)
+	r.send(call(`"a"`, `{"x":1,"y":[1,2]}`))
+	if second := r.recv(); !sameAnswer(second, first) || runs != 1 {
+		t.Fatalf("the same bytes: runs %d; answers\n%s\n%s", runs, first, second)
 	}
-	// Large integers keep their text: these differ only past float64 precision.
+	r.send(`{ "params" : {"arguments":{"y":[1, 2],"x":1},"name":"echo"}, "method":"tools/call", "id":"a", "jsonrpc":"2.0" }`)
+	if got := r.recv(); !strings.Contains(got, mcpclient.ReusedIDMarker) || runs != 1 {
+		t.Fatalf("the same content spelled otherwise: runs %d; %s", runs, got)
+	}
 	r.send(call(`"b"`, `{"n":12345678901234567890}`))
 	r.recv()
 	r.send(call(`"b"`, `{"n":12345678901234567891}`))

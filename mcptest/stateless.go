@@ -366,7 +366,7 @@ func (s *Server) capabilities(ep *epoch, stateless bool) mcpclient.ServerCapabil
 		// Receipts are kept only for requests that opt in (per request in the stateless
 		// revisions, per session in initialize), which they can only do for an extension the
 		// server declares.
-		decl, _ := json.Marshal(mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeProcess, MaxReceipts: s.maxReceipts, Epoch: s.receiptEpochLocked(ep)})
+		decl, _ := json.Marshal(s.receiptDeclarationLocked(ep))
 		caps.Extensions = maps.Clone(s.extensions)
 		if caps.Extensions == nil {
 			caps.Extensions = map[string]json.RawMessage{}

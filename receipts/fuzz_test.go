@@ -74,12 +74,17 @@ func FuzzHTTPRequest(f *testing.F) {
 		first, second := send(), send()
 
 		headerOptIn := string(bytes.TrimSpace([]byte(optIn))) == "1"
+		optedIn, mismatch := receiptedAndOptedIn(body, headerOptIn)
 		switch {
 		case len(body) > maxBody && headerOptIn:
 			if first.Code != http.StatusRequestEntityTooLarge || executions != 0 {
 				t.Fatalf("opted-in body over the bound: %d, %d executions", first.Code, executions)
 			}
-		case receiptedAndOptedIn(body, headerOptIn) && len(body) <= maxBody:
+		case mismatch && len(body) <= maxBody:
+			if first.Code != http.StatusBadRequest || second.Code != http.StatusBadRequest || executions != 0 {
+				t.Fatalf("header and _meta disagree: %d, %d, %d executions", first.Code, second.Code, executions)
+			}
+		case optedIn && len(body) <= maxBody:
 			if executions != 1 {
 				t.Fatalf("an opted-in request ran %d times", executions)
 			}
@@ -101,30 +106,36 @@ func FuzzHTTPRequest(f *testing.F) {
 }
 
 // receiptedAndOptedIn says, independently of the middleware, whether body is one request that
-// gets a receipt and opted in by header or by its _meta.
-func receiptedAndOptedIn(body []byte, headerOptIn bool) bool {
+// gets a receipt and opted in by header or by its _meta; mismatch is true for a request of the
+// stateless revision (its _meta names a protocol version) whose header and _meta disagree.
+func receiptedAndOptedIn(body []byte, headerOptIn bool) (optedIn, mismatch bool) {
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return false
+		return false, false
 	}
 	msgs, err := jsonrpc.Decode(body)
 	if err != nil || len(msgs) != 1 || msgs[0].Kind() != jsonrpc.KindRequest || string(bytes.TrimSpace(msgs[0].ID)) == "null" {
-		return false
+		return false, false
 	}
 	switch msgs[0].Method {
 	case "initialize", "server/discover", "ping":
-		return false
+		return false, false
 	}
-	return headerOptIn || bytes.Contains(msgs[0].Params, []byte(receipts.ExtensionID)) && metaNames(msgs[0].Params)
+	params := msgs[0].Params
+	inMeta := metaNames(params, "_meta", "io.modelcontextprotocol/clientCapabilities", "extensions", receipts.ExtensionID)
+	if metaNames(params, "_meta", "io.modelcontextprotocol/protocolVersion") {
+		return inMeta, inMeta != headerOptIn
+	}
+	return headerOptIn || inMeta, false
 }
 
-// metaNames reports whether params._meta's client capabilities list the extension, with keys
-// matched exactly.
-func metaNames(params []byte) bool {
+// metaNames reports whether the JSON object params has a member at path, through nested
+// objects, with keys matched exactly.
+func metaNames(params []byte, path ...string) bool {
 	var v any
 	if json.Unmarshal(params, &v) != nil {
 		return false
 	}
-	for _, key := range []string{"_meta", "io.modelcontextprotocol/clientCapabilities", "extensions", receipts.ExtensionID} {
+	for _, key := range path {
 		obj, isObject := v.(map[string]any)
 		if !isObject {
 			return false

@@ -78,6 +78,8 @@ type request struct {
 	declares bool
 	// initOptIn: an initialize that declares the extension.
 	initOptIn bool
+	// mismatch: a request of the stateless revision whose opt-in header and body disagree.
+	mismatch bool
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -112,6 +114,9 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case req.declares:
 		m.serveDeclaring(w, r, req)
+	case req.mismatch:
+		writeJSON(w, http.StatusBadRequest, errorResponse(req.id, rpcHeaderMismatch,
+			"the "+HeaderOptIn+" header and the request's _meta disagree on whether it opts into request receipts", ""))
 	case req.receipted && req.optedIn:
 		m.serveReceipted(w, r, req, body)
 	default:
@@ -149,12 +154,21 @@ func restoreBody(r *http.Request, body []byte) {
 
 // headerOptedIn reports whether r opted in by its header or its session.
 func (m *middleware) headerOptedIn(r *http.Request) bool {
-	if strings.TrimSpace(r.Header.Get(HeaderOptIn)) == "1" {
+	if headerSaysOptIn(r) {
 		return true
 	}
 	sid := r.Header.Get(headerSession)
 	return sid != "" && m.sessions.has(sid)
 }
+
+// headerSaysOptIn reports whether r carries the opt-in header; any value but 1 is its absence.
+func headerSaysOptIn(r *http.Request) bool {
+	return strings.TrimSpace(r.Header.Get(HeaderOptIn)) == "1"
+}
+
+// rpcHeaderMismatch is the protocol's error code for a request whose headers say other than its
+// body.
+const rpcHeaderMismatch = -32020
 
 // neverReceipted are the request methods that get no receipt: they open a session or ask
 // whether one is alive, and are safe to run again.
@@ -187,6 +201,13 @@ func (m *middleware) read(r *http.Request, body []byte) request {
 		return req
 	}
 	req.receipted = true
+	if hasMember(msg.Params, "_meta", metakeys.ProtocolVersion) {
+		// The stateless revision: the body alone opts in, frozen with the bytes a resend
+		// repeats; the header only mirrors it.
+		req.optedIn = metaOptsIn(msg.Params)
+		req.mismatch = req.optedIn != headerSaysOptIn(r)
+		return req
+	}
 	req.optedIn = m.headerOptedIn(r) || metaOptsIn(msg.Params)
 	return req
 }
@@ -324,12 +345,12 @@ func (m *middleware) run(w http.ResponseWriter, r *http.Request, req request, ho
 func (m *middleware) conclude(storeCtx context.Context, iw *interceptor, hold *Hold, req request, r *http.Request, cause error) {
 	status := iw.statusCode()
 	switch {
-	case iw.response != nil:
+	case refusedBeforeExecution(status, iw.Header()) && !iw.overflowed():
+		hold.Release(storeCtx)
+	case iw.response != nil && status < 300:
 		hold.Settle(storeCtx, iw.response)
 	case m.opts.Disconnect == DisconnectCancel && r.Context().Err() != nil:
 		hold.Settle(storeCtx, cancelledResponse(req.id))
-	case status >= 400 && status < 500 && !iw.overflowed():
-		hold.Release(storeCtx)
 	case errors.Is(cause, errDetachedDeadline):
 		hold.SettleInDoubt(storeCtx, "the request ran past its deadline after its client disconnected, without a response")
 	case status >= 500:
@@ -339,6 +360,14 @@ func (m *middleware) conclude(storeCtx context.Context, iw *interceptor, hold *H
 	default:
 		hold.SettleInDoubt(storeCtx, "the handler returned no response")
 	}
+}
+
+// refusedBeforeExecution reports whether a handler's status says it refused the request before
+// running it: any 4xx (malformed, unauthorized, unknown session or method, a header mismatch),
+// whatever body carries it, and a 503 that says when to come back. Any other 5xx may follow an
+// execution.
+func refusedBeforeExecution(status int, h http.Header) bool {
+	return status >= 400 && status < 500 || status == http.StatusServiceUnavailable && h.Get("Retry-After") != ""
 }
 
 // executionContext returns the context next runs a claimed request with, and the function that

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -105,18 +106,46 @@ func TestHTTPNotOptedInPassesThrough(t *testing.T) {
 }
 
 func TestHTTPOptInByHeader(t *testing.T) {
-	// A session whose initialize did not declare the extension, or a stateless server of an
-	// older revision: the header opts each request in.
+	// A session whose initialize did not declare the extension, or a server of a session
+	// revision running without sessions: the header opts each request in.
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			srv := newToyServer(m.sse, m.stateful)
 			c := newClient(t, receipts.HTTP(srv, receipts.Options{}), m, false)
 			c.header.Set(receipts.HeaderOptIn, "1")
-			c.call("1", "count")
-			if resend := c.call("1", "count"); !resend.replayed(t) || srv.executions.Load() != 1 {
+			const body = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count","arguments":{}}}`
+			c.post(body)
+			if resend := c.post(body); !resend.replayed(t) || srv.executions.Load() != 1 {
 				t.Fatalf("resend = %s after %d executions, want a replay of the one", resend.Body, srv.executions.Load())
 			}
 		})
+	}
+}
+
+// In the stateless revision the body opts a request in; a header that says otherwise is
+// refused as a mismatch before anything runs, in either direction.
+func TestHTTPStatelessHeaderAndBodyMustAgree(t *testing.T) {
+	for _, m := range modes[:2] {
+		for _, c := range []struct {
+			name   string
+			header string
+			optIn  bool
+		}{{"header without body", "1", false}, {"body without header", "", true}} {
+			t.Run(m.name+"/"+c.name, func(t *testing.T) {
+				srv := newToyServer(m.sse, m.stateful)
+				store := receipts.NewMemoryStore(receipts.MemoryOptions{})
+				cl := newClient(t, receipts.HTTP(srv, receipts.Options{Store: store}), m, c.optIn)
+				cl.header.Set(receipts.HeaderOptIn, c.header)
+				got := cl.call("1", "count")
+				msg, _ := got.message(t)
+				if got.StatusCode != http.StatusBadRequest || msg.Error == nil || msg.Error.Code != -32020 {
+					t.Fatalf("answer %d %s, want 400 -32020", got.StatusCode, got.Body)
+				}
+				if srv.executions.Load() != 0 || store.Len() != 0 {
+					t.Errorf("%d executions, %d receipts after a refusal", srv.executions.Load(), store.Len())
+				}
+			})
+		}
 	}
 }
 
@@ -129,6 +158,7 @@ func TestHTTPSessionForgottenAfterDelete(t *testing.T) {
 	r.Header.Set("Mcp-Session-Id", c.session)
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	// The server forgot the session too: a request under it is no longer its, nor opted in.
+	c.header.Del(receipts.HeaderOptIn)
 	srv.mu.Lock()
 	srv.sessions[c.session] = true
 	srv.mu.Unlock()
@@ -298,6 +328,42 @@ func TestHTTPFailureBeforeExecutionKeepsNoReceipt(t *testing.T) {
 			}
 			resend := c.call("4", "count")
 			if resend.text(t) != "run 1" || resend.replayed(t) {
+				t.Fatalf("resend = %d %s, want it to run", resend.StatusCode, resend.Body)
+			}
+		})
+	}
+}
+
+// A 4xx is a refusal before execution even when it carries a JSON-RPC error for the id, and so
+// is a 429 or 503 that says when to come back; another 5xx may follow an execution.
+func TestHTTPRefusalStatusesKeepNoReceipt(t *testing.T) {
+	for _, c := range []struct {
+		status     int
+		retryAfter bool
+		kept       bool
+	}{
+		{http.StatusBadRequest, false, false},
+		{http.StatusNotFound, false, false},
+		{http.StatusTooManyRequests, true, false},
+		{http.StatusServiceUnavailable, true, false},
+		{http.StatusServiceUnavailable, false, true},
+		{http.StatusBadGateway, true, true},
+	} {
+		t.Run(strconv.Itoa(c.status)+" retry-after "+strconv.FormatBool(c.retryAfter), func(t *testing.T) {
+			srv := newToyServer(false, false)
+			c2 := newClient(t, receipts.HTTP(srv, receipts.Options{Logger: discardLogger()}), modes[0], true)
+			srv.refuseWith.Store(int64(c.status))
+			srv.retryAfter.Store(c.retryAfter)
+			if got := c2.call("4", "count"); got.StatusCode != c.status {
+				t.Fatalf("first = %d %s, want the handler's %d", got.StatusCode, got.Body, c.status)
+			}
+			resend := c2.call("4", "count")
+			switch {
+			case c.kept:
+				if code, _ := resend.marker(t); code != receipts.RPCInDoubt {
+					t.Fatalf("resend = %d %s, want in doubt", resend.StatusCode, resend.Body)
+				}
+			case resend.text(t) != "run 1" || resend.replayed(t):
 				t.Fatalf("resend = %d %s, want it to run", resend.StatusCode, resend.Body)
 			}
 		})
@@ -552,6 +618,8 @@ func TestHTTPRemembersBoundedSessions(t *testing.T) {
 	h := receipts.HTTP(srv, receipts.Options{MaxSessions: 1})
 	first := newClient(t, h, modes[2], true)
 	second := newClient(t, h, modes[2], true) // pushes the first session out
+	first.header.Del(receipts.HeaderOptIn)
+	second.header.Del(receipts.HeaderOptIn)
 	second.call("1", "count")
 	if got := second.call("1", "count"); !got.replayed(t) {
 		t.Fatalf("the remembered session's resend = %s, want a replay", got.Body)

@@ -32,6 +32,10 @@ type toyServer struct {
 	started chan struct{}
 	// reject makes the next tools/call fail with 401 before it runs.
 	reject atomic.Bool
+	// refuseWith, if set, makes the next tools/call fail before it runs with this status and a
+	// JSON-RPC error body, and with Retry-After when retryAfter is set.
+	refuseWith atomic.Int64
+	retryAfter atomic.Bool
 	// cancelled counts "slow" runs that saw their context end.
 	cancelled atomic.Int64
 
@@ -98,6 +102,15 @@ func (s *toyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "tools/call":
 		if s.reject.CompareAndSwap(true, false) {
 			http.Error(w, "invalid token", http.StatusUnauthorized)
+			return
+		}
+		if status := s.refuseWith.Swap(0); status != 0 {
+			if s.retryAfter.Load() {
+				w.Header().Set("Retry-After", "1")
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(int(status))
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"refused before it ran"}}`, msg.ID)
 			return
 		}
 		s.toolsCall(w, r, msg.ID, msg.Params.Name)
@@ -183,6 +196,9 @@ type toyClient struct {
 // newClient opens a client of h in mode m, opted into receipts or not.
 func newClient(t *testing.T, h http.Handler, m mode, optIn bool) *toyClient {
 	c := &toyClient{t: t, h: h, stateful: m.stateful, header: http.Header{}, optIn: optIn}
+	if optIn {
+		c.header.Set(receipts.HeaderOptIn, "1") // a client sends it with every opted-in request
+	}
 	if m.stateful {
 		resp := c.post(initializeBody(optIn))
 		c.session = resp.Header.Get("Mcp-Session-Id")
@@ -325,7 +341,7 @@ type netClient struct {
 }
 
 func newNetClient(t *testing.T, ts *httptest.Server, m mode) *netClient {
-	c := &netClient{toyClient: &toyClient{t: t, stateful: m.stateful, header: http.Header{}, optIn: true}, ts: ts}
+	c := &netClient{toyClient: &toyClient{t: t, stateful: m.stateful, header: http.Header{receipts.HeaderOptIn: {"1"}}, optIn: true}, ts: ts}
 	if m.stateful {
 		resp, err := c.postContext(context.Background(), initializeBody(true))
 		if err != nil {
@@ -342,6 +358,9 @@ func (c *netClient) postContext(ctx context.Context, body string) (reply, error)
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	if c.session != "" {
 		r.Header.Set("Mcp-Session-Id", c.session)
+	}
+	for k, v := range c.header {
+		r.Header[k] = v
 	}
 	resp, err := c.ts.Client().Do(r)
 	if err != nil {

@@ -14,9 +14,11 @@ const ReplayMetaKey = ExtensionID + ".replay"
 
 // The HTTP headers of the extension.
 const (
-	// HeaderOptIn, set to "1" on a request, opts it into receipts. Clients send it on every
-	// opted-in request, so that a server (or this middleware) that cannot tie the request to
-	// its session's initialize still knows.
+	// HeaderOptIn, set to "1" on a request, opts it into receipts in the session revisions.
+	// Clients send it on every opted-in request, so that a server (or this middleware) that
+	// cannot tie the request to its session's initialize still knows. In the stateless
+	// revision the request's _meta opts it in and the header only mirrors it: a request whose
+	// header and _meta disagree is refused with -32020 before it runs.
 	HeaderOptIn = "Mcp-Request-Receipts"
 	// HeaderReplay, set to "1" on a response, marks it as a replay of a stored response.
 	HeaderReplay = "Mcp-Receipt-Replay"

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Runs the interop tests (go test -count=1 ./... in this module) and prints the matrix, server x
 # transport x protocol revision -> PASS/FAIL, as markdown on stdout. The tests append one row per
-# combination to the file named by MCPCLIENT_INTEROP_MATRIX; the full go test output goes to a log
-# file whose path is printed. Extra arguments go to go test (e.g. -run TestGoSDK).
+# combination to the file named by MCPCLIENT_INTEROP_MATRIX, and the receipts tests one row per
+# server x mode x fault x client to MCPCLIENT_INTEROP_RECEIPTS; the full go test output goes to a
+# log file whose path is printed. Extra arguments go to go test (e.g. -run TestGoSDK).
 # Exit status: that of go test.
 set -uo pipefail
 cd "$(dirname "$0")"
 
 matrix="$(mktemp)"
+receipts="$(mktemp)"
 log="${TMPDIR:-/tmp}/mcpclient-interop-$(date +%Y%m%d-%H%M%S).log"
-trap 'rm -f "$matrix"' EXIT
+trap 'rm -f "$matrix" "$receipts"' EXIT
 
-MCPCLIENT_INTEROP_MATRIX="$matrix" go test -count=1 "$@" ./... >"$log" 2>&1
+MCPCLIENT_INTEROP_MATRIX="$matrix" MCPCLIENT_INTEROP_RECEIPTS="$receipts" go test -count=1 "$@" ./... >"$log" 2>&1
 status=$?
 
 echo "## go test"
@@ -22,6 +24,54 @@ echo '```'
 echo
 echo "go test exit status: $status; full output: $log"
 echo
+
+# Receipts rows: server, mode, fault, setup, calls, executions, most runs of a call, calls run
+# more than once, unknown outcomes, other failures, replayed answers, cancelled answers.
+if [ -s "$receipts" ]; then
+	echo "## Receipts: the same faults with and without receipts.HTTP"
+	echo
+	echo "Every fault breaks the first delivery of a call to an unsafe tool; TestReceiptsUnderFaults gives"
+	echo "each fault to 2 calls, TestReceiptsUnderLoad draws faults at random for 128 calls of 32 callers."
+	echo "Cells: calls, most runs of one call, calls run twice, unknown outcomes (ErrOutcomeUnknown)."
+	echo
+	awk -F'\t' '
+		function cell(k) { return (k in calls) ? sprintf("%d calls: max %d run, %d twice, %d unknown", calls[k], maxr[k], twice[k], unk[k]) : "-" }
+		{
+			row = $1 " | " $2
+			if (!(row in seen)) { seen[row] = 1; rows[++n] = row }
+			k = row SUBSEP $4
+			calls[k] += $5; twice[k] += $8; unk[k] += $9
+			if ($7 > maxr[k]) maxr[k] = $7
+		}
+		END {
+			print "| server | mode | mcpclient + receipts.HTTP | mcpclient, no middleware | naive retry, no middleware |"
+			print "|---|---|---|---|---|"
+			for (i = 1; i <= n; i++)
+				printf "| %s | %s | %s | %s |\n", rows[i], cell(rows[i] SUBSEP "mcpclient + receipts.HTTP"),
+					cell(rows[i] SUBSEP "mcpclient, no middleware"), cell(rows[i] SUBSEP "naive retry, no middleware")
+		}' "$receipts"
+	echo
+	echo "By fault, over every server and mode (replayed: answers marked as read from a receipt;"
+	echo "cancelled: the tool's cancellation error, kept in the receipt, after the caller's deadline):"
+	echo
+	awk -F'\t' '
+		{
+			if (!($3 in seen)) { seen[$3] = 1; faults[++n] = $3 }
+			k = $3 SUBSEP $4
+			calls[k] += $5; runs[k] += $6; twice[k] += $8; unk[k] += $9; failed[k] += $10; rep[k] += $11; canc[k] += $12
+			if ($7 > maxr[k]) maxr[k] = $7
+		}
+		END {
+			print "| fault | receipts.HTTP: max runs, unknown, replayed, cancelled | no middleware: runs/calls, unknown | naive retry: runs/calls, run twice |"
+			print "|---|---|---|---|"
+			for (i = 1; i <= n; i++) {
+				f = faults[i]; r = f SUBSEP "mcpclient + receipts.HTTP"; p = f SUBSEP "mcpclient, no middleware"; v = f SUBSEP "naive retry, no middleware"
+				printf "| %s | %d, %d, %d/%d, %d | %d/%d, %d | %d/%d, %d |\n", f, maxr[r], unk[r] + failed[r], rep[r], calls[r], canc[r],
+					runs[p], calls[p], unk[p], runs[v], calls[v], twice[v]
+			}
+		}' "$receipts"
+	echo
+fi
 
 if [ ! -s "$matrix" ]; then
 	echo "No matrix rows were written (the tests did not run, or did not build)."

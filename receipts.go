@@ -75,7 +75,7 @@ type RequestReceipts struct {
 // RequestReceipts returns the server's receipt declaration. ok is false when the server declares
 // none, or declares a scope this client does not know, which it must not rely on. An epoch that
 // is no string is read as none: the scope it comes with stays usable.
-func (c *ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
+func (c ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
 	raw, found := c.Extensions[RequestReceiptsExtension]
 	if !found {
 		return RequestReceipts{}, false

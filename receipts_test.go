@@ -53,6 +53,16 @@ func TestRequestReceiptsDeclaration(t *testing.T) {
 	}
 }
 
+// The declaration reads straight off the capabilities a Client returns, as Skills does: callers
+// write c.ServerCapabilities().RequestReceipts().
+func TestRequestReceiptsOfTheClientsCapabilities(t *testing.T) {
+	t.Parallel()
+	c := mcptest.NewClient(t, mcptest.NewServer())
+	if decl, ok := c.ServerCapabilities().RequestReceipts(); !ok || decl.Scope == "" {
+		t.Errorf("RequestReceipts() = %+v, %v; mcptest declares receipts", decl, ok)
+	}
+}
+
 // TestReplayedAnswerIsMarked: an answer the server read from its receipt of an earlier send is
 // marked as a replay on the Response and on the attempt that got it; a first answer is not.
 func TestReplayedAnswerIsMarked(t *testing.T) {

@@ -52,8 +52,7 @@ func BenchmarkReceipts(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer c.Close()
-				caps := c.ServerCapabilities()
-				if _, ok := caps.RequestReceipts(); ok != (middleware == "receipts") {
+				if _, ok := c.ServerCapabilities().RequestReceipts(); ok != (middleware == "receipts") {
 					b.Fatalf("receipts declared: %v", ok)
 				}
 				call := func() error {

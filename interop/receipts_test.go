@@ -204,8 +204,7 @@ func connectForReceipts(t *testing.T, sc scenario, url string, hc *http.Client) 
 	if got := cl.ProtocolVersion(); got != mcpclient.ProtocolVersion20251125 {
 		t.Errorf("negotiated %q, want %q", got, mcpclient.ProtocolVersion20251125)
 	}
-	caps := cl.ServerCapabilities()
-	decl, declared := caps.RequestReceipts()
+	decl, declared := cl.ServerCapabilities().RequestReceipts()
 	switch {
 	case sc.setup == setupReceipts && (!declared || decl.Scope != mcpclient.ReceiptScopeProcess || decl.Epoch == "" ||
 		decl.RetentionMs != receipts.DefaultRetention.Milliseconds() || decl.Disconnect != string(receipts.DisconnectContinue)):

@@ -138,8 +138,7 @@ func callThroughLoss(ctx context.Context, out io.Writer, name, url string, b *bo
 		return err
 	}
 	defer cl.Close()
-	caps := cl.ServerCapabilities()
-	decl, ok := caps.RequestReceipts()
+	decl, ok := cl.ServerCapabilities().RequestReceipts()
 	if !ok {
 		return errors.New("the server declares no receipts")
 	}

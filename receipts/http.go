@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
-	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 )
 
 // headerSession is the Streamable HTTP transport's session header.
@@ -170,10 +169,6 @@ func headerSaysOptIn(r *http.Request) bool {
 // body.
 const rpcHeaderMismatch = -32020
 
-// neverReceipted are the request methods that get no receipt: they open a session or ask
-// whether one is alive, and are safe to run again.
-var neverReceipted = map[string]bool{"initialize": true, "server/discover": true, "ping": true}
-
 // read reads what the middleware needs of a POST body: one JSON-RPC request, its id and method,
 // and whether it opted in. A batch, a notification or a response is none of its business.
 func (m *middleware) read(r *http.Request, body []byte) request {
@@ -193,33 +188,23 @@ func (m *middleware) read(r *http.Request, body []byte) request {
 	switch msg.Method {
 	case "initialize":
 		req.declares = true
-		req.initOptIn = initializeOptsIn(msg.Params)
+		req.initOptIn = InitializeOptsIn(msg.Params)
 	case "server/discover":
 		req.declares = true
 	}
-	if neverReceipted[msg.Method] {
+	if !Receipted(msg.Method) {
 		return req
 	}
 	req.receipted = true
-	if hasMember(msg.Params, "_meta", metakeys.ProtocolVersion) {
+	if ofStatelessRevision(msg.Params) {
 		// The stateless revision: the body alone opts in, frozen with the bytes a resend
 		// repeats; the header only mirrors it.
-		req.optedIn = metaOptsIn(msg.Params)
+		req.optedIn = RequestOptsIn(msg.Params)
 		req.mismatch = req.optedIn != headerSaysOptIn(r)
 		return req
 	}
-	req.optedIn = m.headerOptedIn(r) || metaOptsIn(msg.Params)
+	req.optedIn = m.headerOptedIn(r) || RequestOptsIn(msg.Params)
 	return req
-}
-
-// metaOptsIn reports whether params' per-request client capabilities name the extension.
-func metaOptsIn(params json.RawMessage) bool {
-	return hasMember(params, "_meta", metakeys.ClientCapabilities, "extensions", ExtensionID)
-}
-
-// initializeOptsIn reports whether initialize's params declare the extension.
-func initializeOptsIn(params json.RawMessage) bool {
-	return hasMember(params, "capabilities", "extensions", ExtensionID)
 }
 
 // hasMember reports whether the JSON object doc has a member at path, through nested objects.
@@ -350,7 +335,7 @@ func (m *middleware) conclude(storeCtx context.Context, iw *interceptor, hold *H
 	case iw.response != nil && status < 300:
 		hold.Settle(storeCtx, iw.response)
 	case m.opts.Disconnect == DisconnectCancel && r.Context().Err() != nil:
-		hold.Settle(storeCtx, cancelledResponse(req.id))
+		hold.Settle(storeCtx, CancelledResponse(req.id))
 	case errors.Is(cause, errDetachedDeadline):
 		hold.SettleInDoubt(storeCtx, "the request ran past its deadline after its client disconnected, without a response")
 	case status >= 500:

@@ -119,8 +119,9 @@ func inDoubtResponse(id, why string) []byte {
 	return errorResponse(id, RPCInDoubt, CodeInDoubt+": "+why, CodeInDoubt)
 }
 
-// cancelledResponse is the response a receipt keeps when a client's disconnect cancelled its
-// request and the handler wrote none.
-func cancelledResponse(id string) []byte {
+// CancelledResponse returns the response a receipt keeps, under DisconnectCancel, for the
+// request whose id has the JSON text id when the client's disconnect cancelled it and the server
+// wrote no response of its own.
+func CancelledResponse(id string) []byte {
 	return errorResponse(id, RPCCancelled, "request cancelled: the client disconnected before the response", "")
 }

@@ -1,0 +1,45 @@
+package receipts
+
+import (
+	"encoding/json"
+
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
+)
+
+// The rules of the opt-in, the same for every transport.
+
+// Receipted reports whether a request of method gets a receipt when it opted in. initialize,
+// server/discover and ping do not: they open a session or ask whether a server is alive, and
+// are safe to run again.
+func Receipted(method string) bool {
+	switch method {
+	case "initialize", "server/discover", "ping":
+		return false
+	}
+	return true
+}
+
+// RequestOptsIn reports whether a request's params opt it in by its per-request client
+// capabilities (2026-07-28 and later): _meta["io.modelcontextprotocol/clientCapabilities"]
+// .extensions[ExtensionID].
+func RequestOptsIn(params json.RawMessage) bool {
+	return hasMember(params, "_meta", metakeys.ClientCapabilities, "extensions", ExtensionID)
+}
+
+// InitializeOptsIn reports whether the params of an initialize request declare the extension
+// among the client's capabilities (capabilities.extensions[ExtensionID]), which opts in every
+// request of the session it opens (the revisions before 2026-07-28).
+func InitializeOptsIn(params json.RawMessage) bool {
+	return hasMember(params, "capabilities", "extensions", ExtensionID)
+}
+
+// Options returns the keeper's options, every zero field replaced by its default: what a
+// transport adapter built over the keeper bounds itself by.
+func (k *Keeper) Options() Options { return k.opts }
+
+// ofStatelessRevision reports whether a request's params carry its protocol version in _meta,
+// as every request of 2026-07-28 and later does: there the request alone says whether it opted
+// in, and nothing outside its bytes (a header, a session) may say otherwise.
+func ofStatelessRevision(params json.RawMessage) bool {
+	return hasMember(params, "_meta", metakeys.ProtocolVersion)
+}

@@ -1,0 +1,26 @@
+module github.com/northstar-mcp/mcpclient/receipts/gosdk
+
+go 1.25.0
+
+require (
+	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/northstar-mcp/mcpclient v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/oauth2 v0.36.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+)
+
+replace github.com/northstar-mcp/mcpclient => ../..

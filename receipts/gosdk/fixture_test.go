@@ -50,7 +50,11 @@ func newBooking() *booking {
 				close(ran)
 			}
 			if hold != nil {
-				<-hold
+				select {
+				case <-hold:
+				case <-ctx.Done():
+					return nil, nil, context.Cause(ctx)
+				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("charged %d cents, run %d", args.Cents, n)}}}, nil, nil
 		})

@@ -1,11 +1,14 @@
 package receiptsgosdk_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/northstar-mcp/mcpclient/receipts"
 )
@@ -189,5 +192,14 @@ func TestManyRequestsInFlight(t *testing.T) {
 	}
 	if got := b.runs.Load(); got != n {
 		t.Fatalf("charge ran %d times, want %d", got, n)
+	}
+}
+
+// Only a byte stream carries the bytes a receipt is kept for: any other transport is refused at
+// Connect, not served without receipts.
+func TestTransportRefusesWhatIsNoByteStream(t *testing.T) {
+	serverSide, _ := mcp.NewInMemoryTransports()
+	if _, err := adapterFor(receipts.Options{}).Transport(serverSide).Connect(context.Background()); err == nil {
+		t.Fatal("Connect over an in-memory transport succeeded")
 	}
 }

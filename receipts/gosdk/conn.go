@@ -17,10 +17,11 @@ import (
 // releasing go on after a disconnect, but not forever.
 const storeTimeout = 10 * time.Second
 
-// The JSON-RPC errors of a request refused before it ran: parse error, invalid request, invalid
-// params. Its receipt is released, as the HTTP middleware releases one refused with a 4xx, so
-// that a corrected resend is processed anew.
-var failedBeforeExecution = map[int]bool{-32700: true, -32600: true, -32602: true}
+// The JSON-RPC errors of a request refused before it ran: parse error, invalid request, method
+// not found, invalid params, and the protocol's header mismatch and unsupported revision. Its
+// receipt is released, as the HTTP middleware releases one refused with a 4xx, so that a
+// corrected resend is processed anew.
+var failedBeforeExecution = map[int]bool{-32700: true, -32600: true, -32601: true, -32602: true, -32020: true, -32022: true}
 
 // rpcClientGone answers, for the client, a request the server sends while no client is there to
 // answer it: the handler that waits for it learns at once instead of at the detached deadline.

@@ -108,16 +108,23 @@ func TestFailureBeforeExecutionKeepsNoReceipt(t *testing.T) {
 	s := serve(t, b.srv, through(adapterFor(receipts.Options{Observe: stats.Observe})))
 	l := dialLines(t, s)
 	l.open(initOptedIn)
-	bad := `{"jsonrpc":"2.0","id":"v-1","method":"tools/call","params":{"name":"no-such-tool","arguments":{}}}`
-	for i := range 2 {
-		l.send(bad)
-		r := parseReply(t, l.recv())
-		if r.Error == nil || r.Error.Code != -32602 {
-			t.Fatalf("attempt %d: %+v, want go-sdk's -32602 for an unknown tool", i, r.Error)
+	for _, c := range []struct {
+		request string
+		code    int
+	}{
+		{`{"jsonrpc":"2.0","id":"v-1","method":"tools/call","params":{"name":"no-such-tool","arguments":{}}}`, -32602},
+		{`{"jsonrpc":"2.0","id":"v-2","method":"no/such-method","params":{}}`, -32601},
+	} {
+		for i := range 2 {
+			l.send(c.request)
+			r := parseReply(t, l.recv())
+			if r.Error == nil || r.Error.Code != c.code {
+				t.Fatalf("attempt %d: %+v, want go-sdk's %d", i, r.Error, c.code)
+			}
 		}
 	}
-	if got := stats.Count(receipts.EventReleased); got != 2 {
-		t.Fatalf("%d released, want 2 (settled %d)", got, stats.Count(receipts.EventSettled))
+	if got := stats.Count(receipts.EventReleased); got != 4 {
+		t.Fatalf("%d released, want 4 (settled %d)", got, stats.Count(receipts.EventSettled))
 	}
 }
 

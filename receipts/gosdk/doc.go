@@ -30,8 +30,9 @@
 //     to the client; a byte-identical resend gets that response, marked as a replay, without
 //     reaching the server, waiting for it if it still runs (without holding up the lines behind
 //     it); other bytes under the id are refused (MCP_REQUEST_ID_REUSED), and so on, as package
-//     receipts says. A response that is a parse, invalid-request or invalid-params error
-//     (-32700, -32600, -32602) says the request failed before it ran: no receipt is kept.
+//     receipts says. A response that is an error of a request refused before it ran (parse,
+//     invalid request, method not found, invalid params, header mismatch, unsupported
+//     revision: -32700, -32600, -32601, -32602, -32020, -32022) keeps no receipt.
 //   - A request line longer than Options.MaxBodyBytes is never held whole: it passes through
 //     without a receipt, unless the session opted in and the line's head names a request, which
 //     is then refused unread.

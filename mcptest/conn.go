@@ -111,7 +111,7 @@ func (c *conn) start(m jsonrpc.Message, key string, frame []byte) {
 		}
 		stateless = statelessSession(rm)
 	}
-	t, ok := s.track(session, key, frame)
+	t, ok := s.track(session, key, requestOrigin{frame: frame})
 	if !ok {
 		return
 	}

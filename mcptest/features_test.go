@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,7 @@ func TestListsArePaginated(t *testing.T) {
 		{"resources/templates/list", "resourceTemplates"},
 		{"prompts/list", "prompts"},
 	}
+	id := 0 // the session opted into receipts: each request has an id of its own
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
 			var sizes []int
@@ -98,7 +100,8 @@ func TestListsArePaginated(t *testing.T) {
 				if cursor != "" {
 					params = `{"cursor":"` + cursor + `"}`
 				}
-				r.send(`{"jsonrpc":"2.0","id":1,"method":"` + tt.method + `","params":` + params + `}`)
+				id++
+				r.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + tt.method + `","params":` + params + `}`)
 				resp := decode(t, r.recv())
 				var page map[string]json.RawMessage
 				if resp.Error != nil || json.Unmarshal(resp.Result, &page) != nil {
@@ -115,7 +118,8 @@ func TestListsArePaginated(t *testing.T) {
 			if len(sizes) != 2 || sizes[0] != 2 || sizes[1] != 1 {
 				t.Errorf("page sizes %v, want [2 1]", sizes)
 			}
-			r.send(`{"jsonrpc":"2.0","id":2,"method":"` + tt.method + `","params":{"cursor":"bogus"}}`)
+			id++
+			r.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + tt.method + `","params":{"cursor":"bogus"}}`)
 			if resp := decode(t, r.recv()); resp.Error == nil || resp.Error.Code != mcpclient.RPCInvalidParams {
 				t.Errorf("bogus cursor answered %+v", resp)
 			}

@@ -210,7 +210,7 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, http.StatusBadRequest, m.ID, mcpclient.RPCInvalidRequest, "missing Mcp-Session-Id")
 		return
 	}
-	key, t, ok := h.start(w, session, m, body)
+	key, t, ok := h.start(w, r, session, m, body)
 	if !ok {
 		return
 	}
@@ -238,6 +238,9 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	case v.inFlight:
 		writeFrame(w, h.inFlightStatus, reply(m, v.answer))
+		return
+	case v.status >= 300:
+		writeReceiptRefusal(w, v.status, reply(m, v.answer))
 		return
 	case h.unanswered(t, key):
 		if sw == nil {
@@ -380,14 +383,14 @@ func (r *sseResponse) close() {
 
 // start registers a request as running, under its id. ok is false when an error answer was
 // written instead.
-func (h *HTTPServer) start(w http.ResponseWriter, session string, m jsonrpc.Message, body []byte) (key string, t *tracked, ok bool) {
+func (h *HTTPServer) start(w http.ResponseWriter, r *http.Request, session string, m jsonrpc.Message, body []byte) (key string, t *tracked, ok bool) {
 	var id mcpclient.ID
 	if err := id.UnmarshalJSON(m.ID); err != nil {
 		writeRPCError(w, http.StatusBadRequest, nil, mcpclient.RPCInvalidRequest, err.Error())
 		return "", nil, false
 	}
 	key = id.JSON()
-	if t, ok = h.track(session, key, body); !ok {
+	if t, ok = h.track(session, key, httpOrigin(r, body)); !ok {
 		// Turned away unread: Retry-After is how a client tells that from a gateway's 503.
 		w.Header().Set("Retry-After", "0")
 		http.Error(w, "server closed", http.StatusServiceUnavailable)
@@ -406,6 +409,15 @@ func (h *HTTPServer) refused(w http.ResponseWriter, v verdict) bool {
 	}
 	h.refuse(w, v)
 	return true
+}
+
+// writeReceiptRefusal answers a request refused by its receipt (reused, in flight, full) with
+// the refusal's own status; a full store says when to come back, as it claimed nothing.
+func writeReceiptRefusal(w http.ResponseWriter, status int, frame []byte) {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeFrame(w, status, frame)
 }
 
 func (h *HTTPServer) refuse(w http.ResponseWriter, v verdict) {

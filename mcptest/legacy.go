@@ -136,7 +136,7 @@ func (h *HTTPServer) legacyPost(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a JSON-RPC 2.0 message", http.StatusBadRequest)
 		return
 	}
-	key, t, ok := h.start(w, session, m, body)
+	key, t, ok := h.start(w, r, session, m, body)
 	if !ok {
 		return
 	}

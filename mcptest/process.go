@@ -37,6 +37,9 @@ type verdict struct {
 	closeStream bool
 	// inFlight marks answer as the refusal of an id still in flight.
 	inFlight bool
+	// status, if not 0, is the HTTP status of an answer given from a receipt without running
+	// the request: a refusal (409, 503), or 200 for a replay or an outcome in doubt.
+	status int
 	// session is the session initialize opened.
 	session string
 }
@@ -62,19 +65,19 @@ func (s *Server) unanswered(t *tracked, key string) bool {
 	return true
 }
 
-// track registers a request under key as running and records its frame. ok is false once the
-// server is closed. The caller must call s.untrack(key, t) when done.
-func (s *Server) track(session, key string, frame []byte) (t *tracked, ok bool) {
+// track registers a request under key as running and records the frame that carried it. ok is
+// false once the server is closed. The caller must call s.untrack(key, t) when done.
+func (s *Server) track(session, key string, origin requestOrigin) (t *tracked, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, false
 	}
-	frame = slices.Clone(frame)
-	s.received[key] = append(s.received[key], frame)
+	origin.frame = slices.Clone(origin.frame)
+	s.received[key] = append(s.received[key], origin.frame)
 	s.running[key]++
 	t = &tracked{ep: s.epoch}
-	t.ctx, t.cancel = context.WithCancel(context.WithValue(s.epoch.ctx, requestFrameKey{}, frame))
+	t.ctx, t.cancel = context.WithCancel(context.WithValue(s.epoch.ctx, requestOriginKey{}, origin))
 	s.cancels[session+"\x00"+key] = t
 	s.wg.Add(1)
 	return t, true
@@ -138,16 +141,35 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 		}
 		defer s.releaseInFlight(ep, key)
 	}
-	if out != nil && m.Method != "initialize" {
-		out.prime()
-	}
-
 	var v verdict
+	receipt, receipted := s.admitReceipt(ctx, ep, session, stateless, m, key)
 	switch {
-	case stateless != nil:
-		v.answer = s.dispatchStateless(ctx, ep, stateless, m, key, out)
+	case receipted && receipt.answer != nil:
+		// Answered from the receipt, before anything runs or any stream opens, so that the
+		// answer can carry its own status and replay header.
+		v.answer, v.status = *receipt.answer, receipt.status
 	default:
-		v.answer, v.session = s.dispatch(ctx, ep, session, m, key, out)
+		if out != nil && m.Method != "initialize" {
+			out.prime()
+		}
+		settled := false
+		if receipted {
+			defer func() {
+				if !settled { // the server panicked: the request may have run
+					receipt.hold.SettleInDoubt(context.WithoutCancel(ctx), "the server panicked running the request")
+				}
+			}()
+		}
+		switch {
+		case stateless != nil:
+			v.answer = s.dispatchStateless(ctx, ep, stateless, m, key, out)
+		default:
+			v.answer, v.session = s.dispatch(ctx, ep, session, m, key, out)
+		}
+		if receipted {
+			s.concludeReceipt(ctx, receipt.hold, m, key, v.answer, stateless != nil)
+			settled = true
+		}
 	}
 	s.mu.Lock()
 	restarted := s.epoch != ep
@@ -302,8 +324,7 @@ func page[T any](items []T, cursor string, size int) (out []T, next string, ok b
 	return items[start:end], next, true
 }
 
-// callTool runs tools/call under the server's mode: with receipts, the same id and content get
-// the one reply and the tool runs once; other content under a known id is refused. deferTask
+// callTool runs tools/call (receipts, where the request has them, are process's). deferTask
 // lets the call become a task of the tasks extension midway (see ToolCall.StartTask).
 func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key string, st *sessionState, out outlet, deferTask bool) answer {
 	var p struct {
@@ -322,19 +343,17 @@ func (s *Server) callTool(ctx context.Context, ep *epoch, m jsonrpc.Message, key
 	if len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
 		call.ProgressToken = p.Meta.ProgressToken
 	}
-	return s.withReceipt(ctx, ep, st, m, key, func() answer {
-		if st != nil && st.stateless {
-			in, bad := s.openInputs(st, bindingOf(m.Method, p.Name, p.Arguments), m.Params)
-			if bad != nil {
-				return *bad
-			}
-			call.input = in
+	if st != nil && st.stateless {
+		in, bad := s.openInputs(st, bindingOf(m.Method, p.Name, p.Arguments), m.Params)
+		if bad != nil {
+			return *bad
 		}
-		if deferTask {
-			return s.executeDeferringTask(ctx, ep, call, key)
-		}
-		return s.execute(ctx, call, key)
-	})
+		call.input = in
+	}
+	if deferTask {
+		return s.executeDeferringTask(ctx, ep, call, key)
+	}
+	return s.execute(ctx, call, key)
 }
 
 func (s *Server) execute(ctx context.Context, call *ToolCall, key string) answer {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
@@ -19,69 +20,119 @@ type answer struct {
 	replay bool
 }
 
-// newReceiptKeeper returns the receipt rules over an empty store of the server's capacity: the
-// same rules, in the same code, as the receipts middleware a real server puts in front of its
-// handler, so that what a test learns against mcptest holds against such a server. The store
-// forgets nothing within the default retention, so in a test's lifetime a full store refuses
-// new ids rather than evict one. Its bytes are bounded by the count alone: the results are the
-// test's own.
+// newReceiptKeeper returns the receipt rules over an empty store of the server's capacity:
+// the same rules, in the same code, as the receipts middleware a real server puts in front of
+// its handler, so that what a test learns against mcptest holds against such a server. The
+// store forgets nothing within the default retention, so in a test's lifetime a full store
+// refuses new ids rather than evict one. Its bytes are bounded by the count alone: the results
+// are the test's own.
 func (s *Server) newReceiptKeeper() (*receipts.Keeper, *receipts.MemoryStore) {
 	store := receipts.NewMemoryStore(receipts.MemoryOptions{MaxReceipts: s.maxReceipts, MaxBytes: 1 << 40})
 	return receipts.NewKeeper(receipts.Options{Store: store, Logger: s.log}), store
 }
 
-// requestFrameKey carries, in a request's context, the bytes that carried the request exactly
-// as received: what a receipt fingerprints.
-type requestFrameKey struct{}
-
-// requestFrame returns the bytes that carried the request ctx belongs to.
-func requestFrame(ctx context.Context) []byte {
-	frame, _ := ctx.Value(requestFrameKey{}).([]byte)
-	return frame
+// A requestOrigin is what a transport knows of a request besides its message, carried in the
+// request's context.
+type requestOrigin struct {
+	// frame is the bytes that carried the request, exactly as received: what a receipt
+	// fingerprints.
+	frame []byte
+	// principal is who sent it (over HTTP, the bearer token's subject): receipts of different
+	// principals never meet.
+	principal string
+	// headerOptIn: the request carried Mcp-Request-Receipts: 1, which opts a request of a
+	// session revision in whatever its session's initialize said.
+	headerOptIn bool
 }
 
-// withReceipt answers a request that executes something (a tools/call, a task's creation) under
-// the server's mode: with receipts, run runs once per id, the same id with the same bytes gets
-// its answer marked as a replay, and the same id with other bytes is refused.
-// A request gets a receipt only when it opted in (see mcpclient.RequestReceiptsExtension): in
-// its own _meta in a stateless revision, in its session's initialize otherwise. Receipts are the
-// server process's, so the key's principal is the same for every client.
-func (s *Server) withReceipt(ctx context.Context, ep *epoch, st *sessionState, m jsonrpc.Message, key string, run func() answer) answer {
-	if s.mode != ModeReceipts || (st != nil && !st.receiptsOptIn) {
-		return run()
+type requestOriginKey struct{}
+
+func originOf(ctx context.Context) requestOrigin {
+	o, _ := ctx.Value(requestOriginKey{}).(requestOrigin)
+	return o
+}
+
+// httpOrigin is the origin of a request that came by HTTP.
+func httpOrigin(r *http.Request, body []byte) requestOrigin {
+	return requestOrigin{
+		frame:       body,
+		principal:   receipts.BearerPrincipal(r),
+		headerOptIn: r.Header.Get(receipts.HeaderOptIn) == "1",
 	}
-	rkey := receipts.Key{ID: key}
-	adm, err := ep.receipts.Admit(ctx, rkey, receipts.FingerprintOf(requestFrame(ctx)))
+}
+
+// An admission is what the receipt rules made of a request before it runs: either an answer
+// read from the receipt (a replay or a refusal) with its HTTP status, or the hold of a claim
+// that the request's outcome settles.
+type admission struct {
+	answer *answer
+	status int
+	hold   *receipts.Hold
+}
+
+// admitReceipt applies the receipt rules to a request under the server's mode. receipted is
+// false for a request that gets no receipt: the server keeps none (a mode other than
+// ModeReceipts), the method is never receipted (initialize, ping, subscriptions/listen), or
+// the request did not opt in, in its own _meta in a stateless revision, or in its session's
+// initialize or its Mcp-Request-Receipts header otherwise.
+func (s *Server) admitReceipt(ctx context.Context, ep *epoch, session string, stateless *sessionState, m jsonrpc.Message, key string) (adm admission, receipted bool) {
+	if s.mode != ModeReceipts || !receipts.Receipted(m.Method) {
+		return admission{}, false
+	}
+	origin := originOf(ctx)
+	switch {
+	case stateless != nil:
+		if !stateless.receiptsOptIn {
+			return admission{}, false
+		}
+	default:
+		if st := s.sessionState(ep, session); st != nil && !st.receiptsOptIn && !origin.headerOptIn {
+			return admission{}, false
+		}
+	}
+	got, err := ep.receipts.Admit(ctx, receipts.Key{Principal: origin.principal, ID: key}, receipts.FingerprintOf(origin.frame))
+	answered := func(a answer, status int) (admission, bool) { return admission{answer: &a, status: status}, true }
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil)
+		return answered(errorAnswer(mcpclient.RPCInternalError, "cancelled while waiting for the original request", nil), http.StatusServiceUnavailable)
 	case err != nil:
-		return errorAnswer(mcpclient.RPCInternalError, "receipt store: "+err.Error(), nil)
-	case adm.Verdict == receipts.Replay:
-		a, err := answerOf(receipts.MarkReplay(adm.Response))
+		return answered(errorAnswer(mcpclient.RPCInternalError, "receipt store: "+err.Error(), nil), http.StatusServiceUnavailable)
+	case got.Verdict == receipts.Run:
+		return admission{hold: got.Hold}, true
+	case got.Verdict == receipts.Replay:
+		a, err := answerOf(receipts.MarkReplay(got.Response))
 		if err != nil {
-			return errorAnswer(mcpclient.RPCInternalError, "receipt: "+err.Error(), nil)
+			return answered(errorAnswer(mcpclient.RPCInternalError, "receipt: "+err.Error(), nil), http.StatusInternalServerError)
 		}
 		a.replay = true
-		return a
-	case adm.Verdict != receipts.Run:
-		refusal, _ := receipts.ErrorResponse(adm.Verdict, key)
-		a, _ := answerOf(refusal) // the receipts package builds well-formed refusals
-		return a
+		return answered(a, http.StatusOK)
 	}
-	settled := false
-	defer func() {
-		if !settled { // run panicked: it may have run, so its receipt says the outcome is unknown
-			adm.Hold.SettleInDoubt(context.WithoutCancel(ctx), "the server panicked running the request")
-		}
-	}()
-	a := run()
-	settled = true
-	// The store is in memory and outlives the request, so settling cannot fail but by a bug.
-	if err := adm.Hold.Settle(context.WithoutCancel(ctx), responseOf(m.ID, a)); err != nil {
-		s.log.Error("mcptest: settling a receipt", "id", key, "err", err)
+	refusal, _ := receipts.ErrorResponse(got.Verdict, key)
+	a, _ := answerOf(refusal) // the receipts package builds well-formed refusals
+	switch got.Verdict {
+	case receipts.InFlight, receipts.Reused:
+		return answered(a, http.StatusConflict)
+	case receipts.Full:
+		return answered(a, http.StatusServiceUnavailable)
 	}
-	return a
+	return answered(a, http.StatusOK) // in doubt: the outcome of a request that may have run
+}
+
+// concludeReceipt settles the receipt of a request that ran with its answer, or releases it
+// when the answer refuses the request before it ran (a stateless revision's 4xx answers), so
+// that a corrected resend under the id runs.
+func (s *Server) concludeReceipt(ctx context.Context, hold *receipts.Hold, m jsonrpc.Message, key string, a answer, stateless bool) {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if stateless && statelessStatus(a) >= 400 {
+		err = hold.Release(ctx)
+	} else {
+		err = hold.Settle(ctx, responseOf(m.ID, a))
+	}
+	// The store is in memory and outlives the request: this fails only by a bug.
+	if err != nil {
+		s.log.Error("mcptest: concluding a receipt", "id", key, "err", err)
+	}
 }
 
 // responseOf frames an answer as the JSON-RPC response a receipt keeps.

@@ -37,20 +37,22 @@ import (
 type Mode int
 
 const (
-	// ModeReceipts (the default) keeps a receipt per tools/call id of a request that opted in,
-	// by the same rules and code as the receipts middleware (package receipts) a real server
-	// puts in front of its handler: the SHA-256 of the bytes that carried the request, exactly
-	// as received, and its reply once there is one. The same id with the same bytes gets that
-	// reply, marked as a replay, and runs once; while the first is still running, the resend
-	// waits for its reply (up to receipts.DefaultWait, then it is refused with
+	// ModeReceipts (the default) keeps a receipt per request id of a request that opted in, by
+	// the same rules and code as the receipts middleware (package receipts) a real server puts
+	// in front of its handler: every method but initialize, server/discover, ping and
+	// subscriptions/listen; keyed by the principal (over HTTP, the bearer token's issuer and
+	// subject) and the id; fingerprinted by the SHA-256 of the bytes that carried the request,
+	// exactly as received. The same id with the same bytes gets the reply, marked as a replay
+	// (over HTTP also by the Mcp-Receipt-Replay header), and runs once; while the first is
+	// still running, the resend waits for its reply (up to receipts.DefaultWait, then 409
 	// MCP_REQUEST_IN_FLIGHT); the same id with other bytes, however little they differ, is
-	// refused with MCP_REQUEST_ID_REUSED; a full store refuses new ids and evicts nothing.
-	// Receipts are the process's: they outlive the session that made them (its expiry, its
-	// DELETE), not a Restart. The server declares the receipts extension
+	// refused with 409 MCP_REQUEST_ID_REUSED; a full store refuses new ids with 503 and evicts
+	// nothing. Receipts are the process's: they outlive the session that made them (its
+	// expiry, its DELETE), not a Restart. The server declares the receipts extension
 	// (mcpclient.RequestReceiptsExtension) with scope process and an epoch, new at every Restart
-	// (see ReceiptEpoch); a request opts in by declaring it too, in its session's initialize or,
-	// in a stateless revision, in its own _meta. A request that did not opt in runs as in
-	// ModeNone.
+	// (see ReceiptEpoch). A request opts in in its own _meta in a stateless revision, and
+	// otherwise by its session's initialize or its Mcp-Request-Receipts header. A request that
+	// did not opt in runs as in ModeNone.
 	ModeReceipts Mode = iota
 	// ModeInFlightRefusal keeps no receipts but refuses, with JSON-RPC -32600, a request whose id
 	// is still in flight, as the Ruby SDK does; a finished id is free again.

@@ -48,7 +48,7 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 		h.listen(w, r, m, rm)
 		return
 	}
-	key, t, ok := h.start(w, "", m, body)
+	key, t, ok := h.start(w, r, "", m, body)
 	if !ok {
 		return
 	}
@@ -77,6 +77,9 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 	case v.inFlight:
 		writeFrame(w, h.inFlightStatus, reply(m, v.answer))
 		return
+	case v.status >= 300:
+		writeReceiptRefusal(w, v.status, reply(m, v.answer))
+		return
 	case h.unanswered(t, key):
 		if !stream.abandon() {
 			panic(http.ErrAbortHandler) // a JSON response has no way to end without the answer
@@ -84,7 +87,7 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 		return
 	}
 	if v.answer.replay {
-		w.Header().Set("Mcp-Receipt-Replay", "1") // too late on a stream already open, harmless
+		w.Header().Set("Mcp-Receipt-Replay", "1") // a replay sends nothing before its answer
 	}
 	if !stream.finish(reply(m, v.answer), statelessStatus(v.answer), v.breakStream) {
 		panic(http.ErrAbortHandler)

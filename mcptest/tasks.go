@@ -211,19 +211,15 @@ func (s *Server) toolsCall(ctx context.Context, ep *epoch, m jsonrpc.Message, ke
 	s.mu.Unlock()
 	switch {
 	case augmented:
-		return s.withReceipt(ctx, ep, st, m, key, func() answer {
-			var id mcpclient.ID
-			json.Unmarshal([]byte(key), &id) // key came from a parsed id
-			call := &ToolCall{ID: id, Name: p.Name, Arguments: p.Arguments, srv: s, session: st}
-			if len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
-				call.ProgressToken = p.Meta.ProgressToken
-			}
-			return s.createTask(ep, call, key, p.Task)
-		})
+		var id mcpclient.ID
+		json.Unmarshal([]byte(key), &id) // key came from a parsed id
+		call := &ToolCall{ID: id, Name: p.Name, Arguments: p.Arguments, srv: s, session: st}
+		if len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null" {
+			call.ProgressToken = p.Meta.ProgressToken
+		}
+		return s.createTask(ep, call, key, p.Task)
 	case support == tasks.SupportRequired:
-		return s.withReceipt(ctx, ep, st, m, key, func() answer {
-			return errorAnswer(mcpclient.RPCMethodNotFound, "tool "+p.Name+" requires task-augmented execution", nil)
-		})
+		return errorAnswer(mcpclient.RPCMethodNotFound, "tool "+p.Name+" requires task-augmented execution", nil)
 	}
 	return s.callTool(ctx, ep, m, key, st, out, false)
 }

@@ -163,16 +163,12 @@ func (s *Server) statelessToolsCall(ctx context.Context, ep *epoch, st *sessionS
 	case optedIntoTasks(st) && deferred:
 		return s.callTool(ctx, ep, m, key, st, out, true)
 	case optedIntoTasks(st):
-		return s.withReceipt(ctx, ep, st, m, key, func() answer {
-			var id mcpclient.ID
-			json.Unmarshal([]byte(key), &id) // key came from a parsed id
-			call := &ToolCall{ID: id, Name: p.Name, Arguments: p.Arguments, srv: s, session: st}
-			return s.startTask(ep, call, key, s.extensionTaskTTL(), true)
-		})
+		var id mcpclient.ID
+		json.Unmarshal([]byte(key), &id) // key came from a parsed id
+		call := &ToolCall{ID: id, Name: p.Name, Arguments: p.Arguments, srv: s, session: st}
+		return s.startTask(ep, call, key, s.extensionTaskTTL(), true)
 	case support == tasks.SupportRequired:
-		return s.withReceipt(ctx, ep, st, m, key, func() answer {
-			return missingTasksCapability("tool " + p.Name)
-		})
+		return missingTasksCapability("tool " + p.Name)
 	}
 	return s.callTool(ctx, ep, m, key, st, out, false)
 }

@@ -10,10 +10,11 @@ import (
 
 // Receipted reports whether a request of method gets a receipt when it opted in. initialize,
 // server/discover and ping do not: they open a session or ask whether a server is alive, and
-// are safe to run again.
+// are safe to run again; nor does subscriptions/listen, a stream that lasts as long as its
+// connection and is replaced by a new listen when it breaks.
 func Receipted(method string) bool {
 	switch method {
-	case "initialize", "server/discover", "ping":
+	case "initialize", "server/discover", "ping", "subscriptions/listen":
 		return false
 	}
 	return true

@@ -11,7 +11,7 @@ import (
 func TestReceipted(t *testing.T) {
 	for method, want := range map[string]bool{
 		"tools/call": true, "resources/read": true, "tasks/update": true,
-		"initialize": false, "server/discover": false, "ping": false,
+		"initialize": false, "server/discover": false, "ping": false, "subscriptions/listen": false,
 	} {
 		if got := receipts.Receipted(method); got != want {
 			t.Errorf("Receipted(%q) = %v, want %v", method, got, want)

@@ -43,7 +43,9 @@
 // The middleware answers replays without calling the wrapped handler, so authentication must
 // happen in front of it; see BearerPrincipal.
 //
-// Every bound has a default (Options): 1024 receipts of at most 4 MiB responses in 64 MiB, a
-// 30 s wait, a 24 h retention, 4096 remembered sessions. Batches, notifications and responses
+// Every bound has a default (Options): 100,000 receipts of at most 4 MiB responses in 256 MiB, a
+// 30 s wait, a 1 h retention, 4096 remembered sessions. A store never forgets a receipt within
+// its retention and refuses new requests instead (503, MCP_RECEIPTS_FULL): size MaxReceipts to
+// at least the opted-in requests a server takes per retention. Batches, notifications and responses
 // pass through untouched.
 package receipts

@@ -13,9 +13,12 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultWait             = 30 * time.Second
-	DefaultLease            = 30 * time.Second
-	DefaultRetention        = 24 * time.Hour
+	DefaultWait  = 30 * time.Second
+	DefaultLease = 30 * time.Second
+	// DefaultRetention is long enough for a client's retries and for a worker that crashed to
+	// restart and recover from its journal, and short enough that a store in memory holds a
+	// busy server's receipts; the declaration tells clients, which never resend past it.
+	DefaultRetention        = time.Hour
 	DefaultDetachedTimeout  = 5 * time.Minute
 	DefaultMaxBodyBytes     = 4 << 20
 	DefaultMaxResponseBytes = 4 << 20

@@ -263,7 +263,7 @@ func TestKeeperDeclaration(t *testing.T) {
 		t.Fatal(err)
 	}
 	sd, _ := store.Describe(context.Background())
-	want := receipts.Declaration{Scope: receipts.ScopeProcess, Epoch: sd.Epoch, RetentionMs: 86400000, MaxReceipts: 9, Disconnect: receipts.DisconnectContinue}
+	want := receipts.Declaration{Scope: receipts.ScopeProcess, Epoch: sd.Epoch, RetentionMs: receipts.DefaultRetention.Milliseconds(), MaxReceipts: 9, Disconnect: receipts.DisconnectContinue}
 	if d != want {
 		t.Fatalf("Declaration = %+v, want %+v", d, want)
 	}

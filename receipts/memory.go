@@ -10,10 +10,12 @@ import (
 	"time"
 )
 
-// Defaults of MemoryOptions.
+// Defaults of MemoryOptions. A store must hold every receipt settled within the retention, so
+// the count bounds the calls per retention a server takes before it refuses new ones: with the
+// default retention, 100,000 an hour, about 28 a second. Size it for the server's rate.
 const (
-	DefaultMaxReceipts = 1024
-	DefaultMaxBytes    = 64 << 20
+	DefaultMaxReceipts = 100_000
+	DefaultMaxBytes    = 256 << 20
 )
 
 // entryOverhead approximates what a receipt costs in memory besides its key and response, so

@@ -551,7 +551,7 @@ func TestClaimSurvivesCrash(t *testing.T) {
 			c.Settle(mcpclient.StateAnswered, true, 1)
 		}
 	}
-	if err := db.crash(); err != nil {
+	if err := db.Crash(); err != nil {
 		t.Fatal(err)
 	}
 	async.Close()

@@ -124,6 +124,9 @@ func (s *Server) start() error {
 	return nil
 }
 
+// ErrNoBinaries reports that no PostgreSQL installation was found to start a server from.
+var ErrNoBinaries = errors.New("pgtest: no initdb on PATH nor in /usr/lib/postgresql/*/bin")
+
 // ErrNotOwned reports an operation on a server the tests did not start (EnvURL named it).
 var ErrNotOwned = errors.New("pgtest: the server was not started by the tests")
 
@@ -161,7 +164,7 @@ func binDir() (string, error) {
 	}
 	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(found) == 0 {
-		return "", errors.New("no initdb on PATH nor in /usr/lib/postgresql/*/bin")
+		return "", ErrNoBinaries
 	}
 	slices.SortFunc(found, func(a, b string) int { return versionOf(b) - versionOf(a) }) // the newest
 	return filepath.Dir(found[0]), nil

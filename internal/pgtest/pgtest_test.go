@@ -1,6 +1,7 @@
 package pgtest_test
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,7 +35,9 @@ func TestStartCrashStop(t *testing.T) {
 	}
 	srv, err := pgtest.Start("pgtest_db")
 	if err != nil {
-		if pgtest.Skip() {
+		// The main module's tests run before CI installs PostgreSQL for the modules that need
+		// it; those modules' tests run this code again.
+		if pgtest.Skip() || errors.Is(err, pgtest.ErrNoBinaries) {
 			t.Skip(err)
 		}
 		t.Fatal(err)

@@ -535,6 +535,19 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 // not be sent.
 func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st step, ok bool) {
 	mode := r.c.cfg.retry.Mode
+	var sent time.Time
+	if r.uncertainIn != nil {
+		// Whatever session it goes on, a resend is answered from the receipt only while the
+		// server still keeps it, which it promises for its retention and no longer.
+		if sent = r.c.Ledger().created(r.cur.key); receiptsPruned(sent, s) {
+			if !r.safe {
+				return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, fmt.Errorf("the request was first sent %s ago, and the server keeps receipts for %s: its receipt may be gone, and a resend could run it twice (last attempt: %w)", time.Since(sent).Round(time.Millisecond), s.receiptRetention(), r.lastErr))), false
+			}
+			// Past the retention the old id promises nothing: as without receipts, the request
+			// goes again under a new id.
+			r.uncertainIn, r.resent, r.reissueNext = nil, false, true
+		}
+	}
 	if r.uncertainIn != nil && !(r.uncertainIn == s && (r.safe || mode == RetryAlways)) {
 		then := bindingOf(r.uncertainIn)
 		var held bool
@@ -546,7 +559,7 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 			now = bindingOf(s)
 			held = receiptsHeld(then, now)
 		} else {
-			held, now, err = r.c.receiptsHold(ctx, s, then, time.Time{}, r.uncertainIn == s)
+			held, now, err = r.c.receiptsHold(ctx, s, then, sent, r.uncertainIn == s)
 		}
 		switch {
 		case err != nil:
@@ -593,15 +606,14 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 	return step{}, true
 }
 
-// receiptsHold decides whether receipts kept under then, for a send made at sent (zero: by this
-// attempt loop, moments ago) on s itself (sameSession) or elsewhere, answer a send of the same
-// bytes under the same id on s without running the request again: the one place that decides
-// it. On the session that made the send they are held while it lives, and elsewhere only
-// process-scope receipts under an epoch the server still declares (see receiptsHeld); never
-// past the retention the server declares, after which a receipt may be pruned (see
-// receiptsPruned). What the server declares is read again where a server restart could hide
-// behind s (the stateless revision, a session that outlives its process); elsewhere a restart
-// would have ended s, and s declared it when it opened.
+// receiptsHold decides whether receipts kept under then, for a request first sent at sent (zero:
+// not known) on s itself (sameSession) or elsewhere, answer a send of the same bytes under the
+// same id on s without running the request again. On the session that made the send they are
+// held while it lives, and elsewhere only process-scope receipts under an epoch the server still
+// declares (see receiptsHeld); never past the retention the server declares, after which a
+// receipt may be pruned (see receiptsPruned). What the server declares is read again where a
+// server restart could hide behind s (the stateless revision, a session that outlives its
+// process); elsewhere a restart would have ended s, and s declared it when it opened.
 func (c *Client) receiptsHold(ctx context.Context, s *session, then ReceiptBinding, sent time.Time, sameSession bool) (held bool, now ReceiptBinding, err error) {
 	if receiptsPruned(sent, s) {
 		return false, bindingOf(s), nil

@@ -363,6 +363,18 @@ func (l *Ledger) Forget(id ID) error {
 	return nil
 }
 
+// created returns when key's entry was made, just before the first send under it, or when an
+// earlier process first sent it (see adopt): what the retention of the id's receipt is measured
+// from. Zero for an id the ledger does not hold.
+func (l *Ledger) created(key string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.entries[key]; ok {
+		return e.Created
+	}
+	return time.Time{}
+}
+
 // attempted counts one more send under key.
 func (l *Ledger) attempted(key string) {
 	l.mu.Lock()

@@ -74,7 +74,7 @@ func dropTable(t testing.TB, name string) {
 		return
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(context.Background(), fmt.Sprintf(`DROP TABLE IF EXISTS %[1]s, %[1]s_counts, %[1]s_epoch; DROP FUNCTION IF EXISTS %[1]s_count`, name)); err != nil {
+	if _, err := conn.Exec(context.Background(), fmt.Sprintf(`DROP TABLE IF EXISTS %[1]s, %[1]s_counts, %[1]s_epoch; DROP FUNCTION IF EXISTS %[1]s_count, %[1]s_claim, %[1]s_release, %[1]s_prune`, name)); err != nil {
 		t.Error(err)
 	}
 }

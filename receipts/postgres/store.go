@@ -23,19 +23,31 @@
 //
 // # Waiting
 //
-// Settle and Release notify (NOTIFY) on a channel of the table; each Store listens on one
-// connection of its own while something waits, and wakes the waiters of the key. A waiter also
-// looks again when the lease it saw ends, and at least every Options.PollInterval, so that a
-// notification lost with a broken connection delays it, never strands it.
+// A waiter marks the receipt watched; Settle and Release of a watched receipt notify (NOTIFY) on
+// a channel of the table, and only then, since a notifying commit waits for every other
+// notifying commit before it. Each Store listens on one connection of its own while something
+// waits, and wakes the waiters of the key. A waiter also looks again when the lease it saw ends,
+// and at least every Options.PollInterval, so that a notification lost with a broken connection
+// delays it, never strands it.
 //
 // # Capacity
 //
 // The table holds at most Options.MaxReceipts receipts, counted across every process that
-// shares it. A claim that finds it full deletes settled receipts older than Options.Retention,
-// oldest first, to make room, and is refused with receipts.ErrFull when that is not enough: an
-// unresolved receipt (running or lapsed) is never deleted to make room, nor one within its
-// retention, for a client may still resend its id. See Store.Claim for why the count holds
-// under concurrent claims.
+// shares it (processes sharing a table configure the same MaxReceipts). A claim that finds it
+// full deletes settled receipts older than Options.Retention, oldest first, to make room, and is
+// refused with receipts.ErrFull when that is not enough: an unresolved receipt (running or
+// lapsed) is never deleted to make room, nor one within its retention, for a client may still
+// resend its id. The count is split into slots so that concurrent claims do not wait for one
+// another's commits; see Store.Claim for why it holds exactly.
+//
+// # Connections
+//
+// Claims and settlements are each one statement and one durable commit; concurrent ones share
+// the flush of the log, so throughput grows with the connections in use at once. A pool of
+// pgxpool's default size (four connections, or the CPUs if more) queues requests behind one
+// another; size it for the requests a process serves at once (pgxpool.Config.MaxConns, or
+// pool_max_conns in the URL), within what the database's max_connections allows for the whole
+// fleet, plus one connection per process while something waits.
 //
 // # Epoch
 //
@@ -197,82 +209,49 @@ func (r *row) scanned(key receipts.Key, scan func(...any) error) error {
 	return nil
 }
 
-// Claim implements receipts.Store.
+// Claim implements receipts.Store. It is one statement, the schema's _claim function, committed
+// before Claim returns.
 //
-// Why the count holds: every insertion into the table is made by a claim, in a transaction that
-// first takes one transaction-scoped advisory lock (the same key in every process sharing the
-// table), and reads the count, evicts and inserts while holding it, in READ COMMITTED, where each
-// statement sees everything committed before it started. A claim's statements start after the
-// lock is granted, which is after the previous claim committed or rolled back: so each claim
-// sees every earlier insertion, and no insertion can happen between its count and its own. The
-// count is inserted minus deleted rows, both kept by triggers in the statements that insert and
-// delete; a deletion not yet committed is not subtracted yet, which makes a claim see the table
-// fuller than it is, never emptier: at worst a claim is refused while a release commits.
+// Why the count holds: the capacity is split into slots (see Schema), rows of the _counts table,
+// whose counts add up to the table's rows: every transaction that inserts or deletes receipts
+// holds one slot (its row's lock, until it ends) and adds to that slot's count the rows it
+// inserted less those it deleted, and TRUNCATE zeroes them all. A claim adds a row only to a
+// slot it holds whose count, read once it held it, is below the slot's capacity: the lock makes
+// the read and the increment one step, since no other transaction can change the count between
+// them. So no count exceeds its slot's capacity, and the rows never exceed the capacities' sum,
+// MaxReceipts, whatever the number of processes and claims at once.
 //
-// Deletions (Release, Prune) take no advisory lock, so they never wait for a claim: a claim may
-// wait for a deletion of its own key to commit, and nothing a deletion waits for waits on a
-// claim, so the two cannot deadlock. A claim evicts only once it found its key absent, so its
-// insertion after an eviction never waits for another transaction's row.
+// A claim takes a slot with room that no one holds (SKIP LOCKED); when every slot with room is
+// held, it waits for them in turn, and finds the store full only when each, once released, had
+// none left: it is refused only when the table holds MaxReceipts receipts or claims in flight
+// will fill it, or while a deletion commits. Claims therefore wait for one another only when
+// they are more than the slots, and those in flight together commit together: PostgreSQL
+// flushes their commits in one write of the log.
+//
+// Deadlocks cannot arise: a transaction waits for a slot while it holds nothing; deletions
+// (Release, Prune, a claim's evictions) hold their slot before they touch a receipt; a claim
+// waits for a receipt's row only to learn whether a concurrent claim or release of the same key
+// commits, and those never wait for a slot once they hold a row.
 func (s *Store) Claim(ctx context.Context, key receipts.Key, fp receipts.Fingerprint, ttl time.Duration) (receipts.ClaimResult, error) {
 	token := rand.Text()
-	for evict := range 2 {
-		b := &pgx.Batch{}
-		b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
-		b.Queue(`SELECT pg_advisory_xact_lock($1)`, s.n.lock)
-		if evict == 1 {
-			// Room, if the key is still absent: the settled receipts past retention, oldest first,
-			// as many as the table holds beyond one less than its capacity.
-			b.Queue(`DELETE FROM `+s.n.table+` WHERE ctid = ANY(ARRAY(
-				SELECT ctid FROM `+s.n.table+`
-				WHERE settled_at <= clock_timestamp() - $1::bigint * interval '1 microsecond'
-				  AND NOT EXISTS (SELECT 1 FROM `+s.n.table+` WHERE principal = $2 AND id = $3)
-				ORDER BY settled_at
-				LIMIT GREATEST((SELECT sum(CASE WHEN deleted THEN -n ELSE n END) FROM `+s.n.counts+`) - $4 + 1, 0)
-				FOR UPDATE SKIP LOCKED))`, micros(s.retention), key.Principal, key.ID, s.maxReceipts)
-		}
-		b.Queue(`INSERT INTO `+s.n.table+` (principal, id, fingerprint, token, claimed_at, lease_expires)
-			SELECT $1, $2, $3, $4, clock_timestamp(), clock_timestamp() + $5::bigint * interval '1 microsecond'
-			WHERE (SELECT sum(CASE WHEN deleted THEN -n ELSE n END) FROM `+s.n.counts+`) < $6
-			ON CONFLICT (principal, id) DO NOTHING
-			RETURNING lease_expires`, key.Principal, key.ID, fp[:], token, micros(ttl), s.maxReceipts)
-		b.Queue(`SELECT `+columns+` FROM `+s.n.table+` WHERE principal = $1 AND id = $2`, key.Principal, key.ID)
-		b.Queue(`COMMIT`)
-
-		var inserted bool
-		var expires time.Time
-		var found row
-		var exists bool
-		err := func() error {
-			br := s.pool.SendBatch(ctx, b)
-			defer br.Close()
-			for range 2 + evict { // BEGIN, the lock, the eviction
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
-			}
-			if err := br.QueryRow().Scan(&expires); err == nil {
-				inserted = true
-			} else if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			if err := found.scanned(key, br.QueryRow().Scan); err == nil {
-				exists = true
-			} else if !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			_, err := br.Exec()
-			return err
-		}()
-		switch {
-		case err != nil:
-			return receipts.ClaimResult{}, fmt.Errorf("receipts/postgres: claim: %w", err)
-		case inserted:
-			return receipts.ClaimResult{Claimed: true, Lease: receipts.Lease{Key: key, Token: token, Expires: expires}}, nil
-		case exists:
-			return receipts.ClaimResult{Receipt: found.Receipt}, nil
-		}
+	var claimed bool
+	var found row
+	err := found.scanned(key, func(dest ...any) error {
+		return s.pool.QueryRow(ctx, `SELECT o_claimed, o_fingerprint, o_response, o_claimed_at, o_settled_at, o_lease_expires,
+				CASE WHEN o_settled_at IS NOT NULL THEN 2 WHEN o_lease_expires > clock_timestamp() THEN 1 ELSE 3 END,
+				GREATEST(extract(epoch FROM o_lease_expires - clock_timestamp()), 0)
+			FROM `+s.n.claim+`($1, $2, $3, $4, $5, $6, $7)`,
+			key.Principal, key.ID, fp[:], token, micros(ttl), s.maxReceipts, micros(s.retention)).Scan(append([]any{&claimed}, dest...)...)
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return receipts.ClaimResult{}, fmt.Errorf("%w (%d receipts unresolved or within their retention)", receipts.ErrFull, s.maxReceipts)
+	case err != nil:
+		return receipts.ClaimResult{}, fmt.Errorf("receipts/postgres: claim: %w", err)
+	case claimed:
+		return receipts.ClaimResult{Claimed: true, Lease: receipts.Lease{Key: key, Token: token, Expires: found.LeaseExpires}}, nil
 	}
-	return receipts.ClaimResult{}, fmt.Errorf("%w (%d receipts unresolved or within their retention)", receipts.ErrFull, s.maxReceipts)
+	return receipts.ClaimResult{Receipt: found.Receipt}, nil
 }
 
 // held is the condition that lease still holds its receipt, by the database's clock when the
@@ -294,8 +273,12 @@ func (s *Store) Renew(ctx context.Context, lease receipts.Lease, ttl time.Durati
 	return lease, nil
 }
 
-// Settle implements receipts.Store. The notification is sent when the settlement commits, in
-// the same statement.
+// Settle implements receipts.Store. It notifies, in the same statement, only when a waiter marked
+// the receipt watched: a notification makes commits take turns (PostgreSQL queues them in commit
+// order under one lock held through the flush), which would serialize every settlement.
+//
+// The settlement is committed durably, as the claim is: a resend after a crash of the database
+// must find the response, not a receipt that lapsed and reports the outcome unknown.
 func (s *Store) Settle(ctx context.Context, lease receipts.Lease, response []byte) error {
 	if len(response) > s.maxResponse {
 		return fmt.Errorf("%w (%d bytes, the store keeps %d)", receipts.ErrTooLarge, len(response), s.maxResponse)
@@ -303,28 +286,31 @@ func (s *Store) Settle(ctx context.Context, lease receipts.Lease, response []byt
 	if response == nil {
 		response = []byte{}
 	}
-	tag, err := s.pool.Exec(ctx, `WITH settled AS (
+	var settled int
+	err := s.pool.QueryRow(ctx, `WITH settled AS (
 		UPDATE `+s.n.table+` SET response = $4, settled_at = clock_timestamp(), lease_expires = clock_timestamp(), token = NULL
-		WHERE `+held+` RETURNING 1)
-		SELECT pg_notify($5, $6) FROM settled`, lease.Key.Principal, lease.Key.ID, lease.Token, response, s.n.channel, topic(lease.Key))
+		WHERE `+held+` RETURNING watched)
+		SELECT count(*) FROM settled WHERE CASE WHEN watched THEN pg_notify($5, $6) IS NOT NULL ELSE true END`,
+		lease.Key.Principal, lease.Key.ID, lease.Token, response, s.n.channel, topic(lease.Key)).Scan(&settled)
 	switch {
 	case err != nil:
 		return fmt.Errorf("receipts/postgres: settle: %w", err)
-	case tag.RowsAffected() == 0:
+	case settled == 0:
 		return receipts.ErrLeaseLost
 	}
 	return nil
 }
 
-// Release implements receipts.Store.
+// Release implements receipts.Store. It is the schema's _release function, which notifies when
+// a waiter marked the receipt watched.
 func (s *Store) Release(ctx context.Context, lease receipts.Lease) error {
-	tag, err := s.pool.Exec(ctx, `WITH released AS (
-		DELETE FROM `+s.n.table+` WHERE `+held+` RETURNING 1)
-		SELECT pg_notify($4, $5) FROM released`, lease.Key.Principal, lease.Key.ID, lease.Token, s.n.channel, topic(lease.Key))
+	var released bool
+	err := s.pool.QueryRow(ctx, `SELECT `+s.n.release+`($1, $2, $3, $4, $5)`,
+		lease.Key.Principal, lease.Key.ID, lease.Token, s.n.channel, topic(lease.Key)).Scan(&released)
 	switch {
 	case err != nil:
 		return fmt.Errorf("receipts/postgres: release: %w", err)
-	case tag.RowsAffected() == 0:
+	case !released:
 		return receipts.ErrLeaseLost
 	}
 	return nil
@@ -348,31 +334,34 @@ func (s *Store) Lookup(ctx context.Context, key receipts.Key) (receipts.Receipt,
 	return r.Receipt, err
 }
 
-// Wait implements receipts.Store. It listens for the key's notification before it looks at the
-// receipt, so that a settlement committed after the look wakes it; it returns when notified,
-// when the lease it saw ends by the database's clock, after Options.PollInterval, or when ctx
-// ends.
+// Wait implements receipts.Store. It listens for the key's notification before it marks the
+// receipt watched, so that a settlement or release committed after the mark notifies it: the
+// mark is an UPDATE of the running receipt, so a settlement either commits before it (and the
+// mark finds the receipt no longer running) or after it (and finds it watched). It returns when
+// notified, when the lease it saw ends by the database's clock, after Options.PollInterval, or
+// when ctx ends.
 func (s *Store) Wait(ctx context.Context, key receipts.Key) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	woken, listening, stop := s.listen.watch(topic(key))
 	defer stop()
-	r, err := s.lookup(ctx, key)
+	var left float64
+	err := s.pool.QueryRow(ctx, `UPDATE `+s.n.table+` SET watched = true
+		WHERE principal = $1 AND id = $2 AND settled_at IS NULL AND lease_expires > clock_timestamp()
+		RETURNING GREATEST(extract(epoch FROM lease_expires - clock_timestamp()), 0)`, key.Principal, key.ID).Scan(&left)
 	switch {
-	case errors.Is(err, receipts.ErrNotFound):
-		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil // absent or no longer running
 	case err != nil:
-		return err
-	case r.State != receipts.Running:
-		return nil
+		return fmt.Errorf("receipts/postgres: wait: %w", err)
 	}
 	bound := s.pollInterval
 	if !listening {
 		// The listening connection is not up yet (or broke): look again soon instead.
 		bound = min(bound, 50*time.Millisecond)
 	}
-	timer := time.NewTimer(min(r.left+time.Millisecond, bound))
+	timer := time.NewTimer(min(time.Duration(left*float64(time.Second))+time.Millisecond, bound))
 	defer timer.Stop()
 	select {
 	case <-woken:
@@ -383,16 +372,10 @@ func (s *Store) Wait(ctx context.Context, key receipts.Key) error {
 	return nil
 }
 
-// Prune implements receipts.Store.
+// Prune implements receipts.Store. It is the schema's _prune function.
 func (s *Store) Prune(ctx context.Context, retention time.Duration) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, `WITH pruned AS (
-		DELETE FROM `+s.n.table+` WHERE
-			(settled_at IS NOT NULL AND settled_at <= clock_timestamp() - $1::bigint * interval '1 microsecond') OR
-			(settled_at IS NULL AND lease_expires <= clock_timestamp() - $1::bigint * interval '1 microsecond')
-		RETURNING 1)
-		SELECT count(*) FROM pruned`, micros(retention)).Scan(&n)
-	if err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT `+s.n.prune+`($1)`, micros(retention)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("receipts/postgres: prune: %w", err)
 	}
 	return n, nil

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 	"github.com/northstar-mcp/mcpclient/receipts"
@@ -21,20 +23,25 @@ import (
 
 // BenchmarkCallTool measures what the middleware over this store adds to a tools/call: the
 // client against an in-process server (mcptest in ModeNone over httptest), with and without
-// receipts.HTTP over a Store on the test database, by one caller and by 64 at once. Besides the
-// time per call it reports the latency of a call at the median and at the 99th percentile:
+// receipts.HTTP over a Store on the test database, by one caller and by 64 at once. The store's
+// pool has pgxpool's default size (conns=0) or the 32 connections a server expecting that many
+// requests at once would give it. Besides the time per call it reports the latency of a call at
+// the median and at the 99th percentile:
 //
 //	go test -run '^$' -bench CallTool -count 6 | benchstat -
 func BenchmarkCallTool(b *testing.B) {
-	for _, receipted := range []bool{false, true} {
+	for _, callers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("middleware=false/callers=%d", callers), func(b *testing.B) { benchCallTool(b, false, 0, callers) })
+	}
+	for _, conns := range []int32{0, 32} {
 		for _, callers := range []int{1, 64} {
-			name := fmt.Sprintf("middleware=%v/callers=%d", receipted, callers)
-			b.Run(name, func(b *testing.B) { benchCallTool(b, receipted, callers) })
+			name := fmt.Sprintf("middleware=true/conns=%d/callers=%d", conns, callers)
+			b.Run(name, func(b *testing.B) { benchCallTool(b, true, conns, callers) })
 		}
 	}
 }
 
-func benchCallTool(b *testing.B, receipted bool, callers int) {
+func benchCallTool(b *testing.B, receipted bool, conns int32, callers int) {
 	echo := func(context.Context, *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
 		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("done")}}, nil
 	}
@@ -44,7 +51,19 @@ func benchCallTool(b *testing.B, receipted bool, callers int) {
 	defer inner.Close()
 	var h http.Handler = inner
 	if receipted {
-		store := newStore(b, newPool(b), postgres.Options{Table: newTable(b)})
+		pool := newPool(b)
+		if conns > 0 {
+			cfg, err := pgxpool.ParseConfig(dbURL)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.MaxConns = conns
+			if pool, err = pgxpool.NewWithConfig(context.Background(), cfg); err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+		}
+		store := newStore(b, pool, postgres.Options{Table: newTable(b)})
 		h = receipts.HTTP(inner, receipts.Options{Store: store, Logger: slog.New(slog.DiscardHandler)})
 	}
 	srv := httptest.NewServer(h)

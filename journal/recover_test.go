@@ -15,6 +15,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/journal"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 )
 
 // leaveUncertain makes one call of tool "book" through a journal at path, whose reply the server
@@ -318,7 +319,7 @@ func TestRecoverPastTheReceiptRetentionIsUnknown(t *testing.T) {
 	for _, c := range []struct {
 		age     time.Duration
 		unknown bool
-	}{{time.Hour, false}, {25 * time.Hour, true}} {
+	}{{receipts.DefaultRetention / 2, false}, {receipts.DefaultRetention + time.Hour, true}} {
 		t.Run(c.age.String(), func(t *testing.T) {
 			srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
 			defer srv.Close()
@@ -351,7 +352,7 @@ func TestAnsweredIDPastTheReceiptRetentionIsNotSent(t *testing.T) {
 	for _, c := range []struct {
 		age     time.Duration
 		refused bool
-	}{{time.Hour, false}, {25 * time.Hour, true}} {
+	}{{receipts.DefaultRetention / 2, false}, {receipts.DefaultRetention + time.Hour, true}} {
 		t.Run(c.age.String(), func(t *testing.T) {
 			srv := mcptest.NewHTTPServer(mcptest.WithTool(echo, booked))
 			defer srv.Close()

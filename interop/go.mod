@@ -5,14 +5,19 @@ go 1.25.5
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/google/jsonschema-go v0.4.3
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/northstar-mcp/mcpclient v0.0.0-00010101000000-000000000000
+	github.com/northstar-mcp/mcpclient/receipts/postgres v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 )
 
 require (
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
@@ -26,3 +31,5 @@ require (
 )
 
 replace github.com/northstar-mcp/mcpclient => ../
+
+replace github.com/northstar-mcp/mcpclient/receipts/postgres => ../receipts/postgres

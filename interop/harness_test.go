@@ -24,8 +24,12 @@ import (
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
-// TestMain fails the run when a test leaves a goroutine behind.
+// TestMain fails the run when a test leaves a goroutine behind. Started as a server process of
+// TestFleet, the binary serves instead of testing.
 func TestMain(m *testing.M) {
+	if os.Getenv(fleetEnvRole) == "server" {
+		os.Exit(serveFleetMember())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -2,18 +2,20 @@
 # Runs the interop tests (go test -count=1 ./... in this module) and prints the matrix, server x
 # transport x protocol revision -> PASS/FAIL, as markdown on stdout. The tests append one row per
 # combination to the file named by MCPCLIENT_INTEROP_MATRIX, and the receipts tests one row per
-# server x mode x fault x client to MCPCLIENT_INTEROP_RECEIPTS; the full go test output goes to a
-# log file whose path is printed. Extra arguments go to go test (e.g. -run TestGoSDK).
+# server x mode x fault x client to MCPCLIENT_INTEROP_RECEIPTS, and TestFleet one row per SDK (or
+# why it skipped) to MCPCLIENT_INTEROP_FLEET; the full go test output goes to a log file whose path
+# is printed. Extra arguments go to go test (e.g. -run TestGoSDK).
 # Exit status: that of go test.
 set -uo pipefail
 cd "$(dirname "$0")"
 
 matrix="$(mktemp)"
 receipts="$(mktemp)"
+fleet="$(mktemp)"
 log="${TMPDIR:-/tmp}/mcpclient-interop-$(date +%Y%m%d-%H%M%S).log"
-trap 'rm -f "$matrix" "$receipts"' EXIT
+trap 'rm -f "$matrix" "$receipts" "$fleet"' EXIT
 
-MCPCLIENT_INTEROP_MATRIX="$matrix" MCPCLIENT_INTEROP_RECEIPTS="$receipts" go test -count=1 "$@" ./... >"$log" 2>&1
+MCPCLIENT_INTEROP_MATRIX="$matrix" MCPCLIENT_INTEROP_RECEIPTS="$receipts" MCPCLIENT_INTEROP_FLEET="$fleet" go test -count=1 "$@" ./... >"$log" 2>&1
 status=$?
 
 echo "## go test"
@@ -23,6 +25,33 @@ grep -E '^(ok|FAIL|---|panic|\?)|^    --- (FAIL|SKIP)|^        --- FAIL|^       
 echo '```'
 echo
 echo "go test exit status: $status; full output: $log"
+echo
+
+# Fleet rows: server, then "label count" fields; or "skipped" and why. TestFleet needs a
+# PostgreSQL (the one MCPCLIENT_PG_URL names, or a local installation it starts one from).
+echo "## Fleet: three server processes, one store in PostgreSQL"
+echo
+if grep -q '^skipped' "$fleet"; then
+	echo "TestFleet SKIPPED: $(grep '^skipped' "$fleet" | head -1 | cut -f2-)"
+elif [ -s "$fleet" ]; then
+	result=PASS
+	grep -qE '^\s*--- FAIL: TestFleet' "$log" && result=FAIL
+	echo "TestFleet RAN ($result): per SDK, three stateless server processes wrapped by receipts.HTTP over one"
+	echo "PostgreSQL store, behind a round-robin proxy that loses every 4th answer after the tool ran;"
+	echo "one process SIGKILLed mid-handler and restarted."
+	echo
+	echo "| server | calls | executions | answered | replayed | unknown | answers lost | handlers killed |"
+	echo "|---|---|---|---|---|---|---|---|"
+	awk -F'\t' '{
+		printf "| %s |", $1
+		for (i = 2; i <= NF; i++) { n = split($i, w, " "); printf " %s |", w[n] }
+		printf "\n"
+	}' "$fleet"
+elif grep -qE '^\s*--- FAIL: TestFleet' "$log"; then
+	echo "TestFleet FAILED before it counted anything: see the log."
+else
+	echo "TestFleet did not run (not selected by -run, or the tests did not build)."
+fi
 echo
 
 # Receipts rows: server, mode, fault, setup, calls, executions, most runs of a call, calls run

@@ -66,6 +66,38 @@ func TestConnectRefusesUnknownRevision(t *testing.T) {
 	}
 }
 
+// A pinned session revision against a server that speaks only the stateless revision: the
+// server refuses initialize with -32022, and the client says so with the same typed error
+// discovery gives, naming what the server speaks.
+func TestPinnedOlderRevisionRefusedByAStatelessServer(t *testing.T) {
+	only := mcptest.WithProtocolVersions(mcpclient.ProtocolVersion20260728)
+	for _, b := range []struct {
+		name string
+		tr   func() transport.Transport
+	}{
+		{"memory", func() transport.Transport { return mcptest.NewTestServer(t, only).Transport() }},
+		{"http", func() transport.Transport {
+			h := mcptest.NewHTTPServer(only)
+			t.Cleanup(func() { h.Close() })
+			return h.Transport()
+		}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			c, err := mcpclient.Connect(context.Background(), b.tr(), mcpclient.WithProtocolVersion(mcpclient.ProtocolVersion20251125))
+			if err == nil {
+				c.Close()
+				t.Fatal("Connect succeeded with a revision the server does not speak")
+			}
+			if !errors.Is(err, mcpclient.ErrUnsupportedVersion) || mcpclient.CodeOf(err) != mcpclient.CodeUnsupportedVersion {
+				t.Fatalf("error %v (code %v), want ErrUnsupportedVersion", err, mcpclient.CodeOf(err))
+			}
+			if !strings.Contains(err.Error(), mcpclient.ProtocolVersion20260728) {
+				t.Errorf("error %q does not name the server's revision", err)
+			}
+		})
+	}
+}
+
 func TestSameRequestTwiceExecutesOnce(t *testing.T) {
 	var k counter
 	srv := mcptest.NewTestServer(t, mcptest.WithTool(unsafeTool, k.tool))

@@ -184,6 +184,12 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 			return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: err}
 		}
 		var rpc *RPCError
+		if errors.As(err, &rpc) && rpc.Code == RPCUnsupportedProtocolVersion {
+			// A server that speaks no revision offered (a pinned session revision against a
+			// server of the stateless revision alone): the same refusal discovery gives.
+			return &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
+				Err: fmt.Errorf("offered %q; the server speaks %v: %w", offer, rpc.supportedVersions(), err)}
+		}
 		if errors.As(err, &rpc) || transport.OutcomeOf(err) == transport.Answered {
 			// The server refused the session (a JSON-RPC error, an HTTP 403): asking again
 			// will not change its mind.

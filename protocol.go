@@ -150,6 +150,12 @@ type ListToolsParams struct {
 type ListToolsResult struct {
 	Tools      []*Tool `json:"tools"`
 	NextCursor string  `json:"nextCursor,omitempty"`
+	// TTLMs is how long the server says the result stays fresh, in milliseconds from its
+	// arrival (2026-07-28 and later): nil when it does not say, 0 when stale at once.
+	TTLMs *int64 `json:"ttlMs,omitempty"`
+	// CacheScope says who may reuse the result: "private" (only under the same authorization)
+	// or "public".
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // CallToolParams are the params of tools/call.

@@ -42,17 +42,35 @@ type ResourceContents struct {
 type ListResourcesResult struct {
 	Resources  []*Resource `json:"resources"`
 	NextCursor string      `json:"nextCursor,omitempty"`
+	// TTLMs is how long the server says the result stays fresh, in milliseconds from its
+	// arrival (2026-07-28 and later): nil when it does not say, 0 when stale at once.
+	TTLMs *int64 `json:"ttlMs,omitempty"`
+	// CacheScope says who may reuse the result: "private" (only under the same authorization)
+	// or "public".
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // ListResourceTemplatesResult is one page of resources/templates/list.
 type ListResourceTemplatesResult struct {
 	ResourceTemplates []*ResourceTemplate `json:"resourceTemplates"`
 	NextCursor        string              `json:"nextCursor,omitempty"`
+	// TTLMs is how long the server says the result stays fresh, in milliseconds from its
+	// arrival (2026-07-28 and later): nil when it does not say, 0 when stale at once.
+	TTLMs *int64 `json:"ttlMs,omitempty"`
+	// CacheScope says who may reuse the result: "private" (only under the same authorization)
+	// or "public".
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // ReadResourceResult is the answer to resources/read.
 type ReadResourceResult struct {
 	Contents []ResourceContents `json:"contents"`
+	// TTLMs is how long the server says the result stays fresh, in milliseconds from its
+	// arrival (2026-07-28 and later): nil when it does not say, 0 when stale at once.
+	TTLMs *int64 `json:"ttlMs,omitempty"`
+	// CacheScope says who may reuse the result: "private" (only under the same authorization)
+	// or "public".
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 type cursorParams struct {

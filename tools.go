@@ -8,6 +8,7 @@ import (
 	"iter"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -27,13 +28,19 @@ type toolIndex struct {
 	// gen counts the notifications; a listing is stored only under the gen it began in.
 	gen      uint64
 	complete []*Tool // the last complete listing; nil when none is held
-	byName   map[string]*indexedTool
+	// completeUntil is when the complete listing goes stale, by the server's ttlMs on its
+	// pages (the soonest); zero when no page set one.
+	completeUntil time.Time
+	byName        map[string]*indexedTool
 }
 
 // indexedTool is one tool of the index.
 type indexedTool struct {
-	tool    *Tool
-	safe    bool
+	tool *Tool
+	safe bool
+	// until is when the listing that said safe goes stale (zero: never): past it the hint
+	// says nothing, for the tool may have changed since.
+	until   time.Time
 	headers []headers.Param
 	schema  *jsonschema.Schema // compiled on first use; nil when there is none to check
 	tried   bool               // compiling the schema was tried
@@ -46,8 +53,9 @@ func (x *toolIndex) generation() uint64 {
 	return x.gen
 }
 
-// add indexes one page of a listing that began in generation gen.
-func (x *toolIndex) add(tools []*Tool, gen uint64) {
+// add indexes one page of a listing that began in generation gen, fresh until until (zero:
+// the server set no lifetime).
+func (x *toolIndex) add(tools []*Tool, gen uint64, until time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if gen != x.gen {
@@ -58,30 +66,30 @@ func (x *toolIndex) add(tools []*Tool, gen uint64) {
 	}
 	for _, t := range tools {
 		if t != nil {
-			x.byName[t.Name] = indexTool(t)
+			x.byName[t.Name] = indexTool(t, until)
 		}
 	}
 }
 
-// replace installs a complete listing that began in generation gen.
-func (x *toolIndex) replace(list []*Tool, gen uint64) {
+// replace installs a complete listing that began in generation gen, fresh until until.
+func (x *toolIndex) replace(list []*Tool, gen uint64, until time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if gen != x.gen {
 		return
 	}
-	x.complete = list
+	x.complete, x.completeUntil = list, until
 	if x.complete == nil {
 		x.complete = []*Tool{}
 	}
 	x.byName = make(map[string]*indexedTool, len(list))
 	for _, t := range list {
-		x.byName[t.Name] = indexTool(t)
+		x.byName[t.Name] = indexTool(t, until)
 	}
 }
 
-func indexTool(t *Tool) *indexedTool {
-	e := &indexedTool{tool: t, safe: t.Annotations.safeToRepeat()}
+func indexTool(t *Tool, until time.Time) *indexedTool {
+	e := &indexedTool{tool: t, safe: t.Annotations.safeToRepeat(), until: until}
 	if params, err := headers.Declarations(t.InputSchema); err == nil {
 		e.headers = params
 	}
@@ -96,19 +104,36 @@ func (x *toolIndex) clear() {
 	x.complete, x.byName = nil, nil
 }
 
-// all returns the last complete listing; ok is false when none is held.
+// all returns the last complete listing; ok is false when none is held, or the one held went
+// stale.
 func (x *toolIndex) all() (tools []*Tool, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return slices.Clone(x.complete), x.complete != nil
+	if x.complete == nil || !fresh(x.completeUntil, time.Now()) {
+		return nil, false
+	}
+	return slices.Clone(x.complete), true
 }
 
-// repeatable reports whether the listed tool name says a call may run twice without harm.
+// repeatable reports whether the listed tool name says a call may run twice without harm, in
+// a listing still fresh: a hint past the lifetime the server gave it may no longer hold.
 func (x *toolIndex) repeatable(name string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.byName[name]
-	return e != nil && e.safe
+	return e != nil && e.safe && fresh(e.until, time.Now())
+}
+
+// fresh reports whether something fresh until until (zero: for good) still is at now.
+func fresh(until, now time.Time) bool { return until.IsZero() || now.Before(until) }
+
+// freshUntil is when a result that arrived at arrival goes stale by its ttlMs; zero when it
+// sets none. A ttlMs of 0, or a negative one, makes it stale at once.
+func freshUntil(arrival time.Time, ttlMs *int64) time.Time {
+	if ttlMs == nil {
+		return time.Time{}
+	}
+	return arrival.Add(time.Duration(max(*ttlMs, 0)) * time.Millisecond)
 }
 
 // headerParamsOf returns the x-mcp-header declarations of a listed tool.
@@ -250,7 +275,7 @@ func (c *Client) ListToolsPage(ctx context.Context, cursor string, opts ...CallO
 	if err := c.call(ctx, "tools/list", ListToolsParams{Cursor: cursor}, &res, opts...); err != nil {
 		return nil, err
 	}
-	c.tools.add(res.Tools, gen)
+	c.tools.add(res.Tools, gen, freshUntil(time.Now(), res.TTLMs))
 	return &res, nil
 }
 
@@ -262,14 +287,18 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 	var (
 		listed []*Tool
 		gen    uint64
+		until  time.Time // the soonest any page goes stale
 	)
 	fetch := func(ctx context.Context, cursor string) ([]*Tool, string, error) {
 		if cursor == "" { // a listing begins (again, when the iterator is ranged once more)
-			listed, gen = nil, c.tools.generation()
+			listed, gen, until = nil, c.tools.generation(), time.Time{}
 		}
 		page, err := c.ListToolsPage(ctx, cursor)
 		if err != nil {
 			return nil, "", err
+		}
+		if u := freshUntil(time.Now(), page.TTLMs); !u.IsZero() && (until.IsZero() || u.Before(until)) {
+			until = u
 		}
 		stateless := c.stateless()
 		tools := make([]*Tool, 0, len(page.Tools))
@@ -287,12 +316,14 @@ func (c *Client) Tools(ctx context.Context) iter.Seq2[*Tool, error] {
 		listed = append(listed, tools...)
 		return tools, page.NextCursor, nil
 	}
-	return paginate(ctx, fetch, func() { c.tools.replace(listed, gen) })
+	return paginate(ctx, fetch, func() { c.tools.replace(listed, gen, until) })
 }
 
 // CachedTools returns the tools of the last complete listing the client holds, and lists them,
-// all pages, when it holds none: a complete listing (by Tools, or by CachedTools itself) fills
-// the cache and notifications/tools/list_changed empties it. Tools always asks the server.
+// all pages, when it holds none or the one it holds went stale by the lifetime the server gave
+// it (ttlMs, 2026-07-28 and later): a complete listing (by Tools, or by CachedTools itself)
+// fills the cache and notifications/tools/list_changed empties it. Tools always asks the
+// server.
 func (c *Client) CachedTools(ctx context.Context) ([]*Tool, error) {
 	if tools, ok := c.tools.all(); ok {
 		return tools, nil

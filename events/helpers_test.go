@@ -2,7 +2,6 @@ package events_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -109,12 +108,4 @@ func connect(t *testing.T, p *peer, opts ...mcpclient.Option) *mcpclient.Client 
 	}
 	t.Cleanup(func() { c.Close(); p.Wait() })
 	return c
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
 }

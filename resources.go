@@ -71,6 +71,9 @@ type ReadResourceResult struct {
 	// CacheScope says who may reuse the result: "private" (only under the same authorization)
 	// or "public".
 	CacheScope string `json:"cacheScope,omitempty"`
+	// Meta is the result's own _meta, beside that of each of its Contents: extensions put
+	// what concerns the read as a whole there.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
 type cursorParams struct {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
 )
 
@@ -217,5 +218,29 @@ func TestFeaturesResourceSubscriptionsArePerSession(t *testing.T) {
 	}
 	if got := recv(t, got2, "the marker"); got != "log" {
 		t.Errorf("the other session got %q before the marker, want nothing", got)
+	}
+}
+
+// The result of resources/read keeps its own _meta, beside the _meta of each content item:
+// extensions (MCP Apps, for one) put there what concerns the read as a whole.
+func TestReadResourceKeepsTheResultMeta(t *testing.T) {
+	t.Parallel()
+	srv := testpeer.NewPipe(t, func(c *testpeer.Conn, m testpeer.Msg) bool {
+		if m.Method != "resources/read" {
+			return false
+		}
+		c.Send(testpeer.Result(m.ID, `{"contents":[{"uri":"ui://a/view","mimeType":"text/plain","text":"x","_meta":{"item":1}}],"_meta":{"ui":{"prefersBorder":true}}}`))
+		return true
+	})
+	c := connect(t, srv.Transport())
+	res, err := c.ReadResource(testCtx(t), "ui://a/view")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(res.Meta), `{"ui":{"prefersBorder":true}}`; got != want {
+		t.Errorf("result _meta %s, want %s", got, want)
+	}
+	if got, want := string(res.Contents[0].Meta), `{"item":1}`; got != want {
+		t.Errorf("content _meta %s, want %s", got, want)
 	}
 }

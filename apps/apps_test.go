@@ -287,3 +287,16 @@ func TestReadUIRefusesHostileAnswers(t *testing.T) {
 		t.Errorf("the server received %d frames for URIs refused before sending", after-before)
 	}
 }
+
+// WithCallOptions reaches the resources/read request: a pinned id is the one the server sees.
+func TestReadUIPassesCallOptions(t *testing.T) {
+	a := newAppServer(t)
+	c := mcptest.NewClient(t, a.srv)
+	id := mcpclient.StringID("read-view-1")
+	if _, err := apps.ReadUI(testCtx(t), c, "ui://weather/view", apps.WithCallOptions(mcpclient.WithRequestID(id))); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.srv.Received(id)) == 0 {
+		t.Error("the server saw no resources/read under the pinned id")
+	}
+}

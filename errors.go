@@ -50,9 +50,10 @@ const (
 	// an authorization that failed or was abandoned, or a server refusing every new token.
 	// Nothing ran; the request may be sent again once the cause in the chain is dealt with.
 	CodeUnauthorized
-	// CodeSkillVerification: a skill file was refused, because its entry cannot vouch for it or
-	// because what the server sent does not match the entry (see ErrSkillVerification). The
-	// *SkillVerificationError in the chain names the file and the check.
+	// CodeSkillVerification: a skill file was refused by package skills, because its entry
+	// cannot vouch for it or because what the server sent does not match the entry. The
+	// *skills.VerificationError in the chain names the file and the check (errors.Is matches
+	// skills.ErrVerification).
 	CodeSkillVerification
 	// CodeJournal: the client's journal could not record the request, or could not be read
 	// (see ErrJournal); nothing was sent for want of the record.
@@ -147,11 +148,6 @@ var (
 	// to do: give the transport an Authorizer (package oauth), sign in again after a refresh
 	// token was revoked, or ask for the access the server wants.
 	ErrUnauthorized = errors.New("mcpclient: unauthorized")
-	// ErrSkillVerification: a skill file was refused and its content not returned
-	// (CodeSkillVerification): the skill's entry cannot vouch for it (no manifest, a malformed
-	// one, one beyond the client's limits), or what the server sent differs from the entry in
-	// size, digest or frontmatter. errors.As gives the *SkillVerificationError.
-	ErrSkillVerification = errors.New("mcpclient: skill verification failed")
 	// ErrAlreadySuperseded: the request was replaced by another, whose id the error names
 	// (CodeSuperseded). A replaced request is not sent again, since it could then run beside
 	// its replacement, and it is replaced at most once, across the processes sharing a journal
@@ -216,14 +212,6 @@ var (
 	ErrExchangeRequestChanged = errors.New("mcpclient: the exchange's request was replaced")
 	// ErrNotStateless reports a call that only the stateless revisions (2026-07-28) have.
 	ErrNotStateless = errors.New("mcpclient: the session does not speak a stateless revision")
-	// ErrSkillUnverifiable reports, besides ErrSkillVerification, the files of a skill whose
-	// server publishes no manifest of them ("dynamic"): nothing vouches for what they hold. See
-	// WithUnverifiableFiles.
-	ErrSkillUnverifiable = errors.New("mcpclient: the skill has no manifest to verify its files against")
-	// ErrDirectoryReadNotDeclared reports a resources/directory/read the client did not send,
-	// with CodeInvalidArgument, because the server does not declare the Skills extension with
-	// directoryRead.
-	ErrDirectoryReadNotDeclared = errors.New("mcpclient: the server does not declare resources/directory/read")
 	// ErrJournal reports, with CodeJournal, a journal that failed to record or to read: a
 	// request it could not record was not sent.
 	ErrJournal = errors.New("mcpclient: journal failed")
@@ -240,7 +228,6 @@ var sentinels = map[Code]error{
 	CodeStructuredContent:  ErrStructuredContent,
 	CodeRefused:            ErrRefused,
 	CodeUnauthorized:       ErrUnauthorized,
-	CodeSkillVerification:  ErrSkillVerification,
 	CodeJournal:            ErrJournal,
 	CodeSuperseded:         ErrAlreadySuperseded,
 	CodeAlreadyAnswered:    ErrAlreadyAnswered,

@@ -38,9 +38,6 @@ type config struct {
 	// extensions are the extensions the client declares, by identifier, with their settings;
 	// nil when none is.
 	extensions map[string]json.RawMessage
-	// skillFiles and skillBytes are the limits of WithSkillLimits; 0 keeps the default.
-	skillFiles int
-	skillBytes int64
 
 	// invalid holds what the options said that cannot be: Connect refuses to start with it.
 	invalid error
@@ -399,7 +396,7 @@ func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
 	return optionFunc(func(c *config) { c.resourceUpdated = h })
 }
 
-// WithExtension declares support for the protocol extension id (such as SkillsExtension) in the
+// WithExtension declares support for the protocol extension id (such as skills.Extension) in the
 // client's capabilities, under capabilities.extensions, with settings marshalled to a JSON
 // object; nil declares it with none ({}). A later declaration of the same id replaces the
 // earlier. Declaring an extension tells the server that the host uses what it offers: a server

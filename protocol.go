@@ -74,7 +74,7 @@ type ServerCapabilities struct {
 	Tools        *ListChangedCapability     `json:"tools,omitempty"`
 	Tasks        json.RawMessage            `json:"tasks,omitempty"`
 	// Extensions maps the identifier of each extension the server supports to its settings, a
-	// JSON object; see Skills for the Skills extension's.
+	// JSON object; see skills.CapabilitiesOf for the Skills extension's.
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 

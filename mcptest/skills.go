@@ -41,7 +41,7 @@ type skillEntry struct {
 	uri         string // of its SKILL.md
 	dir         string // skill://<path>
 	frontmatter json.RawMessage
-	manifest    []mcpclient.SkillFile // SKILL.md first, then the files by path
+	manifest    []manifestFile // SKILL.md first, then the files by path
 }
 
 // skillFile is one file of a served skill.
@@ -71,6 +71,26 @@ func WithSkill(s Skill) Option {
 
 // skillURIPrefix is the scheme of skill URIs, as the extension names them.
 const skillURIPrefix = "skill://"
+
+// skillsExtension is the identifier of the Skills extension, which the server declares.
+const skillsExtension = "io.modelcontextprotocol/skills"
+
+// mimeTypeDirectory is the mimeType of a directory among the children
+// resources/directory/read lists.
+const mimeTypeDirectory = "inode/directory"
+
+// manifestFile is one file of a skill's manifest, as an entry lists it.
+type manifestFile struct {
+	URI    string `json:"uri"`
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
+}
+
+// directoryPage is one page of resources/directory/read.
+type directoryPage struct {
+	Resources  []*mcpclient.Resource `json:"resources"`
+	NextCursor string                `json:"nextCursor,omitempty"`
+}
 
 func validSkillPath(p string) bool {
 	if p == "" {
@@ -125,7 +145,7 @@ func (s *Server) addSkillLocked(sk Skill) {
 		uri := dir + "/" + p
 		b := files[p]
 		sum := sha256.Sum256(b)
-		e.manifest = append(e.manifest, mcpclient.SkillFile{URI: uri, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(b))})
+		e.manifest = append(e.manifest, manifestFile{URI: uri, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(b))})
 		c := mcpclient.ResourceContents{URI: uri, MIMEType: skillMIMEType(p, b)}
 		if utf8.Valid(b) {
 			c.Text = string(b)
@@ -145,7 +165,7 @@ func (s *Server) addSkillLocked(sk Skill) {
 	if s.extensions == nil {
 		s.extensions = make(map[string]json.RawMessage)
 	}
-	s.extensions[mcpclient.SkillsExtension] = json.RawMessage(`{"directoryRead":true}`)
+	s.extensions[skillsExtension] = json.RawMessage(`{"directoryRead":true}`)
 	if s.methods == nil {
 		s.methods = make(map[string]MethodFunc)
 	}
@@ -242,9 +262,9 @@ func writeFlow(b *bytes.Buffer, v any) {
 
 // skillEntryJSON is the entry of a skill on the wire.
 type skillEntryJSON struct {
-	URI         string                `json:"uri"`
-	Frontmatter json.RawMessage       `json:"frontmatter"`
-	Resources   []mcpclient.SkillFile `json:"resources"`
+	URI         string          `json:"uri"`
+	Frontmatter json.RawMessage `json:"frontmatter"`
+	Resources   []manifestFile  `json:"resources"`
 }
 
 func (e *skillEntry) wire() skillEntryJSON {
@@ -333,7 +353,7 @@ func (s *Server) readSkillDirectory(_ context.Context, params json.RawMessage) (
 			}
 		}
 	}) {
-		children = append(children, &mcpclient.Resource{URI: dir + "/" + sub, Name: sub, MIMEType: mcpclient.MIMETypeDirectory})
+		children = append(children, &mcpclient.Resource{URI: dir + "/" + sub, Name: sub, MIMEType: mimeTypeDirectory})
 	}
 	slices.Sort(files)
 	for _, f := range files {
@@ -351,7 +371,7 @@ func (s *Server) readSkillDirectory(_ context.Context, params json.RawMessage) (
 	if !ok {
 		return nil, &mcpclient.RPCError{Code: mcpclient.RPCInvalidParams, Message: "invalid cursor"}
 	}
-	return mcpclient.ReadDirectoryResult{Resources: out, NextCursor: next}, nil
+	return directoryPage{Resources: out, NextCursor: next}, nil
 }
 
 // readSkillFile returns the contents of a skill file, or nil.

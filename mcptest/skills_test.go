@@ -9,6 +9,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/skills"
 )
 
 var pdfSkill = mcptest.Skill{
@@ -33,24 +34,24 @@ func TestSkillsAreServedAsTheClientReadsAndVerifiesThem(t *testing.T) {
 	t.Parallel()
 	srv := mcptest.NewTestServer(t, mcptest.WithPageSize(1), mcptest.WithSkill(pdfSkill),
 		mcptest.WithSkill(mcptest.Skill{Path: "notes", Description: "Takes notes"}))
-	c := mcptest.NewClient(t, srv, mcpclient.WithExtension(mcpclient.SkillsExtension, nil))
+	c := mcptest.NewClient(t, srv, mcpclient.WithExtension(skills.Extension, nil))
 	ctx := context.Background()
 
-	if caps, ok := c.ServerCapabilities().Skills(); !ok || !caps.DirectoryRead {
+	if caps, ok := skills.CapabilitiesOf(c.ServerCapabilities()); !ok || !caps.DirectoryRead {
 		t.Fatalf("skills declared %v with %+v, want directoryRead", ok, caps)
 	}
-	skills, err := mcpclient.Collect(c.Skills(ctx)) // one skill a page
+	entries, err := mcpclient.Collect(skills.List(ctx, c)) // one skill a page
 	if err != nil {
 		t.Fatal(err)
 	}
 	var uris []string
-	for _, s := range skills {
+	for _, s := range entries {
 		uris = append(uris, s.URI)
 	}
 	if !slices.Equal(uris, []string{"skill://acme/pdf-processing/SKILL.md", "skill://notes/SKILL.md"}) {
 		t.Fatalf("skills %v", uris)
 	}
-	pdf, err := c.GetSkill(ctx, "skill://acme/pdf-processing/SKILL.md")
+	pdf, err := skills.Get(ctx, c, "skill://acme/pdf-processing/SKILL.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestSkillsAreServedAsTheClientReadsAndVerifiesThem(t *testing.T) {
 	}
 
 	read := map[string][]byte{}
-	for f, err := range c.SkillFiles(ctx, pdf) { // each file checked against the manifest
+	for f, err := range skills.Files(ctx, c, pdf) { // each file checked against the manifest
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestSkillsAreServedAsTheClientReadsAndVerifiesThem(t *testing.T) {
 		t.Errorf("resources/list %+v, want the SKILL.md files alone", res)
 	}
 
-	children, err := mcpclient.Collect(c.ReadDirectory(ctx, "skill://acme/pdf-processing"))
+	children, err := mcpclient.Collect(skills.ReadDirectory(ctx, c, "skill://acme/pdf-processing"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,25 +97,25 @@ func TestSkillsAreServedAsTheClientReadsAndVerifiesThem(t *testing.T) {
 		listed = append(listed, r.URI+" "+r.MIMEType)
 	}
 	want := []string{
-		"skill://acme/pdf-processing/assets " + mcpclient.MIMETypeDirectory,
-		"skill://acme/pdf-processing/scripts " + mcpclient.MIMETypeDirectory,
+		"skill://acme/pdf-processing/assets " + skills.MIMETypeDirectory,
+		"skill://acme/pdf-processing/scripts " + skills.MIMETypeDirectory,
 		"skill://acme/pdf-processing/FORMS.md text/markdown",
 		"skill://acme/pdf-processing/SKILL.md text/markdown",
 	}
 	if !slices.Equal(listed, want) {
 		t.Errorf("directory %q, want %q", listed, want)
 	}
-	if sub, err := mcpclient.Collect(c.ReadDirectory(ctx, "skill://acme/pdf-processing/scripts/")); err != nil || len(sub) != 1 || sub[0].Name != "extract.py" {
+	if sub, err := mcpclient.Collect(skills.ReadDirectory(ctx, c, "skill://acme/pdf-processing/scripts/")); err != nil || len(sub) != 1 || sub[0].Name != "extract.py" {
 		t.Errorf("subdirectory %+v, %v", sub, err)
 	}
 
 	for _, bad := range []func() error{
-		func() error { _, err := c.GetSkill(ctx, "skill://missing/SKILL.md"); return err },
+		func() error { _, err := skills.Get(ctx, c, "skill://missing/SKILL.md"); return err },
 		func() error {
-			_, err := mcpclient.Collect(c.ReadDirectory(ctx, "skill://acme/pdf-processing/FORMS.md"))
+			_, err := mcpclient.Collect(skills.ReadDirectory(ctx, c, "skill://acme/pdf-processing/FORMS.md"))
 			return err
 		},
-		func() error { _, err := mcpclient.Collect(c.ReadDirectory(ctx, "skill://acme")); return err },
+		func() error { _, err := mcpclient.Collect(skills.ReadDirectory(ctx, c, "skill://acme")); return err },
 	} {
 		var rpc *mcpclient.RPCError
 		if err := bad(); !errors.As(err, &rpc) || rpc.Code != mcpclient.RPCInvalidParams {

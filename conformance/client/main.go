@@ -92,7 +92,7 @@ func run(scenario, url string) error {
 	case "json-schema-2020-12-preservation":
 		return echoSchema(ctx, c)
 	case "sep-2640-client-no-prefetch", "sep-2640-client-verify-digest", "sep-2640-client-verify-size", "sep-2640-client-verify-frontmatter":
-		return skills(ctx, c, scenario)
+		return runSkills(ctx, c, scenario)
 	case "http-custom-headers":
 		var scenarioContext struct {
 			ToolCalls []struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/skills"
 )
 
 // skillsOptions are the options of the client for scenario: a host that uses skills declares
@@ -16,23 +17,23 @@ func skillsOptions(scenario string) []mcpclient.Option {
 	if !strings.HasPrefix(scenario, "sep-2640-") {
 		return nil
 	}
-	return []mcpclient.Option{mcpclient.WithExtension(mcpclient.SkillsExtension, nil)}
+	return []mcpclient.Option{mcpclient.WithExtension(skills.Extension, nil)}
 }
 
 // refusedCheck is, for the scenarios whose server tampers with SKILL.md, the check that must
 // refuse it.
-var refusedCheck = map[string]mcpclient.SkillCheck{
-	"sep-2640-client-verify-digest":      mcpclient.SkillCheckDigest,
-	"sep-2640-client-verify-size":        mcpclient.SkillCheckSize,
-	"sep-2640-client-verify-frontmatter": mcpclient.SkillCheckFrontmatter,
+var refusedCheck = map[string]skills.Check{
+	"sep-2640-client-verify-digest":      skills.CheckDigest,
+	"sep-2640-client-verify-size":        skills.CheckSize,
+	"sep-2640-client-verify-frontmatter": skills.CheckFrontmatter,
 }
 
-// skills runs the Skills extension's scenarios. no-prefetch lists the skills and reads none of
+// runSkills runs the Skills extension's scenarios. no-prefetch lists the skills and reads none of
 // their files, as a host does until a skill is needed. The verify scenarios then load each
 // skill, reading its files one at a time: the server's SKILL.md does not match the entry, so
 // the client must refuse it and read nothing after it.
-func skills(ctx context.Context, c *mcpclient.Client, scenario string) error {
-	listed, err := mcpclient.Collect(c.Skills(ctx))
+func runSkills(ctx context.Context, c *mcpclient.Client, scenario string) error {
+	listed, err := mcpclient.Collect(skills.List(ctx, c))
 	if err != nil {
 		return err
 	}
@@ -44,8 +45,8 @@ func skills(ctx context.Context, c *mcpclient.Client, scenario string) error {
 		return nil
 	}
 	for _, s := range listed {
-		for f, err := range c.SkillFiles(ctx, s) {
-			var refusal *mcpclient.SkillVerificationError
+		for f, err := range skills.Files(ctx, c, s) {
+			var refusal *skills.VerificationError
 			switch {
 			case errors.As(err, &refusal) && refusal.Check == want:
 				fmt.Fprintln(os.Stderr, "refused as expected:", err)

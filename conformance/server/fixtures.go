@@ -53,7 +53,7 @@ func newServer(log *slog.Logger) *mcptest.HTTPServer {
 	}
 	opts = append(opts, resources()...)
 	opts = append(opts, prompts()...)
-	opts = append(opts, skills()...)
+	opts = append(opts, skillFixtures()...)
 	opts = append(opts, mrtrFixtures()...)
 	opts = append(opts, taskFixtures()...)
 	h := mcptest.NewUnstartedHTTPServer(opts...)

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/skills"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -100,7 +101,7 @@ func connect(t *testing.T, url string, n *notes) *mcpclient.Client {
 	c, err := mcpclient.Connect(ctx, &transport.HTTP{URL: url, Client: hc},
 		mcpclient.WithProtocolVersion(mcpclient.ProtocolVersion20251125),
 		mcpclient.WithServerStream(),
-		mcpclient.WithExtension(mcpclient.SkillsExtension, nil),
+		mcpclient.WithExtension(skills.Extension, nil),
 		mcpclient.WithRoots(mcpclient.Root{URI: "file:///work", Name: "work"}),
 		mcpclient.WithSamplingHandler(func(_ context.Context, p *mcpclient.CreateMessageParams) (*mcpclient.CreateMessageResult, error) {
 			return &mcpclient.CreateMessageResult{Role: "assistant", Model: "test", Content: mcpclient.SamplingContent{mcpclient.TextContent("Paris")}}, nil
@@ -277,12 +278,12 @@ func TestResourcesPromptsAndCompletion(t *testing.T) {
 	if err != nil || !slices.Equal(done.Values, []string{"paris", "park", "party"}) {
 		t.Errorf("completion: %+v, %v", done, err)
 	}
-	skills, err := mcpclient.Collect(c.Skills(ctx))
-	if err != nil || len(skills) != 2 {
-		t.Fatalf("skills %v, %v", skills, err)
+	entries, err := mcpclient.Collect(skills.List(ctx, c))
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("skills %v, %v", entries, err)
 	}
-	for _, s := range skills {
-		for _, err := range c.SkillFiles(ctx, s) {
+	for _, s := range entries {
+		for _, err := range skills.Files(ctx, c, s) {
 			if err != nil {
 				t.Errorf("skill %s: %v", s.URI, err)
 			}

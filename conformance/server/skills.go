@@ -2,9 +2,9 @@ package main
 
 import "github.com/northstar-mcp/mcpclient/mcptest"
 
-// skills are the skills the Skills extension's scenarios list, get and read: one with files in
-// subdirectories, for the directory reads, and one under a nested path.
-func skills() []mcptest.Option {
+// skillFixtures are the skills the Skills extension's scenarios list, get and read: one with
+// files in subdirectories, for the directory reads, and one under a nested path.
+func skillFixtures() []mcptest.Option {
 	return []mcptest.Option{
 		mcptest.WithSkill(mcptest.Skill{
 			Path:        "pdf-processing",

@@ -1,4 +1,4 @@
-package mcpclient_test
+package skills_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/skills"
 )
 
 const (
@@ -31,17 +32,17 @@ const (
 var logoPNG = []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}
 
 // fileOf is the manifest entry of a file holding data.
-func fileOf(uri string, data []byte) mcpclient.SkillFile {
+func fileOf(uri string, data []byte) skills.File {
 	sum := sha256.Sum256(data)
-	return mcpclient.SkillFile{URI: uri, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	return skills.File{URI: uri, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(data))}
 }
 
 // pdfEntry is the entry of the skill pdf-processing, whose files pdfFiles serves.
-func pdfEntry() *mcpclient.Skill {
-	return &mcpclient.Skill{
+func pdfEntry() *skills.Skill {
+	return &skills.Skill{
 		URI:         pdfSkill,
 		Frontmatter: json.RawMessage(pdfFM),
-		Files: []mcpclient.SkillFile{
+		Files: []skills.File{
 			fileOf(pdfSkill, []byte(pdfMD)),
 			fileOf(pdfForms, []byte(formsMD)),
 			fileOf(pdfLogo, logoPNG),
@@ -66,7 +67,7 @@ type skillServer struct {
 	methods map[string]int
 }
 
-func newSkillServer(t *testing.T, entries []*mcpclient.Skill, files map[string]mcpclient.ResourceContents, opts ...mcptest.Option) *skillServer {
+func newSkillServer(t *testing.T, entries []*skills.Skill, files map[string]mcpclient.ResourceContents, opts ...mcptest.Option) *skillServer {
 	t.Helper()
 	s := &skillServer{methods: map[string]int{}}
 	count := func(method string) {
@@ -75,7 +76,7 @@ func newSkillServer(t *testing.T, entries []*mcpclient.Skill, files map[string]m
 		s.mu.Unlock()
 	}
 	opts = append([]mcptest.Option{
-		mcptest.WithExtension(mcpclient.SkillsExtension, nil),
+		mcptest.WithExtension(skills.Extension, nil),
 		mcptest.WithMethod("skills/list", func(_ context.Context, params json.RawMessage) (any, error) {
 			count("skills/list")
 			var p struct{ Cursor string }
@@ -129,45 +130,45 @@ func (s *skillServer) calls(method string) int {
 	return s.methods[method]
 }
 
-// refusal returns the *SkillVerificationError of err, failing the test unless err is the
+// refusal returns the *VerificationError of err, failing the test unless err is the
 // *Error of a refused skill file.
-func refusal(t *testing.T, err error) *mcpclient.SkillVerificationError {
+func refusal(t *testing.T, err error) *skills.VerificationError {
 	t.Helper()
-	var sve *mcpclient.SkillVerificationError
-	if !errors.As(err, &sve) || !errors.Is(err, mcpclient.ErrSkillVerification) || mcpclient.CodeOf(err) != mcpclient.CodeSkillVerification {
-		t.Fatalf("error %v, want a *SkillVerificationError with CodeSkillVerification", err)
+	var sve *skills.VerificationError
+	if !errors.As(err, &sve) || !errors.Is(err, skills.ErrVerification) || mcpclient.CodeOf(err) != mcpclient.CodeSkillVerification {
+		t.Fatalf("error %v, want a *VerificationError with CodeSkillVerification", err)
 	}
 	return sve
 }
 
 func TestSkillsListPaginatesAndGetReadsNoFile(t *testing.T) {
 	t.Parallel()
-	var entries []*mcpclient.Skill
+	var entries []*skills.Skill
 	for _, name := range []string{"alpha", "beta", "gamma", "delta", "pdf-processing"} {
 		e := pdfEntry()
 		if name != "pdf-processing" {
 			e.URI = "skill://" + name + "/SKILL.md"
 			e.Frontmatter = json.RawMessage(`{"name":"` + name + `","description":"the ` + name + ` skill"}`)
-			e.Files = []mcpclient.SkillFile{fileOf(e.URI, []byte("x"))}
+			e.Files = []skills.File{fileOf(e.URI, []byte("x"))}
 		}
 		entries = append(entries, e)
 	}
 	entries[3].Files, entries[3].Dynamic = nil, true
 	srv := newSkillServer(t, entries, pdfFiles())
-	c := mcptest.NewClient(t, srv, mcpclient.WithExtension(mcpclient.SkillsExtension, nil))
+	c := mcptest.NewClient(t, srv, mcpclient.WithExtension(skills.Extension, nil))
 	ctx := testCtx(t)
 
-	if decl, ok := c.ServerCapabilities().Skills(); !ok || decl.DirectoryRead {
+	if decl, ok := skills.CapabilitiesOf(c.ServerCapabilities()); !ok || decl.DirectoryRead {
 		t.Errorf("server declaration %+v, %v: want the extension without directoryRead", decl, ok)
 	}
-	first, err := c.ListSkillsPage(ctx, "")
+	first, err := skills.ListPage(ctx, c, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(first.Skills) != 2 || first.NextCursor != "2" {
 		t.Errorf("first page: %d skills, cursor %q", len(first.Skills), first.NextCursor)
 	}
-	all, err := mcpclient.Collect(c.Skills(ctx))
+	all, err := mcpclient.Collect(skills.List(ctx, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,52 +190,52 @@ func TestSkillsListPaginatesAndGetReadsNoFile(t *testing.T) {
 		t.Errorf("dynamic entry %+v", all[3])
 	}
 
-	got, err := c.GetSkill(ctx, pdfSkill)
+	got, err := skills.Get(ctx, c, pdfSkill)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.URI != pdfSkill || !slices.Equal(got.Files, pdf.Files) || string(got.Frontmatter) != pdfFM {
-		t.Errorf("GetSkill: %+v", got)
+		t.Errorf("Get: %+v", got)
 	}
-	if _, err := c.GetSkill(ctx, "skill://nonexistent/SKILL.md"); featRPCError(t, err).Code != mcpclient.RPCInvalidParams {
-		t.Errorf("GetSkill of an unknown skill: %v", err)
+	if _, err := skills.Get(ctx, c, "skill://nonexistent/SKILL.md"); rpcError(t, err).Code != mcpclient.RPCInvalidParams {
+		t.Errorf("Get of an unknown skill: %v", err)
 	}
-	if _, err := c.GetSkill(ctx, "skill://impostor/SKILL.md"); mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
-		t.Errorf("GetSkill answered with another skill: %v, want CodeProtocol", err)
+	if _, err := skills.Get(ctx, c, "skill://impostor/SKILL.md"); mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
+		t.Errorf("Get answered with another skill: %v, want CodeProtocol", err)
 	}
 	if reads := srv.read(); len(reads) != 0 {
 		t.Errorf("connecting, listing and getting read %v", reads)
 	}
 }
 
-// TestSkillFilesAreReadWhenAskedAndVerified: LoadSkill reads SKILL.md alone, ReadSkillFile the
-// one file asked for, SkillFiles one file per step of the loop; each comes back verified.
+// TestSkillFilesAreReadWhenAskedAndVerified: Load reads SKILL.md alone, ReadFile the one file
+// asked for, Files one file per step of the loop; each comes back verified.
 func TestSkillFilesAreReadWhenAskedAndVerified(t *testing.T) {
 	t.Parallel()
-	srv := newSkillServer(t, []*mcpclient.Skill{pdfEntry()}, pdfFiles())
+	srv := newSkillServer(t, []*skills.Skill{pdfEntry()}, pdfFiles())
 	c := mcptest.NewClient(t, srv)
 	ctx := testCtx(t)
-	skill, err := c.GetSkill(ctx, pdfSkill)
+	skill, err := skills.Get(ctx, c, pdfSkill)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	md, err := c.LoadSkill(ctx, skill)
+	md, err := skills.Load(ctx, c, skill)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(md.Data) != pdfMD || !md.Verified || md.MIMEType != "text/markdown" || md.URI != pdfSkill {
-		t.Errorf("LoadSkill: %+v", md)
+		t.Errorf("Load: %+v", md)
 	}
 	if reads := srv.read(); !slices.Equal(reads, []string{pdfSkill}) {
-		t.Errorf("LoadSkill read %v, want SKILL.md alone", reads)
+		t.Errorf("Load read %v, want SKILL.md alone", reads)
 	}
-	_, body, ok := mcpclient.SplitFrontmatter(md.Data)
+	_, body, ok := skills.SplitFrontmatter(md.Data)
 	if !ok || string(body) != "\nSkill body.\n" {
 		t.Errorf("SKILL.md body %q, %v", body, ok)
 	}
 
-	logo, err := c.ReadSkillFile(ctx, skill, pdfLogo)
+	logo, err := skills.ReadFile(ctx, c, skill, pdfLogo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestSkillFilesAreReadWhenAskedAndVerified(t *testing.T) {
 		t.Errorf("reads %v", reads)
 	}
 
-	for f, err := range c.SkillFiles(ctx, skill) {
+	for f, err := range skills.Files(ctx, c, skill) {
 		if err != nil || f.URI != pdfSkill {
 			t.Fatalf("first file %v, %v", f, err)
 		}
@@ -255,49 +256,49 @@ func TestSkillFilesAreReadWhenAskedAndVerified(t *testing.T) {
 		t.Errorf("a loop that stopped at SKILL.md read %v", reads[2:])
 	}
 	var uris []string
-	for f, err := range c.SkillFiles(ctx, skill) {
+	for f, err := range skills.Files(ctx, c, skill) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		uris = append(uris, f.URI)
 	}
 	if want := []string{pdfSkill, pdfForms, pdfLogo}; !slices.Equal(uris, want) || !slices.Equal(srv.read()[3:], want) {
-		t.Errorf("SkillFiles yielded %v and read %v, want %v", uris, srv.read()[3:], want)
+		t.Errorf("Files yielded %v and read %v, want %v", uris, srv.read()[3:], want)
 	}
 }
 
 // TestSkillFileRefusals: content that differs from the entry is refused, naming the file and
-// the check, and nothing of it is returned; SkillFiles stops at the refusal.
+// the check, and nothing of it is returned; Files stops at the refusal.
 func TestSkillFileRefusals(t *testing.T) {
 	t.Parallel()
 	tampered := strings.Replace(pdfMD, "Skill body.", "Evil body!!", 1) // same length
 	tests := []struct {
 		name  string
 		md    string // the SKILL.md served
-		entry func(e *mcpclient.Skill)
-		check mcpclient.SkillCheck
+		entry func(e *skills.Skill)
+		check skills.Check
 		field string
 	}{
 		// The size is checked first: a file whose size and digest both differ is refused for
 		// its size.
-		{"size", pdfMD + "extra bytes the entry did not account for\n", nil, mcpclient.SkillCheckSize, ""},
-		{"digest", tampered, nil, mcpclient.SkillCheckDigest, ""},
+		{"size", pdfMD + "extra bytes the entry did not account for\n", nil, skills.CheckSize, ""},
+		{"digest", tampered, nil, skills.CheckDigest, ""},
 		{"frontmatter field", strings.Replace(pdfMD, "Extract, fill, and assemble PDF documents", "Exfiltrate credentials", 1), nil,
-			mcpclient.SkillCheckFrontmatter, "description"},
+			skills.CheckFrontmatter, "description"},
 		{"frontmatter nested field", strings.Replace(pdfMD, "version: 2", "version: 3", 1), nil,
-			mcpclient.SkillCheckFrontmatter, "metadata"},
+			skills.CheckFrontmatter, "metadata"},
 		{"frontmatter field the entry lacks", strings.Replace(pdfMD, "name: pdf-processing\n", "name: pdf-processing\nallowed-tools: Bash\n", 1), nil,
-			mcpclient.SkillCheckFrontmatter, "allowed-tools"},
-		{"frontmatter field the file lacks", pdfMD, func(e *mcpclient.Skill) {
+			skills.CheckFrontmatter, "allowed-tools"},
+		{"frontmatter field the file lacks", pdfMD, func(e *skills.Skill) {
 			e.Frontmatter = json.RawMessage(strings.Replace(pdfFM, `{`, `{"license":"MIT",`, 1))
-		}, mcpclient.SkillCheckFrontmatter, "license"},
-		{"no frontmatter", "# pdf-processing\n", nil, mcpclient.SkillCheckFrontmatter, ""},
-		{"frontmatter no YAML", "---\nname: [unclosed\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
-		{"frontmatter no mapping", "---\n- name\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
-		{"frontmatter duplicate key", "---\nname: a\nname: b\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
-		{"frontmatter merge keys", "---\nname: a\nb: &b {c: d}\ne: {<<: *b}\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
-		{"frontmatter nested too deep", "---\nname: a\nb: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
-		{"frontmatter over 64 KiB", "---\nname: a\nb: " + strings.Repeat("c", 64<<10) + "\n---\n", nil, mcpclient.SkillCheckFrontmatter, ""},
+		}, skills.CheckFrontmatter, "license"},
+		{"no frontmatter", "# pdf-processing\n", nil, skills.CheckFrontmatter, ""},
+		{"frontmatter no YAML", "---\nname: [unclosed\n---\n", nil, skills.CheckFrontmatter, ""},
+		{"frontmatter no mapping", "---\n- name\n---\n", nil, skills.CheckFrontmatter, ""},
+		{"frontmatter duplicate key", "---\nname: a\nname: b\n---\n", nil, skills.CheckFrontmatter, ""},
+		{"frontmatter merge keys", "---\nname: a\nb: &b {c: d}\ne: {<<: *b}\n---\n", nil, skills.CheckFrontmatter, ""},
+		{"frontmatter nested too deep", "---\nname: a\nb: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n---\n", nil, skills.CheckFrontmatter, ""},
+		{"frontmatter over 64 KiB", "---\nname: a\nb: " + strings.Repeat("c", 64<<10) + "\n---\n", nil, skills.CheckFrontmatter, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -305,19 +306,19 @@ func TestSkillFileRefusals(t *testing.T) {
 			files := pdfFiles()
 			files[pdfSkill] = mcpclient.ResourceContents{MIMEType: "text/markdown", Text: tt.md}
 			entry := pdfEntry()
-			if tt.check == mcpclient.SkillCheckFrontmatter {
+			if tt.check == skills.CheckFrontmatter {
 				entry.Files[0] = fileOf(pdfSkill, []byte(tt.md)) // the manifest vouches for the bytes
 			}
 			if tt.entry != nil {
 				tt.entry(entry)
 			}
-			srv := newSkillServer(t, []*mcpclient.Skill{entry}, files)
+			srv := newSkillServer(t, []*skills.Skill{entry}, files)
 			c := mcptest.NewClient(t, srv)
 			ctx := testCtx(t)
 
-			md, err := c.LoadSkill(ctx, entry)
+			md, err := skills.Load(ctx, c, entry)
 			if md != nil {
-				t.Errorf("LoadSkill returned the refused content %q", md.Data)
+				t.Errorf("Load returned the refused content %q", md.Data)
 			}
 			sve := refusal(t, err)
 			if sve.Check != tt.check || sve.Field != tt.field || sve.File != pdfSkill || sve.Skill != pdfSkill {
@@ -330,7 +331,7 @@ func TestSkillFileRefusals(t *testing.T) {
 			t.Log(err)
 
 			var yielded []string
-			for f, err := range c.SkillFiles(ctx, entry) {
+			for f, err := range skills.Files(ctx, c, entry) {
 				if err != nil {
 					refusal(t, err)
 					break
@@ -338,7 +339,7 @@ func TestSkillFileRefusals(t *testing.T) {
 				yielded = append(yielded, f.URI)
 			}
 			if len(yielded) != 0 {
-				t.Errorf("SkillFiles yielded %v before the refusal", yielded)
+				t.Errorf("Files yielded %v before the refusal", yielded)
 			}
 			if reads := srv.read(); !slices.Equal(reads, []string{pdfSkill, pdfSkill}) {
 				t.Errorf("reads %v: want SKILL.md twice, and nothing after it was refused", reads)
@@ -351,29 +352,29 @@ func TestSkillFileRefusals(t *testing.T) {
 		files := pdfFiles()
 		files[pdfForms] = mcpclient.ResourceContents{Text: "Supporting content!\n"}
 		files[pdfLogo] = mcpclient.ResourceContents{Blob: base64.StdEncoding.EncodeToString(logoPNG[1:])}
-		srv := newSkillServer(t, []*mcpclient.Skill{pdfEntry()}, files)
+		srv := newSkillServer(t, []*skills.Skill{pdfEntry()}, files)
 		c := mcptest.NewClient(t, srv)
 		ctx := testCtx(t)
-		_, err := c.ReadSkillFile(ctx, pdfEntry(), pdfForms)
-		if sve := refusal(t, err); sve.Check != mcpclient.SkillCheckDigest || sve.File != pdfForms || sve.Want != pdfEntry().Files[1].Digest {
+		_, err := skills.ReadFile(ctx, c, pdfEntry(), pdfForms)
+		if sve := refusal(t, err); sve.Check != skills.CheckDigest || sve.File != pdfForms || sve.Want != pdfEntry().Files[1].Digest {
 			t.Errorf("FORMS.md: %+v", sve)
 		}
-		_, err = c.ReadSkillFile(ctx, pdfEntry(), pdfLogo)
-		if sve := refusal(t, err); sve.Check != mcpclient.SkillCheckSize || sve.Want != "8 bytes" || sve.Got != "7 bytes" {
+		_, err = skills.ReadFile(ctx, c, pdfEntry(), pdfLogo)
+		if sve := refusal(t, err); sve.Check != skills.CheckSize || sve.Want != "8 bytes" || sve.Got != "7 bytes" {
 			t.Errorf("logo: %+v", sve)
 		}
 		var got []string
-		for f, err := range c.SkillFiles(ctx, pdfEntry()) {
+		for f, err := range skills.Files(ctx, c, pdfEntry()) {
 			if err != nil {
 				if refusal(t, err).File != pdfForms {
-					t.Errorf("SkillFiles refused %v", err)
+					t.Errorf("Files refused %v", err)
 				}
 				break
 			}
 			got = append(got, f.URI)
 		}
 		if !slices.Equal(got, []string{pdfSkill}) || !slices.Equal(srv.read()[2:], []string{pdfSkill, pdfForms}) {
-			t.Errorf("SkillFiles yielded %v and read %v: it must stop at the refused FORMS.md", got, srv.read()[2:])
+			t.Errorf("Files yielded %v and read %v: it must stop at the refused FORMS.md", got, srv.read()[2:])
 		}
 	})
 }
@@ -385,19 +386,19 @@ func TestSkillFrontmatterComparesAsJSON(t *testing.T) {
 	t.Parallel()
 	md := "\uFEFF---\r\nname: 'pdf-processing'\r\ndescription: >-\r\n  Extract, fill,\r\n  and assemble PDF documents\r\n" +
 		"metadata: &m {tags: [pdf, \"forms\"], version: 2.0}\r\ncopy: *m\r\nlicense: ~\r\nbig: 12345678901234567890\r\n--- \r\nbody\r\n"
-	entry := &mcpclient.Skill{
+	entry := &skills.Skill{
 		URI: pdfSkill,
 		Frontmatter: json.RawMessage(`{"name":"pdf-processing","description":"Extract, fill, and assemble PDF documents",` +
 			`"metadata":{"version":2,"tags":["pdf","forms"]},"copy":{"tags":["pdf","forms"],"version":2e0},"big":12345678901234567890}`),
-		Files: []mcpclient.SkillFile{fileOf(pdfSkill, []byte(md))},
+		Files: []skills.File{fileOf(pdfSkill, []byte(md))},
 	}
 	srv := newSkillServer(t, nil, map[string]mcpclient.ResourceContents{pdfSkill: {Text: md}})
 	c := mcptest.NewClient(t, srv)
-	if _, err := c.LoadSkill(testCtx(t), entry); err != nil {
+	if _, err := skills.Load(testCtx(t), c, entry); err != nil {
 		t.Fatal(err)
 	}
 	entry.Frontmatter = json.RawMessage(strings.Replace(string(entry.Frontmatter), "12345678901234567890", "12345678901234567891", 1))
-	if sve := refusal(t, second(c.LoadSkill(testCtx(t), entry))); sve.Field != "big" {
+	if sve := refusal(t, second(skills.Load(testCtx(t), c, entry))); sve.Field != "big" {
 		t.Errorf("an integer beyond float64 that differs in its last digit: %+v", sve)
 	}
 }
@@ -408,8 +409,8 @@ func second[T any](_ T, err error) error { return err }
 // beyond the client's limits, is refused without reading anything.
 func TestSkillEntryRefusedBeforeAnyRead(t *testing.T) {
 	t.Parallel()
-	many := func(n int) func(e *mcpclient.Skill) {
-		return func(e *mcpclient.Skill) {
+	many := func(n int) func(e *skills.Skill) {
+		return func(e *skills.Skill) {
 			for i := len(e.Files); i < n; i++ {
 				e.Files = append(e.Files, fileOf(fmt.Sprintf("skill://pdf-processing/f%d", i), nil))
 			}
@@ -417,37 +418,37 @@ func TestSkillEntryRefusedBeforeAnyRead(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		opts   []mcpclient.Option
-		entry  func(e *mcpclient.Skill)
+		opts   []skills.Option
+		entry  func(e *skills.Skill)
 		uri    string // the file read; "" for SKILL.md
-		check  mcpclient.SkillCheck
+		check  skills.Check
 		target error
 		// fileOnly: the entry is sound and the refusal is of the one file read, which
-		// SkillFiles, reading the files the manifest lists, does not meet.
+		// Files, reading the files the manifest lists, does not meet.
 		fileOnly bool
 	}{
-		{"dynamic", nil, func(e *mcpclient.Skill) { e.Files, e.Dynamic = nil, true }, "", mcpclient.SkillCheckDynamic, mcpclient.ErrSkillUnverifiable, false},
-		{"files over the default limit", nil, many(mcpclient.DefaultSkillMaxFiles + 1), "", mcpclient.SkillCheckLimits, nil, false},
-		{"bytes over the default limit", nil, func(e *mcpclient.Skill) { e.Files[2].Size = mcpclient.DefaultSkillMaxBytes }, "", mcpclient.SkillCheckLimits, nil, false},
-		{"a size that would wrap the sum", nil, func(e *mcpclient.Skill) { e.Files[2].Size = math.MaxInt64 }, "", mcpclient.SkillCheckLimits, nil, false},
-		{"files over WithSkillLimits", []mcpclient.Option{mcpclient.WithSkillLimits(2, 0)}, nil, "", mcpclient.SkillCheckLimits, nil, false},
-		{"bytes over WithSkillLimits", []mcpclient.Option{mcpclient.WithSkillLimits(0, int64(len(pdfMD)))}, nil, "", mcpclient.SkillCheckLimits, nil, false},
-		{"no manifest", nil, func(e *mcpclient.Skill) { e.Files = nil }, "", mcpclient.SkillCheckManifest, nil, false},
-		{"no SKILL.md in the manifest", nil, func(e *mcpclient.Skill) { e.Files = e.Files[1:] }, pdfForms, mcpclient.SkillCheckManifest, nil, false},
-		{"a file listed twice", nil, func(e *mcpclient.Skill) { e.Files = append(e.Files, e.Files[1]) }, "", mcpclient.SkillCheckManifest, nil, false},
-		{"a file outside the skill", nil, func(e *mcpclient.Skill) { e.Files[1].URI = "skill://other/FORMS.md" }, "", mcpclient.SkillCheckManifest, nil, false},
-		{"a digest in capitals", nil, func(e *mcpclient.Skill) { e.Files[1].Digest = strings.ToUpper(e.Files[1].Digest) }, "", mcpclient.SkillCheckManifest, nil, false},
-		{"a digest of another hash", nil, func(e *mcpclient.Skill) { e.Files[1].Digest = "md5:" + e.Files[1].Digest[7:] }, "", mcpclient.SkillCheckManifest, nil, false},
-		{"a negative size", nil, func(e *mcpclient.Skill) { e.Files[1].Size = -1 }, "", mcpclient.SkillCheckManifest, nil, false},
-		{"a file not listed", nil, nil, "skill://pdf-processing/scripts/run.sh", mcpclient.SkillCheckManifest, nil, true},
-		{"frontmatter no object", nil, func(e *mcpclient.Skill) { e.Frontmatter = json.RawMessage(`["name"]`) }, "", mcpclient.SkillCheckManifest, nil, false},
-		{"no SKILL.md URI", nil, func(e *mcpclient.Skill) { e.URI = "skill://pdf-processing/README.md" }, pdfForms, mcpclient.SkillCheckManifest, nil, false},
+		{"dynamic", nil, func(e *skills.Skill) { e.Files, e.Dynamic = nil, true }, "", skills.CheckDynamic, skills.ErrUnverifiable, false},
+		{"files over the default limit", nil, many(skills.DefaultMaxFiles + 1), "", skills.CheckLimits, nil, false},
+		{"bytes over the default limit", nil, func(e *skills.Skill) { e.Files[2].Size = skills.DefaultMaxBytes }, "", skills.CheckLimits, nil, false},
+		{"a size that would wrap the sum", nil, func(e *skills.Skill) { e.Files[2].Size = math.MaxInt64 }, "", skills.CheckLimits, nil, false},
+		{"files over WithLimits", []skills.Option{skills.WithLimits(2, 0)}, nil, "", skills.CheckLimits, nil, false},
+		{"bytes over WithLimits", []skills.Option{skills.WithLimits(0, int64(len(pdfMD)))}, nil, "", skills.CheckLimits, nil, false},
+		{"no manifest", nil, func(e *skills.Skill) { e.Files = nil }, "", skills.CheckManifest, nil, false},
+		{"no SKILL.md in the manifest", nil, func(e *skills.Skill) { e.Files = e.Files[1:] }, pdfForms, skills.CheckManifest, nil, false},
+		{"a file listed twice", nil, func(e *skills.Skill) { e.Files = append(e.Files, e.Files[1]) }, "", skills.CheckManifest, nil, false},
+		{"a file outside the skill", nil, func(e *skills.Skill) { e.Files[1].URI = "skill://other/FORMS.md" }, "", skills.CheckManifest, nil, false},
+		{"a digest in capitals", nil, func(e *skills.Skill) { e.Files[1].Digest = strings.ToUpper(e.Files[1].Digest) }, "", skills.CheckManifest, nil, false},
+		{"a digest of another hash", nil, func(e *skills.Skill) { e.Files[1].Digest = "md5:" + e.Files[1].Digest[7:] }, "", skills.CheckManifest, nil, false},
+		{"a negative size", nil, func(e *skills.Skill) { e.Files[1].Size = -1 }, "", skills.CheckManifest, nil, false},
+		{"a file not listed", nil, nil, "skill://pdf-processing/scripts/run.sh", skills.CheckManifest, nil, true},
+		{"frontmatter no object", nil, func(e *skills.Skill) { e.Frontmatter = json.RawMessage(`["name"]`) }, "", skills.CheckManifest, nil, false},
+		{"no SKILL.md URI", nil, func(e *skills.Skill) { e.URI = "skill://pdf-processing/README.md" }, pdfForms, skills.CheckManifest, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv := newSkillServer(t, nil, pdfFiles())
-			c := mcptest.NewClient(t, srv, tt.opts...)
+			c := mcptest.NewClient(t, srv)
 			ctx := testCtx(t)
 			entry := pdfEntry()
 			if tt.entry != nil {
@@ -457,7 +458,7 @@ func TestSkillEntryRefusedBeforeAnyRead(t *testing.T) {
 			if uri == "" {
 				uri = entry.URI
 			}
-			_, err := c.ReadSkillFile(ctx, entry, uri)
+			_, err := skills.ReadFile(ctx, c, entry, uri, tt.opts...)
 			sve := refusal(t, err)
 			if sve.Check != tt.check {
 				t.Errorf("refusal %v, want the %s check", err, tt.check)
@@ -465,17 +466,17 @@ func TestSkillEntryRefusedBeforeAnyRead(t *testing.T) {
 			if tt.target != nil && !errors.Is(err, tt.target) {
 				t.Errorf("%v is not %v", err, tt.target)
 			}
-			if tt.check != mcpclient.SkillCheckDynamic && errors.Is(err, mcpclient.ErrSkillUnverifiable) {
-				t.Errorf("%v is ErrSkillUnverifiable", err)
+			if tt.check != skills.CheckDynamic && errors.Is(err, skills.ErrUnverifiable) {
+				t.Errorf("%v is ErrUnverifiable", err)
 			}
 			var e *mcpclient.Error
 			if errors.As(err, &e); e.Request != nil {
 				t.Errorf("the refusal names request %v: nothing should have been sent", e.Request.ID())
 			}
 			if !tt.fileOnly {
-				for _, err := range c.SkillFiles(ctx, entry) {
+				for _, err := range skills.Files(ctx, c, entry, tt.opts...) {
 					if sve := refusal(t, err); sve.Check != tt.check {
-						t.Errorf("SkillFiles: %v", err)
+						t.Errorf("Files: %v", err)
 					}
 				}
 			}
@@ -488,15 +489,27 @@ func TestSkillEntryRefusedBeforeAnyRead(t *testing.T) {
 
 	t.Run("negative limits", func(t *testing.T) {
 		t.Parallel()
-		if _, err := mcpclient.Connect(testCtx(t), mcptest.NewTestServer(t).Transport(), mcpclient.WithSkillLimits(-1, 0)); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
-			t.Errorf("Connect with a negative limit: %v", err)
+		srv := newSkillServer(t, nil, pdfFiles())
+		c := mcptest.NewClient(t, srv)
+		for _, limits := range []skills.Option{skills.WithLimits(-1, 0), skills.WithLimits(0, -1)} {
+			if _, err := skills.Load(testCtx(t), c, pdfEntry(), limits); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+				t.Errorf("Load with a negative limit: %v", err)
+			}
+			for _, err := range skills.Files(testCtx(t), c, pdfEntry(), limits) {
+				if mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+					t.Errorf("Files with a negative limit: %v", err)
+				}
+			}
+		}
+		if reads := srv.read(); len(reads) != 0 {
+			t.Errorf("read %v", reads)
 		}
 	})
 	t.Run("nil skill", func(t *testing.T) {
 		t.Parallel()
 		c := mcptest.NewClient(t, mcptest.NewTestServer(t))
-		if _, err := c.LoadSkill(testCtx(t), nil); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
-			t.Errorf("LoadSkill(nil): %v", err)
+		if _, err := skills.Load(testCtx(t), c, nil); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			t.Errorf("Load(nil): %v", err)
 		}
 	})
 }
@@ -514,29 +527,29 @@ func TestSkillDynamicReadUnverified(t *testing.T) {
 	entry := pdfEntry()
 	entry.Files, entry.Dynamic = nil, true
 
-	md, err := c.LoadSkill(ctx, entry, mcpclient.WithUnverifiableFiles())
+	md, err := skills.Load(ctx, c, entry, skills.WithUnverifiableFiles())
 	if err != nil || md.Verified || string(md.Data) != pdfMD {
-		t.Fatalf("LoadSkill: %+v, %v; want SKILL.md, not verified", md, err)
+		t.Fatalf("Load: %+v, %v; want SKILL.md, not verified", md, err)
 	}
-	forms, err := c.ReadSkillFile(ctx, entry, pdfForms, mcpclient.WithUnverifiableFiles())
+	forms, err := skills.ReadFile(ctx, c, entry, pdfForms, skills.WithUnverifiableFiles())
 	if err != nil || forms.Verified || string(forms.Data) != formsMD {
-		t.Fatalf("ReadSkillFile: %+v, %v", forms, err)
+		t.Fatalf("ReadFile: %+v, %v", forms, err)
 	}
-	if _, err := c.ReadSkillFile(ctx, entry, "skill://other/SKILL.md", mcpclient.WithUnverifiableFiles()); refusal(t, err).Check != mcpclient.SkillCheckManifest {
+	if _, err := skills.ReadFile(ctx, c, entry, "skill://other/SKILL.md", skills.WithUnverifiableFiles()); refusal(t, err).Check != skills.CheckManifest {
 		t.Errorf("a file outside the skill: %v", err)
 	}
 	var n int
-	for f, err := range c.SkillFiles(ctx, entry, mcpclient.WithUnverifiableFiles()) {
+	for f, err := range skills.Files(ctx, c, entry, skills.WithUnverifiableFiles()) {
 		if err != nil || f.URI != pdfSkill {
-			t.Fatalf("SkillFiles: %v, %v", f, err)
+			t.Fatalf("Files: %v, %v", f, err)
 		}
 		n++
 	}
 	if n != 1 {
-		t.Errorf("SkillFiles of a dynamic skill yielded %d files, want SKILL.md alone", n)
+		t.Errorf("Files of a dynamic skill yielded %d files, want SKILL.md alone", n)
 	}
 	entry.Frontmatter = json.RawMessage(`{"name":"pdf-processing","description":"something else"}`)
-	if _, err := c.LoadSkill(ctx, entry, mcpclient.WithUnverifiableFiles()); refusal(t, err).Field != "description" {
+	if _, err := skills.Load(ctx, c, entry, skills.WithUnverifiableFiles()); refusal(t, err).Field != "description" {
 		t.Errorf("a dynamic skill whose frontmatter differs: %v", err)
 	}
 	if reads := srv.read(); !slices.Equal(reads, []string{pdfSkill, pdfForms, pdfSkill, pdfSkill}) {
@@ -548,8 +561,8 @@ func TestReadDirectory(t *testing.T) {
 	t.Parallel()
 	children := []*mcpclient.Resource{
 		{URI: pdfSkill, Name: "SKILL.md", MIMEType: "text/markdown"},
-		{URI: "skill://pdf-processing/references", Name: "references", MIMEType: mcpclient.MIMETypeDirectory},
-		{URI: "skill://pdf-processing/assets", Name: "assets", MIMEType: mcpclient.MIMETypeDirectory},
+		{URI: "skill://pdf-processing/references", Name: "references", MIMEType: skills.MIMETypeDirectory},
+		{URI: "skill://pdf-processing/assets", Name: "assets", MIMEType: skills.MIMETypeDirectory},
 	}
 	var mu sync.Mutex
 	reads := 0
@@ -563,36 +576,36 @@ func TestReadDirectory(t *testing.T) {
 			return nil, &mcpclient.RPCError{Code: mcpclient.RPCInvalidParams, Message: "not a directory"}
 		}
 		if p.Cursor == "" {
-			return mcpclient.ReadDirectoryResult{Resources: children[:2], NextCursor: "2"}, nil
+			return skills.ReadDirectoryResult{Resources: children[:2], NextCursor: "2"}, nil
 		}
-		return mcpclient.ReadDirectoryResult{Resources: children[2:]}, nil
+		return skills.ReadDirectoryResult{Resources: children[2:]}, nil
 	})
 
 	t.Run("declared", func(t *testing.T) {
-		c := mcptest.NewClient(t, mcptest.NewTestServer(t, read, mcptest.WithExtension(mcpclient.SkillsExtension, mcpclient.SkillsCapability{DirectoryRead: true})))
+		c := mcptest.NewClient(t, mcptest.NewTestServer(t, read, mcptest.WithExtension(skills.Extension, skills.Capabilities{DirectoryRead: true})))
 		ctx := testCtx(t)
-		got, err := mcpclient.Collect(c.ReadDirectory(ctx, "skill://pdf-processing"))
+		got, err := mcpclient.Collect(skills.ReadDirectory(ctx, c, "skill://pdf-processing"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 3 || got[1].MIMEType != mcpclient.MIMETypeDirectory || got[2].URI != "skill://pdf-processing/assets" {
+		if len(got) != 3 || got[1].MIMEType != skills.MIMETypeDirectory || got[2].URI != "skill://pdf-processing/assets" {
 			t.Errorf("children %+v", got)
 		}
-		if _, err := c.ReadDirectoryPage(ctx, pdfSkill, ""); featRPCError(t, err).Code != mcpclient.RPCInvalidParams {
+		if _, err := skills.ReadDirectoryPage(ctx, c, pdfSkill, ""); rpcError(t, err).Code != mcpclient.RPCInvalidParams {
 			t.Errorf("a file read as a directory: %v", err)
 		}
 	})
 	t.Run("not declared", func(t *testing.T) {
-		for _, decl := range []mcptest.Option{nil, mcptest.WithExtension(mcpclient.SkillsExtension, nil)} {
+		for _, decl := range []mcptest.Option{nil, mcptest.WithExtension(skills.Extension, nil)} {
 			mu.Lock()
 			before := reads
 			mu.Unlock()
 			c := mcptest.NewClient(t, mcptest.NewTestServer(t, read, decl))
-			_, err := c.ReadDirectoryPage(testCtx(t), "skill://pdf-processing", "")
-			if !errors.Is(err, mcpclient.ErrDirectoryReadNotDeclared) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			_, err := skills.ReadDirectoryPage(testCtx(t), c, "skill://pdf-processing", "")
+			if !errors.Is(err, skills.ErrDirectoryReadNotDeclared) || mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
 				t.Errorf("ReadDirectoryPage: %v, want ErrDirectoryReadNotDeclared", err)
 			}
-			if _, err := mcpclient.Collect(c.ReadDirectory(testCtx(t), "skill://pdf-processing")); !errors.Is(err, mcpclient.ErrDirectoryReadNotDeclared) {
+			if _, err := mcpclient.Collect(skills.ReadDirectory(testCtx(t), c, "skill://pdf-processing")); !errors.Is(err, skills.ErrDirectoryReadNotDeclared) {
 				t.Errorf("ReadDirectory: %v", err)
 			}
 			mu.Lock()
@@ -627,7 +640,7 @@ func TestSkillEntryJSON(t *testing.T) {
 		{in: `{"uri":"skill://a/SKILL.md","resources":{"a":1}}`, out: `{"uri":"skill://a/SKILL.md"}`, noManifest: true},
 	}
 	for _, tt := range tests {
-		var s mcpclient.Skill
+		var s skills.Skill
 		if err := json.Unmarshal([]byte(tt.in), &s); err != nil {
 			t.Errorf("%s: %v", tt.in, err)
 			continue
@@ -639,7 +652,7 @@ func TestSkillEntryJSON(t *testing.T) {
 			t.Errorf("%s: encoded %s, %v; want %s", tt.in, out, err, tt.out)
 		}
 	}
-	var s mcpclient.Skill
+	var s skills.Skill
 	if err := json.Unmarshal([]byte(`{"uri":1}`), &s); err == nil {
 		t.Error("an entry whose uri is no string decoded")
 	}
@@ -678,16 +691,16 @@ func TestSkillFileURIEscapes(t *testing.T) {
 
 			listed := pdfEntry()
 			listed.Files = append(listed.Files, fileOf(uri, []byte(billing)))
-			f, err := c.ReadSkillFile(ctx, listed, uri)
+			f, err := skills.ReadFile(ctx, c, listed, uri)
 			if f != nil {
-				t.Errorf("ReadSkillFile returned %+v", f)
+				t.Errorf("ReadFile returned %+v", f)
 			}
-			if sve := refusal(t, err); sve.Check != mcpclient.SkillCheckManifest {
+			if sve := refusal(t, err); sve.Check != skills.CheckManifest {
 				t.Errorf("a manifest listing %s: %+v", uri, sve)
 			}
-			for f, err := range c.SkillFiles(ctx, listed) {
+			for f, err := range skills.Files(ctx, c, listed) {
 				if err == nil {
-					t.Errorf("SkillFiles yielded %s", f.URI)
+					t.Errorf("Files yielded %s", f.URI)
 					continue
 				}
 				refusal(t, err)
@@ -695,19 +708,19 @@ func TestSkillFileURIEscapes(t *testing.T) {
 
 			dynamic := pdfEntry()
 			dynamic.Files, dynamic.Dynamic = nil, true
-			f, err = c.ReadSkillFile(ctx, dynamic, uri, mcpclient.WithUnverifiableFiles())
+			f, err = skills.ReadFile(ctx, c, dynamic, uri, skills.WithUnverifiableFiles())
 			if f != nil {
-				t.Errorf("ReadSkillFile of a skill without a manifest returned %+v", f)
+				t.Errorf("ReadFile of a skill without a manifest returned %+v", f)
 			}
-			if sve := refusal(t, err); sve.Check != mcpclient.SkillCheckManifest {
+			if sve := refusal(t, err); sve.Check != skills.CheckManifest {
 				t.Errorf("a skill without a manifest, %s: %+v", uri, sve)
 			}
 
 			escaping := pdfEntry()
 			escaping.URI = strings.Replace(uri, "billing/SKILL.md", "SKILL.md", 1)
 			if escaping.URI != uri {
-				escaping.Files = []mcpclient.SkillFile{fileOf(escaping.URI, []byte(pdfMD))}
-				if _, err := c.LoadSkill(ctx, escaping); refusal(t, err).Check != mcpclient.SkillCheckManifest {
+				escaping.Files = []skills.File{fileOf(escaping.URI, []byte(pdfMD))}
+				if _, err := skills.Load(ctx, c, escaping); refusal(t, err).Check != skills.CheckManifest {
 					t.Errorf("a skill whose URI is %s: %v", escaping.URI, err)
 				}
 			}
@@ -732,13 +745,13 @@ func TestReadDirectoryRefusesEscapingChildren(t *testing.T) {
 		"skill://pdf-processing-evil/SKILL.md",
 	} {
 		read := mcptest.WithMethod("resources/directory/read", func(context.Context, json.RawMessage) (any, error) {
-			return mcpclient.ReadDirectoryResult{Resources: []*mcpclient.Resource{
+			return skills.ReadDirectoryResult{Resources: []*mcpclient.Resource{
 				{URI: pdfSkill, Name: "SKILL.md"},
-				{URI: child, Name: "billing", MIMEType: mcpclient.MIMETypeDirectory},
+				{URI: child, Name: "billing", MIMEType: skills.MIMETypeDirectory},
 			}}, nil
 		})
-		c := mcptest.NewClient(t, mcptest.NewTestServer(t, read, mcptest.WithExtension(mcpclient.SkillsExtension, mcpclient.SkillsCapability{DirectoryRead: true})))
-		page, err := c.ReadDirectoryPage(testCtx(t), "skill://pdf-processing", "")
+		c := mcptest.NewClient(t, mcptest.NewTestServer(t, read, mcptest.WithExtension(skills.Extension, skills.Capabilities{DirectoryRead: true})))
+		page, err := skills.ReadDirectoryPage(testCtx(t), c, "skill://pdf-processing", "")
 		if page != nil || mcpclient.CodeOf(err) != mcpclient.CodeProtocol {
 			t.Errorf("a child %s: %+v, %v; want CodeProtocol", child, page, err)
 		}

@@ -1,4 +1,4 @@
-package mcpclient
+package skills
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/northstar-mcp/mcpclient"
 )
 
 // suiteFrontmatter is the MCP conformance suite's reading of a SKILL.md's frontmatter, which
@@ -61,7 +63,7 @@ func checkFrontmatterInput(t *testing.T, doc []byte, want map[string]any) {
 		t.Fatalf("SplitFrontmatter(%q) = %q, %q; the suite reads %q, %q", doc, fm, body, doc[m[2]:m[3]], doc[m[1]:])
 	}
 
-	if e := compareFrontmatter(t.Context(), doc, want); e != nil && e.Check != SkillCheckFrontmatter {
+	if e := compareFrontmatter(t.Context(), doc, want); e != nil && e.Check != CheckFrontmatter {
 		t.Fatalf("compareFrontmatter: %v", e)
 	}
 
@@ -76,14 +78,14 @@ func checkFrontmatterInput(t *testing.T, doc []byte, want map[string]any) {
 	// What the checks let through is the file, unchanged; what they refuse is not returned.
 	p := &skillPlan{skill: &Skill{URI: "skill://s/SKILL.md"}, dir: "skill://s/", frontmatter: want}
 	sum := sha256.Sum256([]byte(string(doc))) // the text as JSON carries it
-	entry := SkillFile{URI: "skill://s/SKILL.md", Size: int64(len(string(doc))), Digest: "sha256:" + hex.EncodeToString(sum[:])}
-	got, verr := p.verify(t.Context(), entry.URI, &entry, []ResourceContents{{URI: entry.URI, Text: string(doc)}})
+	entry := File{URI: "skill://s/SKILL.md", Size: int64(len(string(doc))), Digest: "sha256:" + hex.EncodeToString(sum[:])}
+	got, verr := p.verify(t.Context(), entry.URI, &entry, []mcpclient.ResourceContents{{URI: entry.URI, Text: string(doc)}})
 	switch {
 	case (got == nil) == (verr == nil):
 		t.Fatalf("verify returned %v and %v", got, verr)
 	case got != nil && (string(got.Data) != string(doc) || !got.Verified):
 		t.Fatalf("verify returned %+v for %q", got, doc)
-	case verr != nil && verr.Check != SkillCheckFrontmatter:
+	case verr != nil && verr.Check != CheckFrontmatter:
 		t.Fatalf("verify of a file that matches its entry: %v", verr)
 	}
 }
@@ -224,9 +226,9 @@ func TestFrontmatterBombsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, doc := range frontmatterBombs {
-		var e *SkillVerificationError
+		var e *VerificationError
 		d, alloc := measured(func() { e = compareFrontmatter(t.Context(), []byte(doc), want) })
-		if e == nil || e.Check != SkillCheckFrontmatter || !errors.Is(e, ErrSkillVerification) {
+		if e == nil || e.Check != CheckFrontmatter || !errors.Is(e, ErrVerification) {
 			t.Errorf("%s (%d bytes): %v, want a frontmatter refusal", name, len(doc), e)
 		}
 		if d > time.Second || alloc > 16<<20 {
@@ -243,7 +245,7 @@ func TestFrontmatterCancelled(t *testing.T) {
 	cancel()
 	doc := "---\nname: x\n" + manyKeys(1000) + "---\n"
 	e := compareFrontmatter(ctx, []byte(doc), map[string]any{"name": "x"})
-	if e == nil || !errors.Is(e, context.Canceled) || e.Check != SkillCheckFrontmatter {
+	if e == nil || !errors.Is(e, context.Canceled) || e.Check != CheckFrontmatter {
 		t.Fatalf("a cancelled parse: %v", e)
 	}
 }

@@ -1,4 +1,4 @@
-package mcpclient
+package skills
 
 import (
 	"bytes"
@@ -15,121 +15,144 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/northstar-mcp/mcpclient"
 )
 
 // What the client checks of a skill's files. Before reading anything it checks the entry: a
-// skill must have a well-formed manifest within the client's limits. Every file it reads is
+// skill must have a well-formed manifest within the read's limits. Every file it reads is
 // checked against its manifest entry, its size first and then its digest, and the skill's own
 // SKILL.md also has its frontmatter compared with the entry's field by field. A file that fails
-// a check is never returned: the caller gets a *SkillVerificationError naming the file and the
-// check, in an *Error with CodeSkillVerification.
+// a check is never returned: the caller gets a *VerificationError naming the file and the
+// check, in a *mcpclient.Error with mcpclient.CodeSkillVerification.
 
-// The limits the Skills extension sets on a skill, which WithSkillLimits can change for a
-// client: a skill whose manifest lists more files, or more bytes, is refused before any of its
-// files is read, so that a server cannot make the client fetch without bound.
+// The limits the Skills extension sets on a skill, which WithLimits can change for a read: a
+// skill whose manifest lists more files, or more bytes, is refused before any of its files is
+// read, so that a server cannot make the client fetch without bound.
 const (
-	// DefaultSkillMaxFiles bounds the files a skill's manifest may list, SKILL.md included.
-	DefaultSkillMaxFiles = 512
-	// DefaultSkillMaxBytes bounds the sizes of a skill's files, summed over its manifest:
-	// 16 MiB.
-	DefaultSkillMaxBytes = 16 << 20
+	// DefaultMaxFiles bounds the files a skill's manifest may list, SKILL.md included.
+	DefaultMaxFiles = 512
+	// DefaultMaxBytes bounds the sizes of a skill's files, summed over its manifest: 16 MiB.
+	DefaultMaxBytes = 16 << 20
 )
 
-// WithSkillLimits sets the limits of the skills whose files the client reads: at most maxFiles
-// files in a manifest, SKILL.md included, and at most maxBytes bytes summed over them. A skill
-// beyond either is refused before any of its files is read (SkillCheckLimits). A limit of 0
-// keeps its default; Connect refuses a negative one with CodeInvalidArgument. Default:
-// DefaultSkillMaxFiles and DefaultSkillMaxBytes, the limits the Skills extension sets for
+// Errors of this package, found in the chain of the *mcpclient.Error a call returns.
+var (
+	// ErrVerification: a skill file was refused and its content not returned
+	// (mcpclient.CodeSkillVerification): the skill's entry cannot vouch for it (no manifest, a
+	// malformed one, one beyond the read's limits), or what the server sent differs from the
+	// entry in size, digest or frontmatter. errors.As gives the *VerificationError.
+	ErrVerification = errors.New("skills: skill verification failed")
+	// ErrUnverifiable reports, besides ErrVerification, the files of a skill whose server
+	// publishes no manifest of them ("dynamic"): nothing vouches for what they hold. See
+	// WithUnverifiableFiles.
+	ErrUnverifiable = errors.New("skills: the skill has no manifest to verify its files against")
+	// ErrDirectoryReadNotDeclared reports a resources/directory/read that was not sent, with
+	// mcpclient.CodeInvalidArgument, because the server does not declare the Skills extension
+	// with directoryRead.
+	ErrDirectoryReadNotDeclared = errors.New("skills: the server does not declare resources/directory/read")
+)
+
+// An Option configures the reading of a skill's files (Load, ReadFile, Files).
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	unverifiable bool
+	// maxFiles and maxBytes are the limits of WithLimits; 0 keeps the default.
+	maxFiles int
+	maxBytes int64
+	// invalid says why an option cannot be used; the read is refused before anything is sent.
+	invalid string
+}
+
+// WithLimits sets the limits of the skill whose files are read: at most maxFiles files in its
+// manifest, SKILL.md included, and at most maxBytes bytes summed over them. A skill beyond
+// either is refused before any of its files is read (CheckLimits). A limit of 0 keeps its
+// default; a negative one fails the read with mcpclient.CodeInvalidArgument, before anything is
+// sent. Default: DefaultMaxFiles and DefaultMaxBytes, the limits the Skills extension sets for
 // servers.
-func WithSkillLimits(maxFiles int, maxBytes int64) Option {
+func WithLimits(maxFiles int, maxBytes int64) Option {
 	return optionFunc(func(c *config) {
 		if maxFiles < 0 || maxBytes < 0 {
-			c.refuse("WithSkillLimits(%d, %d): a negative limit", maxFiles, maxBytes)
+			c.invalid = fmt.Sprintf("WithLimits(%d, %d): a negative limit", maxFiles, maxBytes)
 			return
 		}
-		c.skillFiles, c.skillBytes = maxFiles, maxBytes
+		c.maxFiles, c.maxBytes = maxFiles, maxBytes
 	})
 }
 
-// skillLimits returns the limits in force.
-func (c *config) skillLimits() (maxFiles int, maxBytes int64) {
-	maxFiles, maxBytes = DefaultSkillMaxFiles, DefaultSkillMaxBytes
-	if c.skillFiles > 0 {
-		maxFiles = c.skillFiles
+// limits returns the limits in force.
+func (c *config) limits() (maxFiles int, maxBytes int64) {
+	maxFiles, maxBytes = DefaultMaxFiles, DefaultMaxBytes
+	if c.maxFiles > 0 {
+		maxFiles = c.maxFiles
 	}
-	if c.skillBytes > 0 {
-		maxBytes = c.skillBytes
+	if c.maxBytes > 0 {
+		maxBytes = c.maxBytes
 	}
 	return maxFiles, maxBytes
-}
-
-// A SkillOption configures the reading of a skill's files.
-type SkillOption interface{ applySkill(*skillConfig) }
-
-type skillOptionFunc func(*skillConfig)
-
-func (f skillOptionFunc) applySkill(c *skillConfig) { f(c) }
-
-type skillConfig struct {
-	unverifiable bool
 }
 
 // WithUnverifiableFiles accepts the files of a skill that publishes no manifest (Dynamic):
 // they are returned with Verified false, having been checked for nothing but, for SKILL.md, its
 // frontmatter against the entry's, and for a URI within the skill's directory. Without it the
-// files of such a skill are refused before anything is read, with ErrSkillUnverifiable. Files
-// of a skill that has a manifest are verified whatever the option.
-func WithUnverifiableFiles() SkillOption {
-	return skillOptionFunc(func(c *skillConfig) { c.unverifiable = true })
+// files of such a skill are refused before anything is read, with ErrUnverifiable. Files of a
+// skill that has a manifest are verified whatever the option.
+func WithUnverifiableFiles() Option {
+	return optionFunc(func(c *config) { c.unverifiable = true })
 }
 
-// SkillCheck names a check of a skill's files against its entry.
-type SkillCheck string
+// Check names a check of a skill's files against its entry.
+type Check string
 
 // The checks, in the order they are made.
 const (
-	// SkillCheckDynamic: the skill publishes no manifest ("resources": "dynamic"), so its
+	// CheckDynamic: the skill publishes no manifest ("resources": "dynamic"), so its
 	// files cannot be verified; see WithUnverifiableFiles. Found before anything is read.
-	SkillCheckDynamic SkillCheck = "dynamic"
-	// SkillCheckManifest: the entry cannot vouch for the file: it has no manifest, or a
+	CheckDynamic Check = "dynamic"
+	// CheckManifest: the entry cannot vouch for the file: it has no manifest, or a
 	// malformed one (a frontmatter that is no object, a digest not of the form sha256:{64 hex},
 	// a negative size, a file listed twice or outside the skill's directory, no entry for
 	// SKILL.md), or its manifest does not list the file, or the URI of the skill or the file
 	// could take the server out of the skill's directory (dot segments, raw or
 	// percent-encoded; an encoded slash or backslash; a backslash; an encoded percent sign; an
 	// empty segment). Found before anything is read.
-	SkillCheckManifest SkillCheck = "manifest"
-	// SkillCheckLimits: the manifest lists more files, or more bytes, than the client's limits
-	// (WithSkillLimits). Found before anything is read.
-	SkillCheckLimits SkillCheck = "limits"
-	// SkillCheckContent: the server's answer to resources/read holds no usable content for the
+	CheckManifest Check = "manifest"
+	// CheckLimits: the manifest lists more files, or more bytes, than the read's limits
+	// (WithLimits). Found before anything is read.
+	CheckLimits Check = "limits"
+	// CheckContent: the server's answer to resources/read holds no usable content for the
 	// file (none for its URI, both text and a blob, a blob that is no base64).
-	SkillCheckContent SkillCheck = "content"
-	// SkillCheckSize: the file's length differs from the size in the manifest. It is checked
+	CheckContent Check = "content"
+	// CheckSize: the file's length differs from the size in the manifest. It is checked
 	// before the digest, which is then not computed.
-	SkillCheckSize SkillCheck = "size"
-	// SkillCheckDigest: the file's SHA-256 digest differs from the one in the manifest.
-	SkillCheckDigest SkillCheck = "digest"
-	// SkillCheckFrontmatter: the skill's SKILL.md has no YAML frontmatter, one that does not
+	CheckSize Check = "size"
+	// CheckDigest: the file's SHA-256 digest differs from the one in the manifest.
+	CheckDigest Check = "digest"
+	// CheckFrontmatter: the skill's SKILL.md has no YAML frontmatter, one that does not
 	// parse as a mapping, one beyond the client's bounds (longer than 64 KiB, collections
 	// nested deeper than 32, aliases standing for more than 65536 values, merge keys, tags),
 	// or one that differs from the entry's frontmatter in a field (Field). A context that ends
 	// during the parse stops it, with the context's error in the chain.
-	SkillCheckFrontmatter SkillCheck = "frontmatter"
+	CheckFrontmatter Check = "frontmatter"
 )
 
-// SkillVerificationError reports a skill file the client refused, and why. It is the cause of
-// an *Error with CodeSkillVerification: errors.As finds it, and errors.Is matches
-// ErrSkillVerification, and ErrSkillUnverifiable too for SkillCheckDynamic.
-type SkillVerificationError struct {
+// VerificationError reports a skill file the client refused, and why. It is the cause of
+// a *mcpclient.Error with mcpclient.CodeSkillVerification: errors.As finds it, and errors.Is matches
+// ErrVerification, and ErrUnverifiable too for CheckDynamic.
+type VerificationError struct {
 	// Skill is the URI of the skill's SKILL.md, as its entry gives it.
 	Skill string
 	// File is the URI of the file refused; "" when the check is of the whole skill (its
 	// manifest, its limits).
 	File string
 	// Check is the check that failed.
-	Check SkillCheck
-	// Field is, for SkillCheckFrontmatter, the first field (in sorted order) whose value differs.
+	Check Check
+	// Field is, for CheckFrontmatter, the first field (in sorted order) whose value differs.
 	Field string
 	// Want and Got are, for people, what the entry says and what the client found: sizes,
 	// digests, frontmatter values as JSON, limits. Empty where the check has none.
@@ -138,7 +161,7 @@ type SkillVerificationError struct {
 	Err error
 }
 
-func (e *SkillVerificationError) Error() string {
+func (e *VerificationError) Error() string {
 	var b strings.Builder
 	b.WriteString("skill ")
 	b.WriteString(e.Skill)
@@ -161,15 +184,15 @@ func (e *SkillVerificationError) Error() string {
 }
 
 // Unwrap returns the underlying cause.
-func (e *SkillVerificationError) Unwrap() error { return e.Err }
+func (e *VerificationError) Unwrap() error { return e.Err }
 
-// Is matches ErrSkillVerification, and ErrSkillUnverifiable for a skill without a manifest.
-func (e *SkillVerificationError) Is(target error) bool {
-	return target == ErrSkillVerification || (target == ErrSkillUnverifiable && e.Check == SkillCheckDynamic)
+// Is matches ErrVerification, and ErrUnverifiable for a skill without a manifest.
+func (e *VerificationError) Is(target error) bool {
+	return target == ErrVerification || (target == ErrUnverifiable && e.Check == CheckDynamic)
 }
 
-// SkillFileContent is a skill file as the client read and checked it.
-type SkillFileContent struct {
+// FileContent is a skill file as the client read and checked it.
+type FileContent struct {
 	// URI is the file's resource URI.
 	URI string
 	// MIMEType is the mimeType the server gave the content, if any.
@@ -181,50 +204,49 @@ type SkillFileContent struct {
 	Verified bool
 }
 
-// LoadSkill reads the skill's SKILL.md and checks it against the entry: its size and digest
-// against the manifest, its frontmatter against the entry's field by field. It reads nothing
-// else: the skill's other files stay on the server until ReadSkillFile or SkillFiles asks for
-// them. See ReadSkillFile for the checks and errors.
-func (c *Client) LoadSkill(ctx context.Context, skill *Skill, opts ...SkillOption) (*SkillFileContent, error) {
+// Load reads the skill's SKILL.md and checks it against the entry: its size and digest against
+// the manifest, its frontmatter against the entry's field by field. It reads nothing else: the
+// skill's other files stay on the server until ReadFile or Files asks for them. See ReadFile for
+// the checks and errors.
+func Load(ctx context.Context, c mcpclient.Caller, skill *Skill, opts ...Option) (*FileContent, error) {
 	if skill == nil {
-		return nil, returned(&Error{Code: CodeInvalidArgument, Err: errors.New("LoadSkill: nil skill")})
+		return nil, &mcpclient.Error{Code: mcpclient.CodeInvalidArgument, Err: errors.New("skills.Load: nil skill")}
 	}
-	return c.ReadSkillFile(ctx, skill, skill.URI, opts...)
+	return ReadFile(ctx, c, skill, skill.URI, opts...)
 }
 
-// ReadSkillFile reads the file at uri of skill, with resources/read, and returns it once it
-// passed every check (see SkillCheck). Before reading it checks the entry: a skill without a
+// ReadFile reads the file at uri of skill, with resources/read, and returns it once it
+// passed every check (see Check). Before reading it checks the entry: a skill without a
 // manifest (Dynamic) is refused unless WithUnverifiableFiles is given, as are a malformed
-// manifest, one beyond the client's limits (WithSkillLimits), and a file the manifest does not
+// manifest, one beyond the read's limits (WithLimits), and a file the manifest does not
 // list; nothing is read then. The file read must have the size the manifest gives it, then its
 // digest; the skill's SKILL.md must also have a YAML frontmatter equal to the entry's, field by
-// field. Content that fails a check is not returned: the error is an *Error with
-// CodeSkillVerification (ErrSkillVerification) whose cause is a *SkillVerificationError naming
-// the file and the check. A failed resources/read returns its own *Error.
-func (c *Client) ReadSkillFile(ctx context.Context, skill *Skill, uri string, opts ...SkillOption) (*SkillFileContent, error) {
-	p, err := c.planSkill(skill, opts)
+// field. Content that fails a check is not returned: the error is a *mcpclient.Error with
+// mcpclient.CodeSkillVerification (ErrVerification) whose cause is a *VerificationError naming
+// the file and the check. A failed resources/read returns its own *mcpclient.Error.
+func ReadFile(ctx context.Context, c mcpclient.Caller, skill *Skill, uri string, opts ...Option) (*FileContent, error) {
+	p, err := planSkill(skill, opts)
 	if err != nil {
-		return nil, returned(err)
+		return nil, err
 	}
-	f, err := c.readSkillFile(ctx, p, uri)
-	return f, returned(err)
+	return readFile(ctx, c, p, uri)
 }
 
-// SkillFiles iterates over the files of skill, reading each, with resources/read, when the loop
+// Files iterates over the files of skill, reading each, with resources/read, when the loop
 // asks for it: SKILL.md first, then the others in the order of the manifest; it yields the first
-// error and stops. The entry is checked before the first read, and each file as ReadSkillFile
-// checks it. Of a skill without a manifest read WithUnverifiableFiles it yields SKILL.md alone:
-// there is no list of the other files to follow (ReadDirectory may give one).
-func (c *Client) SkillFiles(ctx context.Context, skill *Skill, opts ...SkillOption) iter.Seq2[*SkillFileContent, error] {
-	return func(yield func(*SkillFileContent, error) bool) {
-		p, err := c.planSkill(skill, opts)
+// error and stops. The entry is checked before the first read, and each file as ReadFile checks
+// it. Of a skill without a manifest read WithUnverifiableFiles it yields SKILL.md alone: there is
+// no list of the other files to follow (ReadDirectory may give one).
+func Files(ctx context.Context, c mcpclient.Caller, skill *Skill, opts ...Option) iter.Seq2[*FileContent, error] {
+	return func(yield func(*FileContent, error) bool) {
+		p, err := planSkill(skill, opts)
 		if err != nil {
-			yield(nil, returned(err))
+			yield(nil, err)
 			return
 		}
 		for _, uri := range p.order() {
-			f, err := c.readSkillFile(ctx, p, uri)
-			if !yield(f, returned(err)) || err != nil {
+			f, err := readFile(ctx, c, p, uri)
+			if !yield(f, err) || err != nil {
 				return
 			}
 		}
@@ -237,7 +259,7 @@ type skillPlan struct {
 	uri   string // the skill's URI in normal form (normalizeSkillURI)
 	dir   string // the skill's directory URI in normal form with a trailing slash: the prefix of its files
 	// files are the manifest by URI; nil for a skill without one read unverified.
-	files       map[string]SkillFile
+	files       map[string]File
 	frontmatter map[string]any // the entry's, decoded with json.Number
 }
 
@@ -246,48 +268,51 @@ const skillMD = "SKILL.md"
 
 // planSkill checks the entry of skill, before any of its files is read: its URI, frontmatter,
 // manifest and limits.
-func (c *Client) planSkill(skill *Skill, opts []SkillOption) (*skillPlan, error) {
+func planSkill(skill *Skill, opts []Option) (*skillPlan, error) {
 	if skill == nil {
-		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("no skill given")}
+		return nil, &mcpclient.Error{Code: mcpclient.CodeInvalidArgument, Err: errors.New("no skill given")}
 	}
-	var cfg skillConfig
+	var cfg config
 	for _, o := range opts {
 		if o != nil {
-			o.applySkill(&cfg)
+			o.apply(&cfg)
 		}
 	}
-	refuse := func(check SkillCheck, file, want, got string, err error) error {
-		return &Error{Code: CodeSkillVerification, Err: &SkillVerificationError{Skill: skill.URI, File: file, Check: check, Want: want, Got: got, Err: err}}
+	if cfg.invalid != "" {
+		return nil, &mcpclient.Error{Code: mcpclient.CodeInvalidArgument, Err: errors.New(cfg.invalid)}
+	}
+	refuse := func(check Check, file, want, got string, err error) error {
+		return &mcpclient.Error{Code: mcpclient.CodeSkillVerification, Err: &VerificationError{Skill: skill.URI, File: file, Check: check, Want: want, Got: got, Err: err}}
 	}
 	uri, problem := normalizeSkillURI(skill.URI)
 	if problem != "" {
-		return nil, refuse(SkillCheckManifest, "", "", "", fmt.Errorf("the skill's URI has %s", problem))
+		return nil, refuse(CheckManifest, "", "", "", fmt.Errorf("the skill's URI has %s", problem))
 	}
 	dir, ok := strings.CutSuffix(uri, "/"+skillMD)
 	if !ok || dir == "" || strings.HasSuffix(dir, "/") {
-		return nil, refuse(SkillCheckManifest, "", "", "", fmt.Errorf("the skill's URI names no %s", skillMD))
+		return nil, refuse(CheckManifest, "", "", "", fmt.Errorf("the skill's URI names no %s", skillMD))
 	}
 	p := &skillPlan{skill: skill, uri: uri, dir: dir + "/"}
 	fm, err := decodeObject(skill.Frontmatter)
 	if err != nil {
-		return nil, refuse(SkillCheckManifest, "", "", "", fmt.Errorf("the entry's frontmatter: %w", err))
+		return nil, refuse(CheckManifest, "", "", "", fmt.Errorf("the entry's frontmatter: %w", err))
 	}
 	p.frontmatter = fm
 	switch {
 	case skill.Dynamic && cfg.unverifiable:
 		return p, nil
 	case skill.Dynamic:
-		return nil, refuse(SkillCheckDynamic, "", "", "", errors.New("the server publishes no manifest of the skill's files"))
+		return nil, refuse(CheckDynamic, "", "", "", errors.New("the server publishes no manifest of the skill's files"))
 	case skill.manifestErr != nil:
-		return nil, refuse(SkillCheckManifest, "", "", "", skill.manifestErr)
+		return nil, refuse(CheckManifest, "", "", "", skill.manifestErr)
 	case skill.Files == nil:
-		return nil, refuse(SkillCheckManifest, "", "", "", errors.New("the entry has no manifest"))
+		return nil, refuse(CheckManifest, "", "", "", errors.New("the entry has no manifest"))
 	}
-	maxFiles, maxBytes := c.cfg.skillLimits()
+	maxFiles, maxBytes := cfg.limits()
 	if n := len(skill.Files); n > maxFiles {
-		return nil, refuse(SkillCheckLimits, "", fmt.Sprintf("at most %d files", maxFiles), fmt.Sprintf("%d files", n), nil)
+		return nil, refuse(CheckLimits, "", fmt.Sprintf("at most %d files", maxFiles), fmt.Sprintf("%d files", n), nil)
 	}
-	p.files = make(map[string]SkillFile, len(skill.Files))
+	p.files = make(map[string]File, len(skill.Files))
 	listed := make(map[string]bool, len(skill.Files)) // by normal form
 	var total int64
 	for _, f := range skill.Files {
@@ -306,7 +331,7 @@ func (c *Client) planSkill(skill *Skill, opts []SkillOption) (*skillPlan, error)
 			problem = fmt.Sprintf("the manifest gives the file the digest %q, not sha256:{64 lowercase hex digits}", f.Digest)
 		}
 		if problem != "" {
-			return nil, refuse(SkillCheckManifest, f.URI, "", "", errors.New(problem))
+			return nil, refuse(CheckManifest, f.URI, "", "", errors.New(problem))
 		}
 		p.files[f.URI] = f
 		listed[norm] = true
@@ -317,17 +342,17 @@ func (c *Client) planSkill(skill *Skill, opts []SkillOption) (*skillPlan, error)
 			if f.Size <= math.MaxInt64-total {
 				got = fmt.Sprintf("%d bytes or more", total+f.Size)
 			}
-			return nil, refuse(SkillCheckLimits, "", fmt.Sprintf("at most %d bytes", maxBytes), got, nil)
+			return nil, refuse(CheckLimits, "", fmt.Sprintf("at most %d bytes", maxBytes), got, nil)
 		}
 		total += f.Size
 	}
 	if _, ok := p.files[skill.URI]; !ok {
-		return nil, refuse(SkillCheckManifest, skill.URI, "", "", fmt.Errorf("the manifest does not list the skill's %s", skillMD))
+		return nil, refuse(CheckManifest, skill.URI, "", "", fmt.Errorf("the manifest does not list the skill's %s", skillMD))
 	}
 	return p, nil
 }
 
-// order returns the URIs of the files SkillFiles reads, in the order it reads them.
+// order returns the URIs of the files Files reads, in the order it reads them.
 func (p *skillPlan) order() []string {
 	uris := []string{p.skill.URI}
 	if p.files == nil {
@@ -343,7 +368,7 @@ func (p *skillPlan) order() []string {
 
 // entry returns the manifest's entry for uri, or nil for a file of a skill read unverified;
 // an error when the client must not read the file.
-func (p *skillPlan) entry(uri string) (*SkillFile, error) {
+func (p *skillPlan) entry(uri string) (*File, error) {
 	var why string
 	if p.files != nil {
 		f, ok := p.files[uri]
@@ -358,24 +383,24 @@ func (p *skillPlan) entry(uri string) (*SkillFile, error) {
 	} else {
 		why = "the file is outside the skill's directory " + strings.TrimSuffix(p.dir, "/")
 	}
-	return nil, &Error{Code: CodeSkillVerification, Err: &SkillVerificationError{
-		Skill: p.skill.URI, File: uri, Check: SkillCheckManifest, Err: errors.New(why)}}
+	return nil, &mcpclient.Error{Code: mcpclient.CodeSkillVerification, Err: &VerificationError{
+		Skill: p.skill.URI, File: uri, Check: CheckManifest, Err: errors.New(why)}}
 }
 
-// readSkillFile reads one file of a checked skill and checks it.
-func (c *Client) readSkillFile(ctx context.Context, p *skillPlan, uri string) (*SkillFileContent, error) {
+// readFile reads one file of a checked skill and checks it.
+func readFile(ctx context.Context, c mcpclient.Caller, p *skillPlan, uri string) (*FileContent, error) {
 	entry, err := p.entry(uri)
 	if err != nil {
 		return nil, err
 	}
-	var res ReadResourceResult
-	resp, err := c.callResponse(ctx, "resources/read", uriParams{uri}, &res, nil)
+	var res mcpclient.ReadResourceResult
+	resp, err := call(ctx, c, "resources/read", uriParams{uri}, &res, nil)
 	if err != nil {
 		return nil, err
 	}
 	f, verr := p.verify(ctx, uri, entry, res.Contents)
 	if verr != nil {
-		return nil, &Error{Code: CodeSkillVerification, Request: resp.Request, Attempts: resp.Attempts, Err: verr}
+		return nil, &mcpclient.Error{Code: mcpclient.CodeSkillVerification, Request: resp.Request, Attempts: resp.Attempts, Err: verr}
 	}
 	return f, nil
 }
@@ -383,20 +408,20 @@ func (c *Client) readSkillFile(ctx context.Context, p *skillPlan, uri string) (*
 // verify checks the contents the server sent for the file at uri against its manifest entry
 // (nil: none, the skill is read unverified), and the frontmatter of the skill's SKILL.md against
 // the entry's.
-func (p *skillPlan) verify(ctx context.Context, uri string, entry *SkillFile, contents []ResourceContents) (*SkillFileContent, *SkillVerificationError) {
-	fail := func(check SkillCheck, want, got string, err error) *SkillVerificationError {
-		return &SkillVerificationError{Skill: p.skill.URI, File: uri, Check: check, Want: want, Got: got, Err: err}
+func (p *skillPlan) verify(ctx context.Context, uri string, entry *File, contents []mcpclient.ResourceContents) (*FileContent, *VerificationError) {
+	fail := func(check Check, want, got string, err error) *VerificationError {
+		return &VerificationError{Skill: p.skill.URI, File: uri, Check: check, Want: want, Got: got, Err: err}
 	}
-	i := slices.IndexFunc(contents, func(c ResourceContents) bool { return c.URI == uri })
+	i := slices.IndexFunc(contents, func(c mcpclient.ResourceContents) bool { return c.URI == uri })
 	if i < 0 && len(contents) == 1 {
 		i = 0 // a server that names the content otherwise, but sent nothing else
 	}
 	if i < 0 {
-		return nil, fail(SkillCheckContent, "", "", fmt.Errorf("resources/read answered %d contents, none for the file", len(contents)))
+		return nil, fail(CheckContent, "", "", fmt.Errorf("resources/read answered %d contents, none for the file", len(contents)))
 	}
 	rc := contents[i]
 	if rc.Text != "" && rc.Blob != "" {
-		return nil, fail(SkillCheckContent, "", "", errors.New("the content has both text and a blob"))
+		return nil, fail(CheckContent, "", "", errors.New("the content has both text and a blob"))
 	}
 	// The size is known before anything is decoded or hashed: a file of the wrong length is
 	// refused without further work.
@@ -404,24 +429,24 @@ func (p *skillPlan) verify(ctx context.Context, uri string, entry *SkillFile, co
 	if rc.Blob != "" {
 		n, ok := decodedLen(rc.Blob)
 		if !ok {
-			return nil, fail(SkillCheckContent, "", "", errors.New("the blob is no base64"))
+			return nil, fail(CheckContent, "", "", errors.New("the blob is no base64"))
 		}
 		size = n
 	}
 	if entry != nil && size != entry.Size {
-		return nil, fail(SkillCheckSize, fmt.Sprintf("%d bytes", entry.Size), fmt.Sprintf("%d bytes", size), nil)
+		return nil, fail(CheckSize, fmt.Sprintf("%d bytes", entry.Size), fmt.Sprintf("%d bytes", size), nil)
 	}
 	data := []byte(rc.Text)
 	if rc.Blob != "" {
 		var err error
 		if data, err = decodeBase64(rc.Blob); err != nil {
-			return nil, fail(SkillCheckContent, "", "", fmt.Errorf("the blob is no base64: %w", err))
+			return nil, fail(CheckContent, "", "", fmt.Errorf("the blob is no base64: %w", err))
 		}
 	}
 	if entry != nil {
 		sum := sha256.Sum256(data)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != entry.Digest {
-			return nil, fail(SkillCheckDigest, entry.Digest, got, nil)
+			return nil, fail(CheckDigest, entry.Digest, got, nil)
 		}
 	}
 	if norm, _ := normalizeSkillURI(uri); uri == p.skill.URI || norm == p.uri {
@@ -430,7 +455,7 @@ func (p *skillPlan) verify(ctx context.Context, uri string, entry *SkillFile, co
 			return nil, e
 		}
 	}
-	return &SkillFileContent{URI: uri, MIMEType: rc.MIMEType, Data: data, Verified: entry != nil}, nil
+	return &FileContent{URI: uri, MIMEType: rc.MIMEType, Data: data, Verified: entry != nil}, nil
 }
 
 // normalizeSkillURI returns uri, the URI of a skill or of one of its files, in the normal form
@@ -614,9 +639,9 @@ const maxShown = 120
 // compareFrontmatter compares the YAML frontmatter of doc, a SKILL.md, with want, the entry's
 // frontmatter: field by field, a field one of them lacks counting as null. A value compares
 // equal as JSON values do: numbers by value, objects by their members.
-func compareFrontmatter(ctx context.Context, doc []byte, want map[string]any) *SkillVerificationError {
-	fail := func(field, w, g string, err error) *SkillVerificationError {
-		return &SkillVerificationError{Check: SkillCheckFrontmatter, Field: field, Want: w, Got: g, Err: err}
+func compareFrontmatter(ctx context.Context, doc []byte, want map[string]any) *VerificationError {
+	fail := func(field, w, g string, err error) *VerificationError {
+		return &VerificationError{Check: CheckFrontmatter, Field: field, Want: w, Got: g, Err: err}
 	}
 	text, _, ok := SplitFrontmatter(doc)
 	if !ok {

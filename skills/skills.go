@@ -1,4 +1,19 @@
-package mcpclient
+// Package skills is the client side of the Skills extension (SEP-2640,
+// https://modelcontextprotocol.io/seps/2640-skills-extension), with which a server offers skills:
+// a SKILL.md whose YAML frontmatter names and describes the skill, and the files beside it.
+// skills/list and skills/get describe each skill by an entry: the URI of its SKILL.md, its
+// frontmatter, and a manifest of its files with the SHA-256 digest and size of each. The files
+// themselves are resources, read with resources/read.
+//
+// Entries are listed and got ([List], [ListPage], [Get]) without reading any file: files are
+// read only when the caller asks ([Load], [ReadFile], [Files]), and each is checked against the
+// manifest before the caller sees it; see [ReadFile]. A host that uses skills declares the
+// extension: mcpclient.WithExtension(skills.Extension, nil).
+//
+// The package is built on the client's public API alone (NewRequest, Do, Session, Paginate): an
+// extension of the protocol can be written the same way outside this module. Its calls take a
+// mcpclient.Caller: a *mcpclient.Client, or a plugin that decorates one.
+package skills
 
 import (
 	"bytes"
@@ -8,44 +23,37 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+
+	"github.com/northstar-mcp/mcpclient"
 )
 
-// The Skills extension (SEP-2640, https://modelcontextprotocol.io/seps/2640-skills-extension)
-// lets a server offer skills: a SKILL.md whose YAML frontmatter names and describes the skill,
-// and the files beside it. skills/list and skills/get describe each skill by an entry: the URI
-// of its SKILL.md, its frontmatter, and a manifest of its files with the SHA-256 digest and size
-// of each. The files themselves are resources, read with resources/read.
-//
-// The client lists and gets entries (Skills, ListSkillsPage, GetSkill) without reading any
-// file: files are read only when the caller asks (LoadSkill, ReadSkillFile, SkillFiles), and
-// each is checked against the manifest before the caller sees it; see ReadSkillFile.
-
-// SkillsExtension is the identifier of the Skills extension, under capabilities.extensions.
-// A server declares it to serve skills; a host declares it with WithExtension to say that it
-// uses them.
-const SkillsExtension = "io.modelcontextprotocol/skills"
+// Extension is the identifier of the Skills extension, under capabilities.extensions.
+// A server declares it to serve skills; a host declares it with mcpclient.WithExtension to say
+// that it uses them.
+const Extension = "io.modelcontextprotocol/skills"
 
 // MIMETypeDirectory is the mimeType of a directory among the children resources/directory/read
 // lists: one to descend into rather than read.
 const MIMETypeDirectory = "inode/directory"
 
-// SkillsCapability is a server's declaration of the Skills extension.
-type SkillsCapability struct {
+// Capabilities is a server's declaration of the Skills extension.
+type Capabilities struct {
 	// DirectoryRead: the server answers resources/directory/read for the directories of its
 	// skills (ReadDirectory).
 	DirectoryRead bool `json:"directoryRead,omitempty"`
 }
 
-// Skills returns the server's declaration of the Skills extension; ok is false when it declares
-// none. A declaration whose settings do not read as SkillsCapability declares the extension with
-// no optional feature.
-func (c ServerCapabilities) Skills() (s SkillsCapability, ok bool) {
-	raw, found := c.Extensions[SkillsExtension]
+// CapabilitiesOf returns the server's declaration of the Skills extension, read from caps (as
+// Client.ServerCapabilities or Session returns them); ok is false when it declares none. A
+// declaration whose settings do not read as Capabilities declares the extension with no
+// optional feature.
+func CapabilitiesOf(caps mcpclient.ServerCapabilities) (s Capabilities, ok bool) {
+	raw, found := caps.Extensions[Extension]
 	if !found {
-		return SkillsCapability{}, false
+		return Capabilities{}, false
 	}
 	if json.Unmarshal(raw, &s) != nil {
-		return SkillsCapability{}, true
+		return Capabilities{}, true
 	}
 	return s, true
 }
@@ -54,7 +62,7 @@ func (c ServerCapabilities) Skills() (s SkillsCapability, ok bool) {
 //
 // Its manifest is Files, or, when the server publishes none, Dynamic. An entry whose resources
 // are neither a list of files nor "dynamic" has no manifest at all, and the client refuses to
-// read its files (see ReadSkillFile).
+// read its files (see ReadFile).
 type Skill struct {
 	// URI is the URI of the skill's SKILL.md, such as skill://pdf-processing/SKILL.md; the
 	// skill's files are in the directory it names.
@@ -64,7 +72,7 @@ type Skill struct {
 	Frontmatter json.RawMessage
 	// Files is the manifest: every file of the skill, SKILL.md included, with its digest and
 	// size. Nil when the skill is Dynamic or has no manifest.
-	Files []SkillFile
+	Files []File
 	// Dynamic: the server publishes no manifest ("resources": "dynamic"), so the skill's files
 	// cannot be verified; see WithUnverifiableFiles.
 	Dynamic bool
@@ -75,8 +83,8 @@ type Skill struct {
 	manifestErr error
 }
 
-// SkillFile is one file of a skill's manifest.
-type SkillFile struct {
+// File is one file of a skill's manifest.
+type File struct {
 	// URI is the file's resource URI: the skill's SKILL.md, or a file in its directory.
 	URI string `json:"uri"`
 	// Digest is the SHA-256 digest of the file's bytes, as "sha256:" and 64 lowercase hex
@@ -158,61 +166,94 @@ func (s *Skill) frontmatterString(field string) string {
 	return v
 }
 
-// ListSkillsResult is one page of skills/list.
-type ListSkillsResult struct {
+// ListResult is one page of skills/list.
+type ListResult struct {
 	Skills     []*Skill `json:"skills"`
 	NextCursor string   `json:"nextCursor,omitempty"`
 }
 
-// ListSkillsPage returns one page of skills/list, starting at cursor ("" for the first page).
-// Listing reads no skill file.
-func (c *Client) ListSkillsPage(ctx context.Context, cursor string, opts ...CallOption) (*ListSkillsResult, error) {
-	var res ListSkillsResult
-	if err := c.call(ctx, "skills/list", cursorParams{cursor}, &res, opts...); err != nil {
+// ListPage returns one page of skills/list, starting at cursor ("" for the first page). Listing
+// reads no skill file.
+func ListPage(ctx context.Context, c mcpclient.Caller, cursor string, opts ...mcpclient.CallOption) (*ListResult, error) {
+	var res ListResult
+	if _, err := call(ctx, c, "skills/list", cursorParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-// Skills iterates over every skill the server lists, fetching pages as needed; it yields the
+// List iterates over every skill the server lists, fetching pages as needed; it yields the
 // first error and stops. Listing reads no skill file.
-func (c *Client) Skills(ctx context.Context) iter.Seq2[*Skill, error] {
-	return paginate(ctx, func(ctx context.Context, cursor string) ([]*Skill, string, error) {
-		page, err := c.ListSkillsPage(ctx, cursor)
+func List(ctx context.Context, c mcpclient.Caller) iter.Seq2[*Skill, error] {
+	return mcpclient.Paginate(ctx, func(ctx context.Context, cursor string) ([]*Skill, string, error) {
+		page, err := ListPage(ctx, c, cursor)
 		if err != nil {
 			return nil, "", err
 		}
 		return page.Skills, page.NextCursor, nil
-	}, nil)
+	})
 }
 
-// GetSkill returns the entry of the skill whose SKILL.md is at uri, by skills/get. It reads no
-// skill file. An answer that is no entry, or the entry of another skill, fails with
-// CodeProtocol: the host would otherwise verify and load a skill it did not ask for.
-func (c *Client) GetSkill(ctx context.Context, uri string, opts ...CallOption) (*Skill, error) {
+// Get returns the entry of the skill whose SKILL.md is at uri, by skills/get. It reads no skill
+// file. An answer that is no entry, or the entry of another skill, fails with
+// mcpclient.CodeProtocol: the host would otherwise verify and load a skill it did not ask for.
+func Get(ctx context.Context, c mcpclient.Caller, uri string, opts ...mcpclient.CallOption) (*Skill, error) {
 	var res struct {
 		Skill *Skill `json:"skill"`
 	}
-	resp, err := c.callResponse(ctx, "skills/get", uriParams{uri}, &res, opts)
+	resp, err := call(ctx, c, "skills/get", uriParams{uri}, &res, opts)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case res.Skill == nil:
-		return nil, returned(&Error{Code: CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
-			Err: errors.New("skills/get answered no skill")})
+		return nil, &mcpclient.Error{Code: mcpclient.CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
+			Err: errors.New("skills/get answered no skill")}
 	case res.Skill.URI != uri:
-		return nil, returned(&Error{Code: CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
-			Err: fmt.Errorf("skills/get for %s answered the skill %s", uri, res.Skill.URI)})
+		return nil, &mcpclient.Error{Code: mcpclient.CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
+			Err: fmt.Errorf("skills/get for %s answered the skill %s", uri, res.Skill.URI)}
 	}
 	return res.Skill, nil
+}
+
+type cursorParams struct {
+	Cursor string `json:"cursor,omitempty"`
+}
+
+type uriParams struct {
+	URI string `json:"uri"`
+}
+
+// call sends method with params and decodes its result into out; an answer that does not decode
+// fails with mcpclient.CodeProtocol, as the client's own calls do.
+func call(ctx context.Context, c mcpclient.Caller, method string, params, out any, opts []mcpclient.CallOption) (*mcpclient.Response, error) {
+	req, err := c.NewRequest(method, params, opts...)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := resp.Decode(out); err != nil {
+		return nil, &mcpclient.Error{Code: mcpclient.CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
+			Err: fmt.Errorf("decoding the %s result: %w", method, err)}
+	}
+	return resp, nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
 }
 
 // ReadDirectoryResult is one page of resources/directory/read: the directory's direct children.
 // A child that is a directory itself has the mimeType MIMETypeDirectory.
 type ReadDirectoryResult struct {
-	Resources  []*Resource `json:"resources"`
-	NextCursor string      `json:"nextCursor,omitempty"`
+	Resources  []*mcpclient.Resource `json:"resources"`
+	NextCursor string                `json:"nextCursor,omitempty"`
 }
 
 type directoryParams struct {
@@ -224,25 +265,25 @@ type directoryParams struct {
 // skill's directory, such as skill://pdf-processing), starting at cursor ("" for the first
 // page). Only a server that declares the Skills extension with directoryRead has the method: to
 // another the request is not sent, and the call fails with ErrDirectoryReadNotDeclared
-// (CodeInvalidArgument). Without a live session it connects first, since the server's
+// (mcpclient.CodeInvalidArgument). Without a live session it connects first, since the server's
 // declaration decides. A page listing a child outside the directory, or whose URI could take a
 // host descending into it elsewhere (dot segments, raw or encoded, an encoded slash, a
-// backslash), fails with CodeProtocol.
-func (c *Client) ReadDirectoryPage(ctx context.Context, uri, cursor string, opts ...CallOption) (*ReadDirectoryResult, error) {
-	s, err := c.liveSession(ctx)
+// backslash), fails with mcpclient.CodeProtocol.
+func ReadDirectoryPage(ctx context.Context, c mcpclient.Caller, uri, cursor string, opts ...mcpclient.CallOption) (*ReadDirectoryResult, error) {
+	init, err := c.Session(ctx)
 	if err != nil {
-		return nil, returned(err)
+		return nil, err
 	}
-	if skills, _ := s.init.Capabilities.Skills(); !skills.DirectoryRead {
-		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("%w: reading %s", ErrDirectoryReadNotDeclared, uri)})
+	if decl, _ := CapabilitiesOf(init.Capabilities); !decl.DirectoryRead {
+		return nil, &mcpclient.Error{Code: mcpclient.CodeInvalidArgument, Err: fmt.Errorf("%w: reading %s", ErrDirectoryReadNotDeclared, uri)}
 	}
 	var res ReadDirectoryResult
-	resp, err := c.callResponse(ctx, "resources/directory/read", directoryParams{URI: uri, Cursor: cursor}, &res, opts)
+	resp, err := call(ctx, c, "resources/directory/read", directoryParams{URI: uri, Cursor: cursor}, &res, opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkChildren(uri, res.Resources); err != nil {
-		return nil, returned(&Error{Code: CodeProtocol, Request: resp.Request, Attempts: resp.Attempts, Err: err})
+		return nil, &mcpclient.Error{Code: mcpclient.CodeProtocol, Request: resp.Request, Attempts: resp.Attempts, Err: err}
 	}
 	return &res, nil
 }
@@ -250,7 +291,7 @@ func (c *Client) ReadDirectoryPage(ctx context.Context, uri, cursor string, opts
 // checkChildren checks that the children a server lists for the directory at dir are in it,
 // their URIs compared in normal form, without what could take a host that descends into them
 // elsewhere (see normalizeSkillURI).
-func checkChildren(dir string, children []*Resource) error {
+func checkChildren(dir string, children []*mcpclient.Resource) error {
 	norm, problem := normalizeSkillURI(strings.TrimSuffix(dir, "/"))
 	for _, r := range children {
 		if r == nil {
@@ -269,12 +310,12 @@ func checkChildren(dir string, children []*Resource) error {
 
 // ReadDirectory iterates over the children of the directory at uri, fetching pages as needed;
 // it yields the first error and stops. See ReadDirectoryPage.
-func (c *Client) ReadDirectory(ctx context.Context, uri string) iter.Seq2[*Resource, error] {
-	return paginate(ctx, func(ctx context.Context, cursor string) ([]*Resource, string, error) {
-		page, err := c.ReadDirectoryPage(ctx, uri, cursor)
+func ReadDirectory(ctx context.Context, c mcpclient.Caller, uri string) iter.Seq2[*mcpclient.Resource, error] {
+	return mcpclient.Paginate(ctx, func(ctx context.Context, cursor string) ([]*mcpclient.Resource, string, error) {
+		page, err := ReadDirectoryPage(ctx, c, uri, cursor)
 		if err != nil {
 			return nil, "", err
 		}
 		return page.Resources, page.NextCursor, nil
-	}, nil)
+	})
 }

@@ -219,7 +219,7 @@ func TestBackoffWaits(t *testing.T) {
 			name:    "hint above the default MaxServerDelay is capped at 30s",
 			faults:  []mcptest.Fault{{Kind: mcptest.Fail, Tool: "t", RetryAfter: time.Hour}},
 			backoff: boConstant(time.Second),
-			want:    []time.Duration{mcpclient.DefaultMaxServerDelay},
+			want:    []time.Duration{30 * time.Second},
 		},
 	}
 	for _, tc := range cases {
@@ -561,7 +561,7 @@ func TestDefaultClassify(t *testing.T) {
 				t.Errorf("%s: DefaultRetryPolicy().Classify = %v, want %v", tc.name, got, tc.want)
 			}
 		}
-		if p.Mode != mcpclient.RetryAuto || p.MaxAttempts != mcpclient.DefaultMaxAttempts || p.MaxServerDelay != mcpclient.DefaultMaxServerDelay || p.NewBackOff == nil {
+		if p.Mode != mcpclient.RetryAuto || p.MaxAttempts != mcpclient.DefaultMaxAttempts || p.MaxServerDelay != 30*time.Second || p.NewBackOff == nil {
 			t.Errorf("DefaultRetryPolicy() = %+v", p)
 		}
 	})

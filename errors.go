@@ -332,14 +332,15 @@ const (
 	RPCUnsupportedProtocolVersion      = -32022
 )
 
-// ReusedIDMarker is how servers that keep receipts flag other content under a known id: in
-// error.data.code, error.data.reason, or the message.
-const ReusedIDMarker = "MCP_REQUEST_ID_REUSED"
+// reusedIDMarker is how servers that keep receipts flag other content under a known id: in
+// error.data.code, error.data.reason, or the message (receipts.CodeIDReused).
+const reusedIDMarker = "MCP_REQUEST_ID_REUSED"
 
-// ReceiptInDoubtMarker is how a server that keeps receipts answers, in error.data.code, a request
+// receiptInDoubtMarker is how a server that keeps receipts answers, in error.data.code, a request
 // whose earlier run it cannot account for: it was claimed, and the process running it died
-// before storing an answer. The request may have run; the server will never run it again.
-const ReceiptInDoubtMarker = "MCP_RECEIPT_IN_DOUBT"
+// before storing an answer. The request may have run; the server will never run it again
+// (receipts.CodeInDoubt).
+const receiptInDoubtMarker = "MCP_RECEIPT_IN_DOUBT"
 
 // RPCError is a JSON-RPC error object sent by the server. Like any answer it is the definite
 // outcome of its request and is never retried.
@@ -354,18 +355,18 @@ func (e *RPCError) Error() string {
 }
 
 // ReceiptInDoubt reports whether the server answered that the request's outcome is unknown to
-// it too (ReceiptInDoubtMarker in error.data.code).
+// it too (MCP_RECEIPT_IN_DOUBT in error.data.code).
 func (e *RPCError) ReceiptInDoubt() bool {
 	var data struct {
 		Code any `json:"code"`
 	}
-	return len(e.Data) > 0 && json.Unmarshal(e.Data, &data) == nil && data.Code == ReceiptInDoubtMarker
+	return len(e.Data) > 0 && json.Unmarshal(e.Data, &data) == nil && data.Code == receiptInDoubtMarker
 }
 
 // IDReused reports whether the server refused the request as other content under an id it
 // already holds a receipt for.
 func (e *RPCError) IDReused() bool {
-	if strings.Contains(e.Message, ReusedIDMarker) {
+	if strings.Contains(e.Message, reusedIDMarker) {
 		return true
 	}
 	var data struct {
@@ -375,5 +376,5 @@ func (e *RPCError) IDReused() bool {
 	if len(e.Data) == 0 || json.Unmarshal(e.Data, &data) != nil {
 		return false
 	}
-	return data.Code == ReusedIDMarker || data.Reason == ReusedIDMarker
+	return data.Code == reusedIDMarker || data.Reason == reusedIDMarker
 }

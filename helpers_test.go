@@ -19,6 +19,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -322,7 +323,7 @@ func awaitHandshake(t *testing.T, srv *mcptest.Server) {
 // replayOf reports whether resp is first read back from the server's receipt: marked as a replay,
 // and the same result but for the marker in its _meta.
 func replayOf(resp, first *mcpclient.Response) bool {
-	const marker = mcpclient.RequestReceiptsExtension + ".replay"
+	const marker = receipts.ExtensionID + ".replay"
 	var r, f map[string]any
 	if !resp.Replayed || json.Unmarshal(resp.Result, &r) != nil || json.Unmarshal(first.Result, &f) != nil {
 		return false

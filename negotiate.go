@@ -158,7 +158,7 @@ func (c *Client) open(ctx context.Context) (*session, error) {
 // reconnecting to settle them.
 func (c *Client) initialize(ctx context.Context, s *session, offer string) error {
 	// Built for no stateless revision, whatever the session this one replaces spoke.
-	spec, err := specOf("initialize", InitializeParams{
+	spec, err := specOf("initialize", initializeParams{
 		ProtocolVersion: offer,
 		Capabilities:    c.cfg.capabilities(),
 		ClientInfo:      c.cfg.info,

@@ -124,8 +124,8 @@ func (c *config) declaredExtensions() map[string]json.RawMessage {
 	for id, settings := range c.extensions {
 		extensions[id] = settings
 	}
-	if _, set := extensions[RequestReceiptsExtension]; !set {
-		extensions[RequestReceiptsExtension] = json.RawMessage(`{}`)
+	if _, set := extensions[requestReceiptsExtension]; !set {
+		extensions[requestReceiptsExtension] = json.RawMessage(`{}`)
 	}
 	return extensions
 }

@@ -89,8 +89,8 @@ type ResourcesCapability struct {
 	ListChanged bool `json:"listChanged,omitempty"`
 }
 
-// InitializeParams are the params of the initialize request.
-type InitializeParams struct {
+// initializeParams are the params of the initialize request, which Connect sends.
+type initializeParams struct {
 	ProtocolVersion string             `json:"protocolVersion"`
 	Capabilities    ClientCapabilities `json:"capabilities"`
 	ClientInfo      Implementation     `json:"clientInfo"`
@@ -139,11 +139,6 @@ func (a *ToolAnnotations) safeToRepeat() bool {
 		return false
 	}
 	return (a.ReadOnlyHint != nil && *a.ReadOnlyHint) || (a.IdempotentHint != nil && *a.IdempotentHint)
-}
-
-// ListToolsParams are the params of tools/list.
-type ListToolsParams struct {
-	Cursor string `json:"cursor,omitempty"`
 }
 
 // ListToolsResult is one page of tools/list.

@@ -28,16 +28,16 @@ func (s ReceiptScope) outlivesSessions() bool {
 	return s == ReceiptScopeProcess || s == ReceiptScopeStore
 }
 
-// RequestReceiptsExtension is the identifier of the request receipts extension: in the stateless
-// revisions a request opts into receipts by naming it among the extensions of its per-request
-// client capabilities, and a server that keeps receipts names it among the extensions of its
-// capabilities, with its RequestReceipts declaration. A request that did not opt in gets no
-// receipt: real clients reuse ids.
-const RequestReceiptsExtension = "io.github.northstar-mcp/request-receipts"
+// requestReceiptsExtension is the identifier of the request receipts extension
+// (receipts.ExtensionID): in the stateless revisions a request opts into receipts by naming it
+// among the extensions of its per-request client capabilities, and a server that keeps receipts
+// names it among the extensions of its capabilities, with its RequestReceipts declaration. A
+// request that did not opt in gets no receipt: real clients reuse ids.
+const requestReceiptsExtension = "io.github.northstar-mcp/request-receipts"
 
 // replayMarker is the key, in a result's _meta, with which a server that keeps receipts marks an
 // answer read from a receipt rather than produced by running the request now.
-const replayMarker = RequestReceiptsExtension + ".replay"
+const replayMarker = requestReceiptsExtension + ".replay"
 
 // replayMarked reports whether a result carries the replay marker, true.
 func replayMarked(result json.RawMessage) bool {
@@ -76,7 +76,7 @@ type RequestReceipts struct {
 // none, or declares a scope this client does not know, which it must not rely on. An epoch that
 // is no string is read as none: the scope it comes with stays usable.
 func (c ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
-	raw, found := c.Extensions[RequestReceiptsExtension]
+	raw, found := c.Extensions[requestReceiptsExtension]
 	if !found {
 		return RequestReceipts{}, false
 	}

@@ -1,6 +1,18 @@
 package mcpclient
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/northstar-mcp/mcpclient/receipts"
+)
+
+// The client and the server half of the receipts extension name the same things.
+func TestClientAndMiddlewareAgreeOnTheWire(t *testing.T) {
+	if requestReceiptsExtension != receipts.ExtensionID || receiptInDoubtMarker != receipts.CodeInDoubt ||
+		reusedIDMarker != receipts.CodeIDReused {
+		t.Error("the client and the receipts package disagree on the extension's names")
+	}
+}
 
 // Only receipts kept for the process, under one epoch declared on both sides, outlive a session.
 func TestReceiptsSurvive(t *testing.T) {

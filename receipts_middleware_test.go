@@ -16,14 +16,6 @@ import (
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
-// The client and the server half of the receipts extension name the same things.
-func TestClientAndMiddlewareAgreeOnTheWire(t *testing.T) {
-	if mcpclient.RequestReceiptsExtension != receipts.ExtensionID || mcpclient.ReceiptInDoubtMarker != receipts.CodeInDoubt ||
-		mcpclient.ReusedIDMarker != receipts.CodeIDReused {
-		t.Error("the client and the receipts package disagree on the extension's names")
-	}
-}
-
 // lossyProxy forwards requests to next and loses the answer to the first tools/call it sees
 // after the handler ran, as a proxy whose connection to the client breaks at the worst moment.
 func lossyProxy(next http.Handler) http.Handler {

@@ -12,6 +12,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -35,7 +36,7 @@ func TestRequestReceiptsDeclaration(t *testing.T) {
 			mcpclient.RequestReceipts{Scope: mcpclient.ReceiptScopeStore, Epoch: "db1", RetentionMs: 3600000, Disconnect: "cancel"}, true},
 	}
 	for _, tc := range cases {
-		caps := mcpclient.ServerCapabilities{Extensions: map[string]json.RawMessage{mcpclient.RequestReceiptsExtension: json.RawMessage(tc.decl)}}
+		caps := mcpclient.ServerCapabilities{Extensions: map[string]json.RawMessage{receipts.ExtensionID: json.RawMessage(tc.decl)}}
 		got, ok := caps.RequestReceipts()
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: %+v %v, want %+v %v", tc.decl, got, ok, tc.want, tc.ok)
@@ -127,7 +128,7 @@ func TestReceiptInDoubtIsAnUnknownOutcome(t *testing.T) {
 		switch r.Method {
 		case "server/discover":
 			r.Answer(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{},"extensions":{"` +
-				mcpclient.RequestReceiptsExtension + `":{"scope":"store","epoch":"db1"}}}}`)
+				receipts.ExtensionID + `":{"scope":"store","epoch":"db1"}}}}`)
 			return true
 		case "tools/call":
 			calls.Add(1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 )
 
 // retentionCase is a tools/call whose first answer is lost after the server held it for
@@ -56,7 +57,7 @@ func (tc retentionCase) run(t *testing.T, version string) {
 	srv := mcptest.NewTestServer(t,
 		mcptest.WithMode(mcptest.ModeNone),
 		mcptest.WithProtocolVersions(version),
-		mcptest.WithExtension(mcpclient.RequestReceiptsExtension, map[string]any{
+		mcptest.WithExtension(receipts.ExtensionID, map[string]any{
 			"scope": "process", "epoch": "e1", "retentionMs": declaredRetention.Milliseconds()}),
 		mcptest.WithTool(unsafeTool, k.tool),
 		mcptest.WithFault(mcptest.Fault{Kind: mcptest.Delay, Tool: unsafeTool.Name, Delay: tc.answerLost}),

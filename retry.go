@@ -75,11 +75,11 @@ type RetryPolicy struct {
 	OnRetry func(attempt int, cause error, delay time.Duration)
 }
 
-// Defaults of a RetryPolicy.
-const (
-	DefaultMaxAttempts    = 4
-	DefaultMaxServerDelay = 30 * time.Second
-)
+// DefaultMaxAttempts is the MaxAttempts of a RetryPolicy that sets none.
+const DefaultMaxAttempts = 4
+
+// defaultMaxServerDelay is the MaxServerDelay of a RetryPolicy that sets none.
+const defaultMaxServerDelay = 30 * time.Second
 
 // DefaultRetryPolicy returns the policy a Client uses unless WithRetryPolicy says otherwise.
 func DefaultRetryPolicy() RetryPolicy {
@@ -88,7 +88,7 @@ func DefaultRetryPolicy() RetryPolicy {
 		MaxAttempts:    DefaultMaxAttempts,
 		Classify:       DefaultClassify,
 		NewBackOff:     DefaultBackOff,
-		MaxServerDelay: DefaultMaxServerDelay,
+		MaxServerDelay: defaultMaxServerDelay,
 	}
 }
 

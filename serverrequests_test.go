@@ -16,6 +16,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 )
 
 func TestFeaturesSampling(t *testing.T) {
@@ -504,11 +505,11 @@ func TestFeaturesClientCapabilities(t *testing.T) {
 				}
 				// Every session opts into receipts; the rest is what the options declared.
 				caps := infos[0].ClientCapabilities
-				if _, ok := caps.Extensions[mcpclient.RequestReceiptsExtension]; !ok {
+				if _, ok := caps.Extensions[receipts.ExtensionID]; !ok {
 					t.Errorf("the session did not opt into receipts: %+v", caps.Extensions)
 				}
 				caps.Extensions = maps.Clone(caps.Extensions)
-				delete(caps.Extensions, mcpclient.RequestReceiptsExtension)
+				delete(caps.Extensions, receipts.ExtensionID)
 				if len(caps.Extensions) == 0 {
 					caps.Extensions = nil
 				}

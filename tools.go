@@ -272,7 +272,7 @@ func (c *Client) liveSession(ctx context.Context) (*session, error) {
 func (c *Client) ListToolsPage(ctx context.Context, cursor string, opts ...CallOption) (*ListToolsResult, error) {
 	var res ListToolsResult
 	gen := c.tools.generation()
-	if err := c.call(ctx, "tools/list", ListToolsParams{Cursor: cursor}, &res, opts...); err != nil {
+	if err := c.call(ctx, "tools/list", cursorParams{cursor}, &res, opts...); err != nil {
 		return nil, err
 	}
 	c.tools.add(res.Tools, gen, freshUntil(time.Now(), res.TTLMs))

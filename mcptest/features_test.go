@@ -15,6 +15,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 )
 
 func TestMatchURITemplate(t *testing.T) {
@@ -518,7 +519,7 @@ func TestMethodsAndExtensions(t *testing.T) {
 	c := mcptest.NewClient(t, srv)
 	ctx := context.Background()
 	ext := c.ServerCapabilities().Extensions
-	if _, receipts := ext[mcpclient.RequestReceiptsExtension]; string(ext["io.example/x"]) != `{"flag":true}` || string(ext["io.example/none"]) != `{}` || !receipts || len(ext) != 3 {
+	if _, optIn := ext[receipts.ExtensionID]; string(ext["io.example/x"]) != `{"flag":true}` || string(ext["io.example/none"]) != `{}` || !optIn || len(ext) != 3 {
 		t.Errorf("extensions %s", ext)
 	}
 	do := func(method, params string) (string, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 )
 
 // everyInputCap declares every capability a request for input needs.
@@ -502,7 +503,7 @@ func TestInputRequiredNotOnTheStream(t *testing.T) {
 func TestInputRequiredRoundsHaveReceipts(t *testing.T) {
 	srv := statelessServer(t, mcptest.WithTool(mcpclient.Tool{Name: "interview"}, interview(make(chan error, 4))))
 	caps := map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{},
-		"extensions": map[string]any{mcpclient.RequestReceiptsExtension: map[string]any{}}}
+		"extensions": map[string]any{receipts.ExtensionID: map[string]any{}}}
 	first := callTool(t, srv.URL, "r1", callParams("interview", caps, nil))
 	again := callTool(t, srv.URL, "r1", callParams("interview", caps, nil))
 	if !sameAnswer(string(again.last()["result"]), string(first.last()["result"])) || srv.Executions("interview") != 1 {

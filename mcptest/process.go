@@ -15,6 +15,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/internal/wait"
+	"github.com/northstar-mcp/mcpclient/receipts"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -230,7 +231,11 @@ func (s *Server) expireSession(ep *epoch, session string) {
 
 // initialize opens a session and negotiates the revision.
 func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
-	var p mcpclient.InitializeParams
+	var p struct {
+		ProtocolVersion string                       `json:"protocolVersion"`
+		Capabilities    mcpclient.ClientCapabilities `json:"capabilities"`
+		ClientInfo      mcpclient.Implementation     `json:"clientInfo"`
+	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return errorAnswer(mcpclient.RPCInvalidParams, "initialize params: "+err.Error(), nil), ""
 	}
@@ -252,7 +257,7 @@ func (s *Server) initialize(ep *epoch, m jsonrpc.Message) (answer, string) {
 	s.sessionSeq++
 	st := newSessionState(sid, s.sessionSeq)
 	st.version, st.client, st.caps = version, p.ClientInfo, p.Capabilities
-	_, st.receiptsOptIn = p.Capabilities.Extensions[mcpclient.RequestReceiptsExtension]
+	_, st.receiptsOptIn = p.Capabilities.Extensions[receipts.ExtensionID]
 	ep.sessions[sid] = st
 	s.mu.Unlock()
 	return resultAnswer(mcpclient.InitializeResult{ProtocolVersion: version, Capabilities: caps, ServerInfo: s.info}), sid

@@ -49,7 +49,7 @@ const (
 	// refused with 409 MCP_REQUEST_ID_REUSED; a full store refuses new ids with 503 and evicts
 	// nothing. Receipts are the process's: they outlive the session that made them (its
 	// expiry, its DELETE), not a Restart. The server declares the receipts extension
-	// (mcpclient.RequestReceiptsExtension) with scope process and an epoch, new at every Restart
+	// (receipts.ExtensionID) with scope process and an epoch, new at every Restart
 	// (see ReceiptEpoch). A request opts in in its own _meta in a stateless revision, and
 	// otherwise by its session's initialize or its Mcp-Request-Receipts header. A request that
 	// did not opt in runs as in ModeNone.

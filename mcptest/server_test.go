@@ -18,6 +18,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/transporttest"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -45,7 +46,7 @@ func connectRaw(t *testing.T, srv *mcptest.Server) *raw {
 // dialRaw opens a session that opts into receipts, as this module's client does.
 func dialRaw(t *testing.T, srv *mcptest.Server) *raw {
 	t.Helper()
-	return dialRawDeclaring(t, srv, `{"extensions":{"`+mcpclient.RequestReceiptsExtension+`":{}}}`)
+	return dialRawDeclaring(t, srv, `{"extensions":{"`+receipts.ExtensionID+`":{}}}`)
 }
 
 // dialRawDeclaring opens a session whose initialize declares capabilities.
@@ -109,13 +110,13 @@ func TestFingerprintIsTheBytesAsReceived(t *testing.T) {
 		t.Fatalf("the same bytes: runs %d; answers\n%s\n%s", runs, first, second)
 	}
 	r.send(`{ "params" : {"arguments":{"y":[1, 2],"x":1},"name":"echo"}, "method":"tools/call", "id":"a", "jsonrpc":"2.0" }`)
-	if got := r.recv(); !strings.Contains(got, mcpclient.ReusedIDMarker) || runs != 1 {
+	if got := r.recv(); !strings.Contains(got, receipts.CodeIDReused) || runs != 1 {
 		t.Fatalf("the same content spelled otherwise: runs %d; %s", runs, got)
 	}
 	r.send(call(`"b"`, `{"n":12345678901234567890}`))
 	r.recv()
 	r.send(call(`"b"`, `{"n":12345678901234567891}`))
-	if got := r.recv(); !strings.Contains(got, mcpclient.ReusedIDMarker) {
+	if got := r.recv(); !strings.Contains(got, receipts.CodeIDReused) {
 		t.Fatalf("different big integers under one id: %s", got)
 	}
 }
@@ -375,7 +376,7 @@ func TestReceiptsOnlyForSessionsThatOptIn(t *testing.T) {
 	r.send(call(`1`, `{"v":1}`))
 	r.recv()
 	r.send(call(`1`, `{"v":2}`))
-	if got := r.recv(); strings.Contains(got, mcpclient.ReusedIDMarker) {
+	if got := r.recv(); strings.Contains(got, receipts.CodeIDReused) {
 		t.Errorf("other content under an id of a session that did not opt in was refused: %s", got)
 	}
 	if runs != 3 || srv.Receipts() != 0 {
@@ -395,7 +396,7 @@ func TestReceiptsOnlyForSessionsThatOptIn(t *testing.T) {
 // from a receipt: equal to it but for the replay marker in the result's _meta, which it must
 // carry.
 func sameAnswer(replay, first string) bool {
-	const marker = mcpclient.RequestReceiptsExtension + ".replay"
+	const marker = receipts.ExtensionID + ".replay"
 	var r, f map[string]any
 	if json.Unmarshal([]byte(replay), &r) != nil || json.Unmarshal([]byte(first), &f) != nil {
 		return false

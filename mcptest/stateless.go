@@ -16,6 +16,7 @@ import (
 	"github.com/northstar-mcp/mcpclient/internal/headers"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
+	"github.com/northstar-mcp/mcpclient/receipts"
 )
 
 // The JSON-RPC error codes of the stateless revisions.
@@ -134,7 +135,7 @@ func statelessSession(rm requestMeta) *sessionState {
 	st.stateless = true
 	st.version, st.client, st.caps = rm.version, rm.client, rm.caps
 	st.logLevel = rm.logLevel
-	_, st.receiptsOptIn = rm.caps.Extensions[mcpclient.RequestReceiptsExtension]
+	_, st.receiptsOptIn = rm.caps.Extensions[receipts.ExtensionID]
 	return st
 }
 
@@ -371,7 +372,7 @@ func (s *Server) capabilities(ep *epoch, stateless bool) mcpclient.ServerCapabil
 		if caps.Extensions == nil {
 			caps.Extensions = map[string]json.RawMessage{}
 		}
-		caps.Extensions[mcpclient.RequestReceiptsExtension] = decl
+		caps.Extensions[receipts.ExtensionID] = decl
 	}
 	if stateless && s.tasksDeclaredLocked() {
 		// The stateless revisions serve tasks through the extension (tasks_ext.go), the

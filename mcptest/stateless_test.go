@@ -14,6 +14,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 )
 
 const rev = mcpclient.ProtocolVersion20260728
@@ -162,7 +163,7 @@ func TestStatelessDiscover(t *testing.T) {
 	if !res.Capabilities.Tools.ListChanged {
 		t.Error("tools.listChanged not declared: listeners hear of tool changes")
 	}
-	decl, ok := res.Capabilities.Extensions[mcpclient.RequestReceiptsExtension]
+	decl, ok := res.Capabilities.Extensions[receipts.ExtensionID]
 	if !ok || decl.Scope != mcpclient.ReceiptScopeProcess || decl.Epoch != srv.ReceiptEpoch() {
 		t.Errorf("receipts extension %+v (declared %v), epoch %q", decl, ok, srv.ReceiptEpoch())
 	}
@@ -328,7 +329,7 @@ func TestStatelessReceiptsOnlyForRequestsThatOptIn(t *testing.T) {
 		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent(fmt.Sprint(runs.Add(1)))}}, nil
 	}))
 	optIn := meta(map[string]any{"io.modelcontextprotocol/clientCapabilities": map[string]any{
-		"extensions": map[string]any{mcpclient.RequestReceiptsExtension: map[string]any{}}}})
+		"extensions": map[string]any{receipts.ExtensionID: map[string]any{}}}})
 	call := func(id string, m map[string]any, args map[string]any) rpcReply {
 		return post(t, srv.URL, headersFor("tools/call", "charge", nil), request(id, "tools/call", map[string]any{"name": "charge", "arguments": args, "_meta": m}))
 	}
@@ -345,7 +346,7 @@ func TestStatelessReceiptsOnlyForRequestsThatOptIn(t *testing.T) {
 		t.Errorf("resend answered %s, the first %s", again.last()["result"], first.last()["result"])
 	}
 	reused := call("opted", optIn, map[string]any{"x": 1})
-	if reused.errorCode() != mcpclient.RPCInvalidRequest || !strings.Contains(string(reused.last()["error"]), mcpclient.ReusedIDMarker) {
+	if reused.errorCode() != mcpclient.RPCInvalidRequest || !strings.Contains(string(reused.last()["error"]), receipts.CodeIDReused) {
 		t.Errorf("other content under an opted-in id: %s", reused.last()["error"])
 	}
 }
@@ -496,7 +497,7 @@ func TestStatelessDisconnectCancelsUnlessOptedIntoReceipts(t *testing.T) {
 			m := meta(nil)
 			if optIn {
 				m = meta(map[string]any{"io.modelcontextprotocol/clientCapabilities": map[string]any{
-					"extensions": map[string]any{mcpclient.RequestReceiptsExtension: map[string]any{}}}})
+					"extensions": map[string]any{receipts.ExtensionID: map[string]any{}}}})
 			}
 			body, _ := json.Marshal(request("c1", "tools/call", map[string]any{"name": "wait", "_meta": m}))
 			ctx, cancel := context.WithCancel(context.Background())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 	"github.com/northstar-mcp/mcpclient/tasks"
 )
 
@@ -386,7 +387,7 @@ func TestTasksExtensionListenGrantsKnownTasks(t *testing.T) {
 func TestTasksExtensionReceiptsAndFaults(t *testing.T) {
 	g := newGate(nil, nil)
 	srv := statelessServer(t, taskTool("wait", tasks.SupportOptional, g.tool))
-	both := capsMeta(tasksExt, mcpclient.RequestReceiptsExtension)
+	both := capsMeta(tasksExt, receipts.ExtensionID)
 	call := func(id string, m map[string]any) map[string]json.RawMessage {
 		return rpc(t, srv, id, "tools/call", "wait", m, map[string]any{"name": "wait"}).result(t)
 	}

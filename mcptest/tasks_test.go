@@ -13,6 +13,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/mcptest"
+	"github.com/northstar-mcp/mcpclient/receipts"
 	"github.com/northstar-mcp/mcpclient/tasks"
 )
 
@@ -194,7 +195,7 @@ func TestTaskReceipts(t *testing.T) {
 		t.Errorf("same id and content: %+v, want %+v", again, first)
 	}
 	if resp := taskRequest(t, r, "7", "tools/call", `{"name":"opt","task":{"ttl":2000}}`); resp.Error == nil ||
-		!strings.Contains(resp.Error.Message, mcpclient.ReusedIDMarker) {
+		!strings.Contains(resp.Error.Message, receipts.CodeIDReused) {
 		t.Errorf("same id, other content: %+v", resp)
 	}
 	if n, runs := srv.Tasks(), srv.Executions("opt"); n != 1 || runs > 1 {

@@ -21,6 +21,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // Environment variables that steer Start and Skip.
@@ -183,4 +186,33 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Main is what a test binary's TestMain does with a throwaway server: start it (with database
+// dbname), hand it to use, run the tests, stop it, and fail a passing run that left goroutines
+// behind. Without a PostgreSQL the tests fail with a message saying how to get one, unless
+// EnvSkip=1 says to skip them: use then gets nil. what names the tests in messages. It returns
+// the exit code for os.Exit.
+func Main(m *testing.M, what, dbname string, use func(*Server)) int {
+	srv, err := Start(dbname)
+	if err != nil {
+		if Skip() {
+			fmt.Fprintf(os.Stderr, "%s skipped (%s=1): %v\n", what, EnvSkip, err)
+			use(nil)
+			return m.Run()
+		}
+		fmt.Fprintf(os.Stderr, "%s need a PostgreSQL: %v\n"+
+			"Install one (apt-get install -y postgresql), set %s to a database URL, or set %s=1 to skip.\n", what, err, EnvURL, EnvSkip)
+		return 1
+	}
+	use(srv)
+	code := m.Run()
+	srv.Stop()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	return code
 }

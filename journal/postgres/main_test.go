@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
 
 	"github.com/northstar-mcp/mcpclient/internal/pgtest"
 	"github.com/northstar-mcp/mcpclient/journal/postgres"
@@ -30,26 +29,11 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(envRole); role != "" {
 		os.Exit(child(role)) // a worker process of the multi-process tests: see workers_test.go
 	}
-	srv, err := pgtest.Start("journal_test")
-	if err != nil {
-		if pgtest.Skip() {
-			fmt.Fprintf(os.Stderr, "postgres journal tests skipped (%s=1): %v\n", pgtest.EnvSkip, err)
-			os.Exit(m.Run())
+	os.Exit(pgtest.Main(m, "postgres journal tests", "journal_test", func(srv *pgtest.Server) {
+		if srv != nil {
+			db, dbURL = srv, srv.URL
 		}
-		fmt.Fprintf(os.Stderr, "postgres journal tests need a PostgreSQL: %v\n"+
-			"Install one (apt-get install -y postgresql), set %s to a database URL, or set %s=1 to skip.\n", err, pgtest.EnvURL, pgtest.EnvSkip)
-		os.Exit(1)
-	}
-	db, dbURL = srv, srv.URL
-	code := m.Run()
-	srv.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	}))
 }
 
 // needDB skips t when the tests run without a database.

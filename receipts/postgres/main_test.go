@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.uber.org/goleak"
 
 	"github.com/northstar-mcp/mcpclient/internal/pgtest"
 	"github.com/northstar-mcp/mcpclient/receipts/postgres"
@@ -26,26 +25,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envRole) == "server" {
 		os.Exit(serveFleetMember()) // a server process of the fleet test: see fleet_test.go
 	}
-	srv, err := pgtest.Start("receipts_test")
-	if err != nil {
-		if pgtest.Skip() {
-			fmt.Fprintf(os.Stderr, "postgres receipts tests skipped (%s=1): %v\n", pgtest.EnvSkip, err)
-			os.Exit(m.Run())
+	os.Exit(pgtest.Main(m, "postgres receipts tests", "receipts_test", func(srv *pgtest.Server) {
+		if srv != nil {
+			dbURL = srv.URL
 		}
-		fmt.Fprintf(os.Stderr, "postgres receipts tests need a PostgreSQL: %v\n"+
-			"Install one (apt-get install -y postgresql), set %s to a database URL, or set %s=1 to skip.\n", err, pgtest.EnvURL, pgtest.EnvSkip)
-		os.Exit(1)
-	}
-	dbURL = srv.URL
-	code := m.Run()
-	srv.Stop()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	}))
 }
 
 // needDB skips t when the tests run without a database.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/wait"
 )
 
 // DefaultPollFloor is the shortest wait PollLoop leaves between two polls, whatever nextPollMs
@@ -77,28 +78,13 @@ func PollLoop(ctx context.Context, c mcpclient.Caller, p PollParams, h func(ctx 
 				return err
 			}
 		}
-		wait := max(res.NextPoll(), cfg.floor)
+		pause := max(res.NextPoll(), cfg.floor)
 		if res.HasMore {
-			wait = 0
+			pause = 0
 		}
-		if !sleep(ctx, wait) {
+		if !wait.For(ctx, pause) {
 			return nil
 		}
-	}
-}
-
-// sleep waits d, reporting false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
@@ -125,11 +111,11 @@ func KeepSubscribed(ctx context.Context, c mcpclient.Caller, p SubscribeParams, 
 				return err
 			}
 		}
-		wait := cfg.healthCheck
+		pause := cfg.healthCheck
 		if until, expires := res.Expiry(); expires {
-			wait = time.Until(until) / 2
+			pause = time.Until(until) / 2
 		}
-		if !sleep(ctx, wait) {
+		if !wait.For(ctx, pause) {
 			return nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/wait"
 )
 
 // StreamParams are the params of events/stream.
@@ -272,7 +273,7 @@ func (r *Router) Stream(ctx context.Context, c mcpclient.Caller, p StreamParams,
 		if failures > cfg.maxReconnects {
 			return err
 		}
-		if !errors.Is(err, errDead) && !sleep(ctx, cfg.delay) {
+		if !errors.Is(err, errDead) && !wait.For(ctx, cfg.delay) {
 			return nil
 		}
 	}

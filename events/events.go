@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/extcall"
 )
 
 // ExtensionID identifies the extension in capabilities.extensions.
@@ -213,19 +214,9 @@ func call(ctx context.Context, c mcpclient.Caller, method string, params, out an
 	if err := checkDeclared(ctx, c, method); err != nil {
 		return nil, err
 	}
-	req, err := c.NewRequest(method, params, opts...)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Do(ctx, req)
+	resp, err := extcall.Call(ctx, c, method, params, out, opts)
 	if err != nil {
 		return nil, classify(err)
-	}
-	if out != nil {
-		if err := resp.Decode(out); err != nil {
-			return nil, &mcpclient.Error{Code: mcpclient.CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
-				Err: fmt.Errorf("decoding the %s result: %w", method, err)}
-		}
 	}
 	return resp, nil
 }

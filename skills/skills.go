@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/extcall"
 )
 
 // Extension is the identifier of the Skills extension, under capabilities.extensions.
@@ -176,7 +177,7 @@ type ListResult struct {
 // reads no skill file.
 func ListPage(ctx context.Context, c mcpclient.Caller, cursor string, opts ...mcpclient.CallOption) (*ListResult, error) {
 	var res ListResult
-	if _, err := call(ctx, c, "skills/list", cursorParams{cursor}, &res, opts); err != nil {
+	if _, err := extcall.Call(ctx, c, "skills/list", cursorParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -201,7 +202,7 @@ func Get(ctx context.Context, c mcpclient.Caller, uri string, opts ...mcpclient.
 	var res struct {
 		Skill *Skill `json:"skill"`
 	}
-	resp, err := call(ctx, c, "skills/get", uriParams{uri}, &res, opts)
+	resp, err := extcall.Call(ctx, c, "skills/get", uriParams{uri}, &res, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -222,24 +223,6 @@ type cursorParams struct {
 
 type uriParams struct {
 	URI string `json:"uri"`
-}
-
-// call sends method with params and decodes its result into out; an answer that does not decode
-// fails with mcpclient.CodeProtocol, as the client's own calls do.
-func call(ctx context.Context, c mcpclient.Caller, method string, params, out any, opts []mcpclient.CallOption) (*mcpclient.Response, error) {
-	req, err := c.NewRequest(method, params, opts...)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Do(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := resp.Decode(out); err != nil {
-		return nil, &mcpclient.Error{Code: mcpclient.CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
-			Err: fmt.Errorf("decoding the %s result: %w", method, err)}
-	}
-	return resp, nil
 }
 
 func truncate(b []byte, n int) string {
@@ -278,7 +261,7 @@ func ReadDirectoryPage(ctx context.Context, c mcpclient.Caller, uri, cursor stri
 		return nil, &mcpclient.Error{Code: mcpclient.CodeInvalidArgument, Err: fmt.Errorf("%w: reading %s", ErrDirectoryReadNotDeclared, uri)}
 	}
 	var res ReadDirectoryResult
-	resp, err := call(ctx, c, "resources/directory/read", directoryParams{URI: uri, Cursor: cursor}, &res, opts)
+	resp, err := extcall.Call(ctx, c, "resources/directory/read", directoryParams{URI: uri, Cursor: cursor}, &res, opts)
 	if err != nil {
 		return nil, err
 	}

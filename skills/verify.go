@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/extcall"
 )
 
 // What the client checks of a skill's files. Before reading anything it checks the entry: a
@@ -394,7 +395,7 @@ func readFile(ctx context.Context, c mcpclient.Caller, p *skillPlan, uri string)
 		return nil, err
 	}
 	var res mcpclient.ReadResourceResult
-	resp, err := call(ctx, c, "resources/read", uriParams{uri}, &res, nil)
+	resp, err := extcall.Call(ctx, c, "resources/read", uriParams{uri}, &res, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/extcall"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 )
 
@@ -320,27 +321,6 @@ type cursorParams struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// call sends method with params and decodes the answer into out, whose UnmarshalJSON checks
-// what it decodes: a malformed answer is a protocol error naming the request.
-func call(ctx context.Context, c mcpclient.Caller, method string, params, out any, opts []mcpclient.CallOption) (*mcpclient.Response, error) {
-	req, err := c.NewRequest(method, params, opts...)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Do(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		return resp, nil
-	}
-	if err := resp.Decode(out); err != nil {
-		return nil, &mcpclient.Error{Code: mcpclient.CodeProtocol, Request: resp.Request, Attempts: resp.Attempts,
-			Err: fmt.Errorf("decoding the %s result: %w", method, err)}
-	}
-	return resp, nil
-}
-
 // checkedCreate decodes a CreateResult and checks its task.
 type checkedCreate struct{ res CreateResult }
 
@@ -423,7 +403,7 @@ func CallTool(ctx context.Context, c mcpclient.Caller, name string, args any, tt
 		params.Task.TTL = &ms
 	}
 	var res checkedCreate
-	if _, err := call(ctx, c, "tools/call", params, &res, opts); err != nil {
+	if _, err := extcall.Call(ctx, c, "tools/call", params, &res, opts); err != nil {
 		return nil, err
 	}
 	return res.res.Task, nil
@@ -459,7 +439,7 @@ func get(ctx context.Context, c mcpclient.Caller, taskID string, opts []mcpclien
 		return nil, nil, err
 	}
 	ct := checkedTask{want: taskID}
-	resp, err := call(ctx, c, "tasks/get", idParams{taskID}, &ct, opts)
+	resp, err := extcall.Call(ctx, c, "tasks/get", idParams{taskID}, &ct, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -474,7 +454,7 @@ func ResultRaw(ctx context.Context, c mcpclient.Caller, taskID string, opts ...m
 	if err := idArgument("tasks/result", taskID); err != nil {
 		return nil, err
 	}
-	return call(ctx, c, "tasks/result", idParams{taskID}, nil, opts)
+	return extcall.Call(ctx, c, "tasks/result", idParams{taskID}, nil, opts)
 }
 
 // Result returns the tool result of a task made by CallTool (tasks/result), waiting for the task
@@ -517,7 +497,7 @@ func Cancel(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpc
 		return nil, err
 	}
 	ct := checkedTask{want: taskID}
-	_, err := call(ctx, c, "tasks/cancel", idParams{taskID}, &ct, opts)
+	_, err := extcall.Call(ctx, c, "tasks/cancel", idParams{taskID}, &ct, opts)
 	if err == nil {
 		return &ct.task, nil
 	}
@@ -534,7 +514,7 @@ func Cancel(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpc
 // ListPage returns one page of tasks/list, starting at cursor ("" for the first page).
 func ListPage(ctx context.Context, c mcpclient.Caller, cursor string, opts ...mcpclient.CallOption) (*ListResult, error) {
 	var res checkedList
-	if _, err := call(ctx, c, "tasks/list", cursorParams{cursor}, &res, opts); err != nil {
+	if _, err := extcall.Call(ctx, c, "tasks/list", cursorParams{cursor}, &res, opts); err != nil {
 		return nil, err
 	}
 	return &res.res, nil

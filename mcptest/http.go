@@ -236,11 +236,7 @@ func (h *HTTPServer) post(w http.ResponseWriter, r *http.Request) {
 		// forgotten: a resumption finds nothing.
 		sw.abandon()
 		panic(http.ErrAbortHandler)
-	case v.inFlight:
-		writeFrame(w, h.inFlightStatus, reply(m, v.answer))
-		return
-	case v.status >= 300:
-		writeReceiptRefusal(w, v.status, reply(m, v.answer))
+	case h.refusedForItsID(w, m, v):
 		return
 	case h.unanswered(t, key):
 		if sw == nil {
@@ -411,13 +407,23 @@ func (h *HTTPServer) refused(w http.ResponseWriter, v verdict) bool {
 	return true
 }
 
-// writeReceiptRefusal answers a request refused by its receipt (reused, in flight, full) with
-// the refusal's own status; a full store says when to come back, as it claimed nothing.
-func writeReceiptRefusal(w http.ResponseWriter, status int, frame []byte) {
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
+// refusedForItsID answers a request refused for its id without running it, with the refusal's
+// own status: an id in flight (ModeInFlightRefusal), or a receipt's refusal (reused, in flight,
+// a full store, which says when to come back as it claimed nothing). It reports whether v was
+// such a refusal.
+func (h *HTTPServer) refusedForItsID(w http.ResponseWriter, m jsonrpc.Message, v verdict) bool {
+	switch {
+	case v.inFlight:
+		writeFrame(w, h.inFlightStatus, reply(m, v.answer))
+	case v.status >= 300:
+		if v.status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeFrame(w, v.status, reply(m, v.answer))
+	default:
+		return false
 	}
-	writeFrame(w, status, frame)
+	return true
 }
 
 func (h *HTTPServer) refuse(w http.ResponseWriter, v verdict) {

@@ -74,11 +74,7 @@ func (h *HTTPServer) postStateless(w http.ResponseWriter, r *http.Request, m jso
 	case v.drop:
 		stream.abandon()
 		panic(http.ErrAbortHandler)
-	case v.inFlight:
-		writeFrame(w, h.inFlightStatus, reply(m, v.answer))
-		return
-	case v.status >= 300:
-		writeReceiptRefusal(w, v.status, reply(m, v.answer))
+	case h.refusedForItsID(w, m, v):
 		return
 	case h.unanswered(t, key):
 		if !stream.abandon() {

@@ -111,6 +111,15 @@ func startEverythingHTTP(t *testing.T, cb *combo, entry, mode string) string {
 	}
 	cmd := exec.Command("node", "--require", preload, entry, mode)
 	cmd.Env = append(os.Environ(), "PORT=0")
+	return startListening(t, cb, cmd)
+}
+
+// startListening starts cmd, a server that writes "MCPINTEROP_LISTENING <host> <port>" to its
+// stderr once it listens on 127.0.0.1, and returns its base URL. Its output goes to cb; its
+// process group is killed at cleanup.
+func startListening(t *testing.T, cb *combo, cmd *exec.Cmd) string {
+	t.Helper()
+	what := strings.Join(cmd.Args, " ")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdout = cb
 	stderr, err := cmd.StderrPipe()
@@ -118,7 +127,7 @@ func startEverythingHTTP(t *testing.T, cb *combo, entry, mode string) string {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting node %s %s: %v", entry, mode, err)
+		t.Fatalf("starting %s: %v", what, err)
 	}
 	listening := make(chan string, 1)
 	copied := make(chan struct{})
@@ -157,9 +166,9 @@ func startEverythingHTTP(t *testing.T, cb *combo, entry, mode string) string {
 	case port := <-listening:
 		return "http://127.0.0.1:" + port
 	case <-copied:
-		t.Fatalf("node %s %s exited before listening", entry, mode)
+		t.Fatalf("%s exited before listening", what)
 	case <-time.After(20 * time.Second):
-		t.Fatalf("node %s %s did not listen within 20s", entry, mode)
+		t.Fatalf("%s did not listen within 20s", what)
 	}
 	return ""
 }

@@ -134,7 +134,8 @@ awk -F'\t' '
 		}
 	}' "$matrix"
 echo
-echo "Revision columns: the go-sdk server restricted to that revision (\"all\": the SDK's whole list);"
+echo "Revision columns: the go-sdk server restricted to that revision (\"all\": the SDK's whole list),"
+echo "or, for ts-sdk, the client pinned to it;"
 echo "\"server's choice\": what the server negotiated. A cell shows the negotiated revision in"
 echo "parentheses where it is not the column's."
 echo

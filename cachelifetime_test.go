@@ -12,17 +12,23 @@ import (
 )
 
 // A listing of the stateless revision says how long it stays fresh (ttlMs): the client shows
-// the lifetime, CachedTools lists again once it is past, and a tool's idempotentHint counts
-// only while its listing is fresh, for past it the tool may have changed and a re-issue could
-// run an unsafe tool twice.
+// the lifetime, CachedTools lists again once it is past, and a tool's idempotentHint decides a
+// re-issue only while its listing is fresh. Past it the client asks a fresh listing before it
+// re-issues, for the tool may have changed: one that no longer says idempotent is not re-issued.
 func TestToolListingLifetime(t *testing.T) {
 	const ttl = time.Minute
 	lookup := mcpclient.Tool{Name: "lookup", Annotations: &mcpclient.ToolAnnotations{IdempotentHint: boolPtr(true)}}
 	for _, c := range []struct {
-		name  string
-		after time.Duration // between the listing and the call
-		stale bool
-	}{{"fresh", ttl / 2, false}, {"stale", ttl + time.Second, true}} {
+		name      string
+		after     time.Duration // between the listing and the call
+		nowUnsafe bool          // the server lists the tool without its hint meanwhile
+		relists   int           // listings the call makes
+		reissued  bool
+	}{
+		{"fresh", ttl / 2, false, 0, true},
+		{"stale, still idempotent", ttl + time.Second, false, 1, true},
+		{"stale, no longer idempotent", ttl + time.Second, true, 1, false},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var k counter
@@ -30,8 +36,7 @@ func TestToolListingLifetime(t *testing.T) {
 					mcptest.WithMode(mcptest.ModeNone),
 					mcptest.WithProtocolVersions(mcpclient.ProtocolVersion20260728),
 					mcptest.WithCacheHints(ttl, "private"),
-					mcptest.WithTool(lookup, k.tool),
-					mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: lookup.Name}))
+					mcptest.WithTool(lookup, k.tool))
 				cl := connect(t, srv.Transport())
 				ctx := context.Background()
 
@@ -45,34 +50,61 @@ func TestToolListingLifetime(t *testing.T) {
 				if _, err := cl.CachedTools(ctx); err != nil {
 					t.Fatal(err)
 				}
-				frames := srv.FramesReceived() // nothing but a listing goes out meanwhile
 				time.Sleep(c.after)
-				if _, err := cl.CachedTools(ctx); err != nil {
-					t.Fatal(err)
+				frames := srv.FramesReceived() // nothing but listings and the call go out from here
+				if c.nowUnsafe {
+					srv.AddTool(mcpclient.Tool{Name: lookup.Name}, k.tool)
 				}
-				relisted := srv.FramesReceived() - frames
-				if relisted != 0 != c.stale {
-					t.Errorf("CachedTools listed %d times after %v, want a listing only when stale", relisted, c.after)
-				}
-				if c.stale {
-					time.Sleep(c.after) // the listing CachedTools just made goes stale too
-				}
-
-				_, err = cl.CallTool(ctx, lookup.Name, nil)
+				srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: lookup.Name})
+				resp, err := cl.Do(ctx, callReq(t, cl, lookup.Name, nil))
 				switch {
-				case c.stale && !errors.Is(err, mcpclient.ErrOutcomeUnknown):
-					t.Errorf("with a stale idempotentHint: %v, want ErrOutcomeUnknown (no re-issue)", err)
-				case !c.stale && err != nil:
-					t.Errorf("with a fresh idempotentHint: %v, want the re-issue's answer", err)
+				case c.reissued && err != nil:
+					t.Fatalf("Do: %v, want the re-issue's answer", err)
+				case !c.reissued && !errors.Is(err, mcpclient.ErrOutcomeUnknown):
+					t.Fatalf("Do: %v, %v; want ErrOutcomeUnknown (no re-issue)", resp, err)
 				}
-				want := 2 // the lost call and its re-issue
-				if c.stale {
-					want = 1
+				want := 1
+				if c.reissued {
+					want = 2 // the lost call and its re-issue
 				}
 				if k.runs != want {
 					t.Errorf("the tool ran %d times, want %d", k.runs, want)
 				}
+				if got := srv.FramesReceived() - frames - want; got != c.relists {
+					t.Errorf("the call listed the tools %d times, want %d", got, c.relists)
+				}
 			})
 		})
 	}
+}
+
+// CachedTools answers from a listing while it is fresh and lists again once it is stale.
+func TestCachedToolsExpireWithTheListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = time.Minute
+		srv := mcptest.NewTestServer(t,
+			mcptest.WithProtocolVersions(mcpclient.ProtocolVersion20260728),
+			mcptest.WithCacheHints(ttl, "public"),
+			mcptest.WithTool(mcpclient.Tool{Name: "lookup"}, nil))
+		cl := connect(t, srv.Transport())
+		ctx := context.Background()
+		listings := func() int {
+			before := srv.FramesReceived()
+			if _, err := cl.CachedTools(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return srv.FramesReceived() - before
+		}
+		if n := listings(); n != 1 {
+			t.Fatalf("first CachedTools listed %d times, want 1", n)
+		}
+		time.Sleep(ttl / 2)
+		if n := listings(); n != 0 {
+			t.Errorf("CachedTools within the lifetime listed %d times, want 0", n)
+		}
+		time.Sleep(ttl)
+		if n := listings(); n != 1 {
+			t.Errorf("CachedTools past the lifetime listed %d times, want 1", n)
+		}
+	})
 }

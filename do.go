@@ -165,7 +165,9 @@ func (c *Client) doOnce(ctx context.Context, req *Request) (*Response, error) {
 	if req.progress != nil || req.idle > 0 {
 		c.listenForProgress()
 	}
-	r := &attemptLoop{c: c, orig: req, cur: req, safe: c.safeToRepeat(req), prior: f.prior, followProgress: followProgress,
+	safe := c.safeToRepeat(req)
+	r := &attemptLoop{c: c, orig: req, cur: req, safe: safe, staleHint: !safe && req.method == "tools/call" && c.tools.staleSafe(req.name),
+		prior: f.prior, followProgress: followProgress,
 		// A resend inherits what earlier calls, in this process or an earlier one, learned
 		// about the id.
 		resent: f.reached, everUncertain: f.prior == StateUncertain || f.prior == StateConflict, state: f.prior,
@@ -244,6 +246,9 @@ type attemptLoop struct {
 	cur       *Request
 	curFlight *flight // the ledger flight of cur when cur is a re-issue
 	safe      bool
+	// staleHint: the tool is safe to repeat by a listing that went stale; refreshSafety asks
+	// a fresh one when it matters.
+	staleHint bool
 
 	attempts int
 	// resent: an attempt of cur's bytes may have reached the server, so a refusal of the id may
@@ -512,6 +517,9 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 	r.lastErr = err
 	r.everUncertain, r.resent, r.uncertainIn = true, true, s
 	r.hint.hint = serverDelay(err)
+	if s.receipts == "" && p.Mode == RetryAuto {
+		r.refreshSafety(ctx)
+	}
 	switch {
 	case p.Mode == RetryNever:
 		return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
@@ -592,6 +600,9 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 	}
 	if a := r.answered; a != nil && r.cur == r.orig {
 		if !r.safe && mode != RetryAlways {
+			r.refreshSafety(ctx)
+		}
+		if !r.safe && mode != RetryAlways {
 			held, now, err := r.c.receiptsHold(ctx, s, a.record.Receipts, a.record.Created, a.via == s.serial)
 			if err != nil {
 				return r.giveUpUnlessRetrying(err), false
@@ -604,6 +615,29 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 		r.answered = nil
 	}
 	return step{}, true
+}
+
+// refreshSafety lists the tools again when the call's only word on whether it is safe to
+// repeat came from a listing that went stale (a server that lets its listings be cached briefly,
+// or not at all: ttlMs 0), and takes the word of the listing it gets, which is as fresh as a
+// listing can be. It asks once per call, and only when the answer decides what happens next; a
+// listing that fails leaves the call unsafe.
+func (r *attemptLoop) refreshSafety(ctx context.Context) {
+	if !r.staleHint {
+		return
+	}
+	r.staleHint = false
+	tools, err := Collect(r.c.Tools(ctx))
+	if err != nil {
+		r.c.log.Debug("mcpclient: the tools could not be listed again; the call stays unsafe to repeat", "tool", r.orig.name, "err", err)
+		return
+	}
+	for _, t := range tools {
+		if t.Name == r.orig.name {
+			r.safe = t.Annotations.safeToRepeat()
+			return
+		}
+	}
 }
 
 // receiptsHold decides whether receipts kept under then, for a request first sent at sent (zero:

@@ -242,7 +242,8 @@ func asksForInput(method string) bool { return methods[method].input }
 
 // safeToRepeat reports whether req may run twice without harm: a read-only method, a request
 // the caller vouched for, or a call of a tool whose last listing, still fresh by the lifetime
-// the server gave it, says readOnlyHint or idempotentHint.
+// the server gave it, says readOnlyHint or idempotentHint (past that lifetime the attempt loop
+// asks a fresh listing when it matters: refreshSafety).
 func (c *Client) safeToRepeat(req *Request) bool {
 	if req.idempotent || methods[req.method].safe {
 		return true

@@ -124,6 +124,15 @@ func (x *toolIndex) repeatable(name string) bool {
 	return e != nil && e.safe && fresh(e.until, time.Now())
 }
 
+// staleSafe reports whether the listed tool name was said to be safe to repeat by a listing
+// that has gone stale since: only a fresh listing can tell whether it still is.
+func (x *toolIndex) staleSafe(name string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.byName[name]
+	return e != nil && e.safe && !fresh(e.until, time.Now())
+}
+
 // fresh reports whether something fresh until until (zero: for good) still is at now.
 func fresh(until, now time.Time) bool { return until.IsZero() || now.Before(until) }
 

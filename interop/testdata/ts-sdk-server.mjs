@@ -28,11 +28,9 @@ let increments = 0;
 function buildServer() {
   const server = new McpServer({ name: "mcpclient-interop-ts-sdk", version: "1.0.0" },
     {
+      // No cacheHints: at 2026-07-28 the SDK then stamps every listing ttlMs 0, stale at once,
+      // and the client must list again before a resend that rests on add's idempotentHint.
       instructions: "A test server for the mcpclient interop tests.",
-      // At 2026-07-28 the SDK stamps every listing ttlMs 0 unless told otherwise, and a client
-      // takes no tool annotation from a listing already stale: without this hint the
-      // idempotentHint of add would never let a resend through.
-      cacheHints: { "tools/list": { ttlMs: 60_000 } },
     });
 
   server.registerTool("echo", {

@@ -4,38 +4,9 @@
 #   node <entry> stdio|streamableHttp|sse
 # Usage: bash everything.sh [version]   (default: EVERYTHING_VERSION or 2026.8.31)
 set -euo pipefail
+cd "$(dirname "$0")"
 
 version="${1:-${EVERYTHING_VERSION:-2026.8.31}}"
 pkg="@modelcontextprotocol/server-everything"
-dir="${XDG_CACHE_HOME:-$HOME/.cache}/mcpclient-interop/everything-${version}"
-entry="$dir/node_modules/$pkg/dist/index.js"
-
-for tool in node npm; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		echo "everything.sh: $tool not found in PATH" >&2
-		exit 2
-	fi
-done
-
-if [ ! -f "$entry" ]; then
-	mkdir -p "$dir"
-	# Install into a temporary directory and move it in place, so that an interrupted install
-	# never leaves a half-populated cache behind.
-	tmp="$(mktemp -d "$dir.tmp.XXXXXX")"
-	trap 'rm -rf "$tmp"' EXIT
-	printf '{"name":"mcpclient-interop-everything","private":true}\n' >"$tmp/package.json"
-	if ! npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error --save-exact \
-		"$pkg@$version" >&2; then
-		echo "everything.sh: npm install $pkg@$version failed" >&2
-		exit 1
-	fi
-	if [ ! -f "$tmp/node_modules/$pkg/dist/index.js" ]; then
-		echo "everything.sh: $pkg@$version installed without dist/index.js" >&2
-		exit 1
-	fi
-	rm -rf "$dir"
-	mv "$tmp" "$dir"
-	trap - EXIT
-fi
-
-echo "$entry"
+dir="$(bash npm-cache.sh everything "$pkg" "$version" "$pkg/dist/index.js")"
+echo "$dir/node_modules/$pkg/dist/index.js"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 )
 
 // headerSession is the Streamable HTTP transport's session header.
@@ -196,14 +197,16 @@ func (m *middleware) read(r *http.Request, body []byte) request {
 		return req
 	}
 	req.receipted = true
-	if ofStatelessRevision(msg.Params) {
-		// The stateless revision: the body alone opts in, frozen with the bytes a resend
-		// repeats; the header only mirrors it.
-		req.optedIn = RequestOptsIn(msg.Params)
+	meta := metaOf(msg.Params)
+	if _, stateless := meta[metakeys.ProtocolVersion]; stateless {
+		// The stateless revision, whose every request carries its protocol version in _meta:
+		// the body alone opts in, frozen with the bytes a resend repeats; the header only
+		// mirrors it.
+		req.optedIn = metaOptsIn(meta)
 		req.mismatch = req.optedIn != headerSaysOptIn(r)
 		return req
 	}
-	req.optedIn = m.headerOptedIn(r) || RequestOptsIn(msg.Params)
+	req.optedIn = m.headerOptedIn(r) || metaOptsIn(meta)
 	return req
 }
 

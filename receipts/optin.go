@@ -24,7 +24,27 @@ func Receipted(method string) bool {
 // capabilities (2026-07-28 and later): _meta["io.modelcontextprotocol/clientCapabilities"]
 // .extensions[ExtensionID].
 func RequestOptsIn(params json.RawMessage) bool {
-	return hasMember(params, "_meta", metakeys.ClientCapabilities, "extensions", ExtensionID)
+	return metaOptsIn(metaOf(params))
+}
+
+// metaOf returns the members of params' _meta, reading params once (they may carry a tool's
+// large arguments); nil when there is no _meta object. Keys match exactly, as hasMember's do.
+func metaOf(params json.RawMessage) map[string]json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(params, &obj) != nil {
+		return nil
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(obj["_meta"], &meta) != nil {
+		return nil
+	}
+	return meta
+}
+
+// metaOptsIn reports whether a request's _meta members name the extension among its
+// per-request client capabilities.
+func metaOptsIn(meta map[string]json.RawMessage) bool {
+	return hasMember(meta[metakeys.ClientCapabilities], "extensions", ExtensionID)
 }
 
 // InitializeOptsIn reports whether the params of an initialize request declare the extension
@@ -37,10 +57,3 @@ func InitializeOptsIn(params json.RawMessage) bool {
 // Options returns the keeper's options, every zero field replaced by its default: what a
 // transport adapter built over the keeper bounds itself by.
 func (k *Keeper) Options() Options { return k.opts }
-
-// ofStatelessRevision reports whether a request's params carry its protocol version in _meta,
-// as every request of 2026-07-28 and later does: there the request alone says whether it opted
-// in, and nothing outside its bytes (a header, a session) may say otherwise.
-func ofStatelessRevision(params json.RawMessage) bool {
-	return hasMember(params, "_meta", metakeys.ProtocolVersion)
-}

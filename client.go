@@ -46,6 +46,8 @@ type Client struct {
 	logLevel  atomic.Pointer[string] // the log level stateless requests ask for, once set
 	meta      atomic.Pointer[statelessMetaCache]
 	acks      acks
+	// taskInputs remembers the input requests of tasks the client answered (tasks/get).
+	taskInputs taskInputs
 	// unfinished holds, by request key, the exchanges whose interceptors returned while they
 	// were being sent, until the sending ends: the next sending of the id waits for it.
 	unfinished sync.Map

@@ -34,6 +34,12 @@ import (
 // After ErrOutcomeUnknown, or for a request Recover reports unknown after a restart, inspect the
 // server's state before anything else (did the reservation happen?), then either Resend the same
 // request to re-read its outcome, or Supersede it.
+//
+// In a stateless revision Do carries the call through its rounds (input the server asks for,
+// a refused revision or header corrected), and a tasks/get whose task of the tasks extension
+// waits for input gets the client's answers, from its handlers, with one tasks/update; each
+// request of a task is put to the handlers once. A tools/call that declares the tasks extension
+// may be answered with a task (resultType "task"): Do returns that answer as it is.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	resp, err := c.do(ctx, req)
 	return resp, returned(err)
@@ -96,6 +102,17 @@ func (c *Client) rounds(ctx context.Context, req *Request) (*Response, error) {
 		}
 		switch resultType {
 		case "", "complete":
+			if req.method == "tasks/get" {
+				if err := c.answerTaskInputs(ctx, req, resp.Result); err != nil {
+					return nil, err
+				}
+			}
+			return resp, nil
+		case "task":
+			if !c.acceptsTask(req) {
+				return nil, &Error{Code: CodeProtocol, Request: req, Attempts: resp.Attempts,
+					Err: fmt.Errorf("%s answered with a task, which only a tools/call that declares the %s extension may be", req.method, tasksExtension)}
+			}
 			return resp, nil
 		case "input_required":
 			var r struct {

@@ -400,32 +400,70 @@ func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
 // client's capabilities, under capabilities.extensions, with settings marshalled to a JSON
 // object; nil declares it with none ({}). A later declaration of the same id replaces the
 // earlier. Declaring an extension tells the server that the host uses what it offers: a server
-// may serve through the extension what it would otherwise offer another way. Connect refuses
-// settings that do not marshal to an object with CodeInvalidArgument. Default: none declared.
-func WithExtension(id string, settings any) Option {
-	return optionFunc(func(c *config) {
-		raw := json.RawMessage(`{}`)
-		if settings != nil {
-			b, err := json.Marshal(settings)
-			if err != nil {
-				c.refuse("WithExtension(%q): %v", id, err)
-				return
-			}
-			if len(b) == 0 || b[0] != '{' {
-				c.refuse("WithExtension(%q): settings must be a JSON object, not %s", id, truncate(b, 40))
-				return
-			}
+// may serve through the extension what it would otherwise offer another way. Default: none
+// declared.
+//
+// It is an Option and a CallOption. As an Option (to Connect) it declares the extension for
+// every request of the client. As a CallOption it declares it for that one request alone, in the
+// client capabilities a request of a stateless revision (2026-07-28 and later) carries in its
+// _meta, frozen with its bytes: extensions whose answers change shape when declared (the tasks
+// extension lets the server answer a tools/call with a task) are declared where the caller is
+// ready for that shape. A session revision declares capabilities once, in initialize, so there
+// the CallOption adds nothing to the request.
+//
+// Settings that do not marshal to an object are refused with CodeInvalidArgument: by Connect,
+// or by the call.
+func WithExtension(id string, settings any) interface {
+	Option
+	CallOption
+} {
+	raw := json.RawMessage(`{}`)
+	var invalid error
+	if settings != nil {
+		b, err := json.Marshal(settings)
+		switch {
+		case err != nil:
+			invalid = fmt.Errorf("WithExtension(%q): %v", id, err)
+		case len(b) == 0 || b[0] != '{':
+			invalid = fmt.Errorf("WithExtension(%q): settings must be a JSON object, not %s", id, truncate(b, 40))
+		default:
 			raw = b
 		}
-		if id == "" {
-			c.refuse("WithExtension: an extension needs an identifier")
-			return
-		}
-		if c.extensions == nil {
-			c.extensions = make(map[string]json.RawMessage)
-		}
-		c.extensions[id] = raw
-	})
+	}
+	if id == "" && invalid == nil {
+		invalid = errors.New("WithExtension: an extension needs an identifier")
+	}
+	return extensionOption{id: id, settings: raw, invalid: invalid}
+}
+
+// extensionOption is what WithExtension returns: settings checked once, applied to a client or
+// to a request.
+type extensionOption struct {
+	id       string
+	settings json.RawMessage
+	invalid  error
+}
+
+func (o extensionOption) applyOption(c *config) {
+	if o.invalid != nil {
+		c.refuse("%v", o.invalid)
+		return
+	}
+	if c.extensions == nil {
+		c.extensions = make(map[string]json.RawMessage)
+	}
+	c.extensions[o.id] = o.settings
+}
+
+func (o extensionOption) applyCall(c *callConfig) {
+	if o.invalid != nil {
+		c.invalid = append(c.invalid, o.invalid)
+		return
+	}
+	if c.extensions == nil {
+		c.extensions = make(map[string]json.RawMessage)
+	}
+	c.extensions[o.id] = o.settings
 }
 
 // WithOptions bundles options into one, for plugin authors who hand out a configuration.
@@ -452,6 +490,7 @@ type callConfig struct {
 	progress   ProgressHandler
 	idle, max  time.Duration
 	meta       map[string]json.RawMessage
+	extensions map[string]json.RawMessage // declared for this request alone (WithExtension)
 	response   *Response
 	invalid    []error // what the options said that cannot be: the request is refused
 }

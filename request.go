@@ -12,6 +12,7 @@ import (
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/internal/params"
 )
 
@@ -57,6 +58,9 @@ type requestSpec struct {
 	extra   map[string]json.RawMessage
 	meta    map[string]json.RawMessage
 	version string // the stateless revision the request is written in; "" for older ones
+	// extensions are those the caller declared for this request alone (WithExtension as a
+	// CallOption), beside the client's own; never modified once set.
+	extensions map[string]json.RawMessage
 
 	idempotent bool      // the caller vouched that running it twice does no harm
 	response   *Response // filled with the call's Response when it succeeds (WithResponse)
@@ -143,12 +147,16 @@ func (c *Client) metaOf(spec *requestSpec, key string) (map[string]json.RawMessa
 			return nil, err
 		}
 	}
-	if len(spec.meta) == 0 && !spec.asksProgress() {
+	extended := stateless != nil && len(spec.extensions) > 0
+	if len(spec.meta) == 0 && !spec.asksProgress() && !extended {
 		return stateless, nil // encoded once per revision and level, shared, never modified
 	}
 	meta := make(map[string]json.RawMessage, len(stateless)+len(spec.meta)+1)
 	for k, v := range stateless {
 		meta[k] = v
+	}
+	if extended {
+		meta[metakeys.ClientCapabilities] = c.cfg.capabilitiesWith(spec.extensions)
 	}
 	for k, v := range spec.meta {
 		meta[k] = v
@@ -199,6 +207,7 @@ func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error
 	spec.idempotent = cc.idempotent
 	spec.progress, spec.idle, spec.max = cc.progress, cc.idle, cc.max
 	spec.response = cc.response
+	spec.extensions = cc.extensions
 	if len(cc.meta) > 0 {
 		meta := cc.meta
 		for k, v := range spec.meta { // the client's own members win
@@ -230,6 +239,16 @@ func specOf(method string, p any) (requestSpec, error) {
 		return spec, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", method, err)}
 	}
 	spec.base = raw
+	if taskMethod(method) {
+		// The task's id routes the request (Mcp-Name): to the server instance holding the
+		// task's state.
+		var p struct {
+			TaskID string `json:"taskId"`
+		}
+		json.Unmarshal(raw, &p) // a taskId that is no string names nothing: the server will say so
+		spec.name = p.TaskID
+		return spec, nil
+	}
 	if method == "tools/call" || method == "prompts/get" || method == "resources/read" {
 		// A name or URI that does not read as a string names nothing: the server will say what
 		// is wrong with it.

@@ -225,10 +225,15 @@ var methods = map[string]methodFacts{
 	"completion/complete":      {safe: true},
 	"logging/setLevel":         {safe: true},
 	"subscriptions/listen":     {safe: true},
-	"tasks/get":                {safe: true, removed: true},
+	// tasks/get, tasks/update and tasks/cancel are those of the tasks extension in the stateless
+	// revisions, and of the task feature of 2025-11-25 (no tasks/update there). An update
+	// repeated is ignored by the server (it answers only keys still outstanding, each asked once
+	// in a task's life); a cancel repeated finds the task cancelling.
+	"tasks/get":                {safe: true},
+	"tasks/update":             {safe: true},
+	"tasks/cancel":             {safe: true},
 	"tasks/list":               {safe: true, removed: true},
 	"tasks/result":             {safe: true, removed: true}, // blocks until the task ends, reads its result
-	"tasks/cancel":             {safe: true, removed: true}, // idempotent: a repeat finds the task cancelled
 	"skills/list":              {safe: true},
 	"skills/get":               {safe: true},
 	"resources/directory/read": {safe: true},

@@ -66,6 +66,30 @@ func (c *config) statelessCapabilities() map[string]json.RawMessage {
 	return caps
 }
 
+// capabilitiesWith is the client capabilities of a request of a stateless revision that declares
+// extensions of its own beside the client's (the request's win over the client's of the same id).
+func (c *config) capabilitiesWith(extensions map[string]json.RawMessage) json.RawMessage {
+	caps := c.statelessCapabilities()
+	declared := c.declaredExtensions()
+	for id, settings := range extensions {
+		declared[id] = settings
+	}
+	caps["extensions"], _ = json.Marshal(declared) // objects that marshalled once
+	b, _ := json.Marshal(caps)
+	return b
+}
+
+// declares reports whether req declares the extension id: the client does, for all its
+// requests, or req does, for itself. Only a request of a stateless revision declares anything of
+// its own.
+func (c *Client) declares(req *Request, id string) bool {
+	if _, ok := req.extensions[id]; ok && req.version != "" {
+		return true
+	}
+	_, ok := c.cfg.extensions[id]
+	return ok
+}
+
 // stateless reports whether the current session speaks a stateless revision.
 func (c *Client) stateless() bool {
 	s := c.current()

@@ -355,6 +355,15 @@ func (c *Client) CachedTools(ctx context.Context) ([]*Tool, error) {
 // result and an *Error with ErrStructuredContent (CodeStructuredContent) naming the call, as
 // io.Reader returns n > 0 with an error: keep what the result says (a booking reference, say)
 // before deciding what the mismatch means. With any other error the result is nil.
+//
+// A call that declares the tasks extension (io.modelcontextprotocol/tasks, with WithExtension for
+// the client or for the call) lets a server of a stateless revision answer with a task instead
+// of the result. CallTool then follows the task to its end, polling tasks/get at the interval the
+// server suggests and answering its requests for input with the client's handlers, and returns
+// what the task ended with: the tool's result, the JSON-RPC error that failed it
+// (CodeServerError), or that it was cancelled (CodeServerError). If ctx ends first, the error is
+// ErrOutcomeUnknown and names the call and the task, which goes on at the server: Resend the call
+// to read the task back from the server's receipt, or follow it by its id with package tasks.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
 	rawArgs, err := marshalParams(args)
 	if err != nil {
@@ -372,6 +381,14 @@ func (c *Client) sendToolCall(ctx context.Context, req *Request) (*CallToolResul
 	resp, err := c.do(ctx, req)
 	if err != nil {
 		return nil, returned(err)
+	}
+	if rt, _ := resultTypeOf(resp.Result); rt == "task" { // only where the call declared the tasks extension
+		if resp, err = c.followTask(ctx, resp); err != nil {
+			return nil, returned(err)
+		}
+		if req.response != nil {
+			*req.response = *resp
+		}
 	}
 	var res CallToolResult
 	if err := decodeCallToolResult(resp.Result, &res); err != nil {

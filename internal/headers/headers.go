@@ -232,8 +232,8 @@ func integerText(n json.Number) (string, error) {
 }
 
 // Standard returns the headers every request of a stateless revision carries over HTTP: its
-// method and revision, and the name (tools/call, prompts/get) or URI (resources/read) it is
-// about. The values share one array, each header's slice capped at its one value.
+// method and revision, and the name (tools/call, prompts/get), URI (resources/read) or task id
+// (the methods of the tasks extension) it is about. The values share one array, each header's slice capped at its one value.
 func Standard(method, name, uri, version string) http.Header {
 	vals := make([]string, 0, 3)
 	h := make(http.Header, 3)
@@ -249,6 +249,8 @@ func Standard(method, name, uri, version string) http.Header {
 		set("Mcp-Name", EncodeValue(name))
 	case "resources/read":
 		set("Mcp-Name", EncodeValue(uri))
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		set("Mcp-Name", EncodeValue(name)) // the task's id
 	}
 	return h
 }

@@ -264,7 +264,9 @@ func WithClientInfo(info Implementation) Option {
 
 // A NotificationHandler receives one server notification. Handlers run one at a time, in arrival
 // order, on a goroutine the client owns; ctx ends when the session does. A handler may call the
-// Client, but a handler that blocks holds up the notifications behind it.
+// Client, but a handler that blocks holds up the notifications behind it, and the calls they
+// name: a call returns only once the notifications naming it by
+// io.modelcontextprotocol/subscriptionId that came before its answer have been handled.
 type NotificationHandler func(ctx context.Context, method string, params json.RawMessage)
 
 // WithNotificationHandler registers h for notifications named method; "*" receives those with no

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -77,6 +79,13 @@ type session struct {
 	// abandoned holds the keys of the last requests the client stopped waiting for: a response
 	// that comes for one of them is late, not a stray. guarded by mu.
 	abandoned recentKeys
+
+	// named counts, by the key of a call awaiting its answer, the notifications naming the call
+	// by io.modelcontextprotocol/subscriptionId that the dispatcher has not handled yet (see
+	// awaitNamed); namedHandled is closed, and forgotten, when one of the counts reaches zero.
+	// guarded by mu.
+	named        map[string]int
+	namedHandled chan struct{}
 
 	// header holds the headers the interceptors gave the handshake, which the session's
 	// messages that belong to no call carry (see setHeader); nil when they gave none. Never
@@ -321,6 +330,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	}
 	select {
 	case r := <-p.ch:
+		s.awaitNamed(ctx, req.key)
 		return r.result, withReply(r.err)
 	case <-ctx.Done():
 		if !s.forget(req.key, p) {
@@ -604,6 +614,9 @@ func (s *session) route(frame []byte, awaited string) (answered bool, err error)
 					continue
 				}
 			}
+			if m.Kind() == jsonrpc.KindNotification {
+				s.countNamed(m.Params)
+			}
 			if err := s.inbound.put(s.lifetime(), m, s.awaitingAnswers, s.startDispatcher); err != nil {
 				return answered, err
 			}
@@ -724,6 +737,109 @@ func (s *session) dispatch() {
 			continue
 		}
 		s.notification(m)
+		s.handledNamed(m.Params)
+	}
+}
+
+// A request that holds a stream open (events/stream, subscriptions/listen) learns what happens on
+// it from notifications that name it by io.modelcontextprotocol/subscriptionId, and the server
+// sends them on the request's own response stream, before the answer or the break that ends it.
+// The reader hands them to the dispatcher and the answer to the caller, each at once, so without
+// more the caller could return, and stop listening, while its last notifications still wait in
+// the inbox: a stream's final events, the cursor to resume from, its termination, lost. So the
+// reader counts the notifications naming a call in flight (countNamed), the dispatcher counts them
+// off once handled (handledNamed), and the call returns its answer only when its count is zero
+// (awaitNamed), as a call sees every progress report sent before its answer.
+
+// namedCall returns the key of the request a notification's params name by
+// io.modelcontextprotocol/subscriptionId, or "".
+func namedCall(params json.RawMessage) string {
+	if !bytes.Contains(params, []byte(metakeys.SubscriptionID)) {
+		return ""
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Meta[metakeys.SubscriptionID] == nil {
+		return ""
+	}
+	key, err := idKey(p.Meta[metakeys.SubscriptionID])
+	if err != nil {
+		return ""
+	}
+	return key
+}
+
+// countNamed counts a notification the reader queues for the dispatcher, if it names a call
+// awaiting its answer.
+func (s *session) countNamed(params json.RawMessage) {
+	key := namedCall(params)
+	if key == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, awaiting := s.pending[key]; awaiting {
+		if s.named == nil {
+			s.named = make(map[string]int)
+		}
+		s.named[key]++
+	}
+}
+
+// handledNamed counts off a notification the dispatcher has handled, if countNamed counted it.
+// A notification named a call that was no longer awaiting when it came only after the counted
+// ones, which the dispatcher handled first.
+func (s *session) handledNamed(params json.RawMessage) {
+	s.mu.Lock()
+	counting := len(s.named) > 0
+	s.mu.Unlock()
+	if !counting {
+		return
+	}
+	key := namedCall(params)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.named[key]
+	switch {
+	case !ok:
+	case n > 1:
+		s.named[key] = n - 1
+	default:
+		delete(s.named, key)
+		if s.namedHandled != nil {
+			close(s.namedHandled)
+			s.namedHandled = nil
+		}
+	}
+}
+
+// awaitNamed waits until the dispatcher has handled the notifications that named the call key
+// before its answer came, the caller's ctx ends, or the session does (whose inbox may have
+// dropped them).
+func (s *session) awaitNamed(ctx context.Context, key string) {
+	var ended <-chan struct{} // the session's context is made only for a call that waits
+	for {
+		s.mu.Lock()
+		if s.named[key] == 0 {
+			s.mu.Unlock()
+			return
+		}
+		if s.namedHandled == nil {
+			s.namedHandled = make(chan struct{})
+		}
+		handled := s.namedHandled
+		s.mu.Unlock()
+		if ended == nil {
+			ended = s.lifetime().Done()
+		}
+		select {
+		case <-handled:
+		case <-ctx.Done():
+			return
+		case <-ended:
+			return
+		}
 	}
 }
 

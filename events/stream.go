@@ -335,6 +335,15 @@ func (s *stream) attempt(ctx context.Context) (heard bool, err error) {
 		case <-ctx.Done():
 			return heard, end(context.Cause(ctx))
 		case err := <-done:
+			// The client handed over the notifications sent before the stream ended before
+			// Do returned, but the select may have picked done over their signal: they come
+			// first, a termination among them included.
+			for _, n := range in.take() {
+				heard = true
+				if herr := s.handle(ctx, n); herr != nil {
+					return heard, herr
+				}
+			}
 			return heard, classify(err)
 		case <-timer.C:
 			return heard, end(errDead)

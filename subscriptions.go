@@ -17,6 +17,10 @@ type SubscriptionFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs asks for notifications/tasks of these tasks of the tasks extension (package
+	// tasks reads them with WithStatusHandler); the listen request then declares the
+	// extension, which the server requires of it.
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 // A Subscription is an open subscriptions/listen request (2026-07-28): until it ends, the
@@ -108,9 +112,13 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 	if !c.stateless() {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("%w: use Subscribe", ErrNotStateless)})
 	}
+	var opts []CallOption
+	if len(filter.TaskIDs) > 0 {
+		opts = append(opts, WithExtension(tasksExtension, nil))
+	}
 	req, err := c.newRequest("subscriptions/listen", struct {
 		Notifications SubscriptionFilter `json:"notifications"`
-	}{filter}, nil)
+	}{filter}, opts)
 	if err != nil {
 		return nil, returned(err)
 	}

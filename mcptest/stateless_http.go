@@ -242,10 +242,12 @@ func (s *Server) serveListen(ctx context.Context, id json.RawMessage, asked mcpc
 		s.wg.Done()
 	}()
 
+	granted := l.filter
+	granted.TaskIDs = l.taskIDs
 	ack, _ := json.Marshal(struct {
-		Notifications grantedFilter              `json:"notifications"`
-		Meta          map[string]json.RawMessage `json:"_meta"`
-	}{grantedFilter{l.filter, l.taskIDs}, subscriptionMeta(l.id)}) // plain values
+		Notifications mcpclient.SubscriptionFilter `json:"notifications"`
+		Meta          map[string]json.RawMessage   `json:"_meta"`
+	}{granted, subscriptionMeta(l.id)}) // plain values
 	if err := send(jsonrpc.AppendRequest(nil, "", "notifications/subscriptions/acknowledged", ack)); err != nil {
 		return err
 	}

@@ -223,19 +223,12 @@ func (s *Server) extensionTaskMethod(ep *epoch, st *sessionState, m jsonrpc.Mess
 	return answer{body: []byte(`{}`)}
 }
 
-// A grantedFilter is what a subscriptions/listen asks for and what its acknowledgement grants:
-// the notifications of the base revision and the tasks extension's taskIds.
-type grantedFilter struct {
-	mcpclient.SubscriptionFilter
-	TaskIDs []string `json:"taskIds,omitempty"`
-}
-
 // grantTasks returns the tasks whose notifications/tasks a subscriptions/listen gets: those of
 // its taskIds the server holds. A refusal answers a request that names tasks without opting into
 // the extension. A server without task tools knows nothing of taskIds.
 func (s *Server) grantTasks(params json.RawMessage, rm requestMeta) (granted []string, refusal *answer) {
 	var p struct {
-		Notifications grantedFilter `json:"notifications"`
+		Notifications mcpclient.SubscriptionFilter `json:"notifications"`
 	}
 	json.Unmarshal(params, &p) // listen checked the params
 	if len(p.Notifications.TaskIDs) == 0 || !s.tasksDeclared() {

@@ -1,26 +1,38 @@
-// Package tasks is the client side of MCP tasks (revision 2025-11-25, experimental): the client
-// as the requestor of task-augmented tools/call.
+// Package tasks is the client side of MCP tasks: the client as the requestor of tools/call
+// answered with a task, the server's handle on work that goes on in the background. It speaks
+// both forms behind one API:
 //
-// A task-augmented tools/call ([CallTool]) is answered at once with a [Task], the server's handle
-// on work that goes on in the background; the client polls it ([Get], [Await]), fetches its
-// result ([Result]), lists ([List]) or cancels ([Cancel]) it. The request that creates a task is
-// a tools/call like any other: its id, ledger entry and retry rules are those of
-// [mcpclient.Client.CallTool], and a server that keeps receipts answers a resend under the same
-// id with the same Task, without creating a second one. The task requests themselves are
-// read-only (tasks/get, tasks/list, tasks/result) or idempotent (tasks/cancel), so that
-// re-issuing one after an uncertain attempt does no harm.
+//   - the tasks extension (io.modelcontextprotocol/tasks, [Extension]) of the stateless
+//     revisions (2026-07-28 and later): a tools/call that declares the extension may be answered
+//     with a task, at the server's discretion; tasks/get shows the task, with its result or error
+//     inlined once it ended and the requests for input it waits on; tasks/update answers them;
+//     tasks/cancel asks to stop it. There is no tasks/list and no tasks/result.
+//   - the experimental tasks of revision 2025-11-25: a task-augmented tools/call (the task
+//     param) answered with {"task": ...}, tasks/get, tasks/result, tasks/list and tasks/cancel.
 //
-// A tool whose listing says execution.taskSupport "required" must be called with [CallTool]:
-// the client's CallTool sends it as a plain request, which such a server refuses with JSON-RPC
-// -32601. Tools that declare "forbidden", or nothing, cannot be called as tasks; [CallTool]
-// refuses them locally.
+// [CallTool] makes the call and returns the [Task] (on the extension, the tool's result in a
+// completed Task without an id when the server answered at once); [Await] follows a task to its
+// end and returns the tool's result; [Get], [Update] and [Cancel] are the single steps. A task
+// that waits for input gets the client's answers, from the handlers it was configured with
+// (elicitation, sampling, roots), on each tasks/get that shows the requests: Get and Await need
+// do nothing more; a request no handler answers is the caller's, with [Update].
 //
-// Tasks are in revision 2025-11-25 only: on a 2026-07-28 session the task methods are refused
-// before sending (mcpclient.ErrMethodRemoved).
+// The request that creates a task is a tools/call like any other: its id, ledger entry and retry
+// rules are those of [mcpclient.Client.CallTool], and a server that keeps receipts answers a
+// resend under the same id with the same task, without creating a second one. That matters most
+// on the extension, which has no tasks/list: a CreateTaskResult lost on the way strands its task
+// where the server keeps no receipts for the call (the call ends with ErrOutcomeUnknown, and only
+// the server's own means, a listing of its jobs, say, can find the task). The task requests
+// themselves are read-only (tasks/get, tasks/list, tasks/result) or idempotent (tasks/update,
+// tasks/cancel), so that re-issuing one after an uncertain attempt does no harm.
 //
-// The package is built on the client's public API alone (NewRequest, Do, CachedTools, Session,
-// notification handlers): an extension of the protocol can be written the same way outside this
-// module. Its calls take a mcpclient.Caller: a *mcpclient.Client, or a plugin that decorates one.
+// A client that only wants the tool's result does not need this package on the extension:
+// c.CallTool(ctx, name, args, mcpclient.WithExtension(tasks.Extension, nil)) follows a task the
+// server makes to its end.
+//
+// The package is built on the client's public API (NewRequest, Do, CachedTools, Session,
+// notification handlers); its calls take a mcpclient.Caller: a *mcpclient.Client, or a plugin
+// that decorates one.
 package tasks
 
 import (
@@ -29,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/northstar-mcp/mcpclient"
@@ -65,14 +78,19 @@ const (
 	SupportForbidden = "forbidden"
 )
 
+// Extension is the identifier of the tasks extension of the stateless revisions.
+const Extension = "io.modelcontextprotocol/tasks"
+
 // DefaultPollInterval is how long Await waits between two tasks/get when the server suggests
 // no pollInterval, unless PollInterval says otherwise.
 const DefaultPollInterval = time.Second
 
 // Task is the state of a task, as tasks/get, tasks/cancel, tasks/list, the answer to a
-// task-augmented request and notifications/tasks/status carry it.
+// task-augmented request and the status notifications carry it, in either form: the extension's
+// ttlMs and pollIntervalMs are read into TTL and PollInterval.
 type Task struct {
-	// TaskID is the server's id of the task.
+	// TaskID is the server's id of the task; "" for the Task CallTool returns when a server of
+	// the extension answered the call at once, without a task.
 	TaskID string `json:"taskId"`
 	// Status is the task's state.
 	Status Status `json:"status"`
@@ -88,8 +106,59 @@ type Task struct {
 	// PollInterval is the server's suggested interval between two tasks/get, in milliseconds;
 	// nil when it suggests none. See PollIntervalDuration.
 	PollInterval *int64 `json:"pollInterval,omitempty"`
+	// InputRequests are, on the extension, the requests the task waits on while input_required,
+	// by key: the server's requests (elicitation/create, sampling/createMessage, roots/list) as
+	// {"method", "params"}. The client answers those it has handlers for; see Update.
+	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
+	// Result is, on the extension, the tool's result of a completed task (see ToolResult).
+	Result json.RawMessage `json:"result,omitempty"`
+	// Error is, on the extension, the JSON-RPC error that failed a failed task.
+	Error *mcpclient.RPCError `json:"error,omitempty"`
 	// Meta is the _meta of the message that carried the task, if any.
 	Meta json.RawMessage `json:"_meta,omitempty"`
+}
+
+// UnmarshalJSON reads a task in either form: the extension names its lifetime and interval
+// ttlMs and pollIntervalMs, revision 2025-11-25 ttl and pollInterval.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	type plain Task
+	var w struct {
+		plain
+		TTLMs          *int64 `json:"ttlMs"`
+		PollIntervalMs *int64 `json:"pollIntervalMs"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.TTL == nil {
+		w.TTL = w.TTLMs
+	}
+	if w.PollInterval == nil {
+		w.PollInterval = w.PollIntervalMs
+	}
+	*t = Task(w.plain)
+	return nil
+}
+
+// ToolResult returns the tool's result a task of the extension ended with: its Result when
+// completed (an isError result included, the tool's own answer), an *mcpclient.Error
+// (CodeServerError) whose chain holds an *Error (ErrFailed, with the JSON-RPC error) when failed,
+// or one with ErrCancelled when cancelled. A task that has not ended, or a task of 2025-11-25
+// (whose result only tasks/result gives), has none: CodeInvalidArgument.
+func (t *Task) ToolResult() (*mcpclient.CallToolResult, error) {
+	switch {
+	case t.Status == Completed && len(t.Result) > 0:
+		var res mcpclient.CallToolResult
+		if err := json.Unmarshal(t.Result, &res); err != nil {
+			return nil, &mcpclient.Error{Code: mcpclient.CodeProtocol, Err: fmt.Errorf("decoding the result of task %s: %w", t.TaskID, err)}
+		}
+		return &res, nil
+	case t.Status == Failed && t.Error != nil:
+		return nil, &mcpclient.Error{Code: mcpclient.CodeServerError, Err: &Error{Task: t, Err: t.Error}}
+	case t.Status == Cancelled:
+		return nil, &mcpclient.Error{Code: mcpclient.CodeServerError, Err: &Error{Task: t}}
+	}
+	return nil, refused("task %s (%s) carries no result", t.TaskID, t.Status)
 }
 
 // Terminal reports whether the task has ended: completed, failed or cancelled.
@@ -171,8 +240,9 @@ type Capabilities struct {
 	ToolsCall bool
 }
 
-// CapabilitiesOf returns what caps declares in capabilities.tasks; all false when it declares
-// nothing (or nothing this package understands).
+// CapabilitiesOf returns what caps declares: the tasks extension (tools/call and tasks/cancel,
+// no listing), or capabilities.tasks of 2025-11-25; all false when it declares neither (or
+// nothing this package understands).
 func CapabilitiesOf(caps mcpclient.ServerCapabilities) Capabilities {
 	var decl struct {
 		List     json.RawMessage `json:"list"`
@@ -182,6 +252,10 @@ func CapabilitiesOf(caps mcpclient.ServerCapabilities) Capabilities {
 				Call json.RawMessage `json:"call"`
 			} `json:"tools"`
 		} `json:"requests"`
+	}
+	if _, ok := caps.Extensions[Extension]; ok {
+		// The extension serves tasks/cancel, never tasks/list, and makes tasks of tools/call.
+		return Capabilities{Cancel: true, ToolsCall: true}
 	}
 	if len(caps.Tasks) == 0 || json.Unmarshal(caps.Tasks, &decl) != nil {
 		return Capabilities{}
@@ -193,22 +267,28 @@ func CapabilitiesOf(caps mcpclient.ServerCapabilities) Capabilities {
 	return Capabilities{List: declared(decl.List), Cancel: declared(decl.Cancel), ToolsCall: declared(decl.Requests.Tools.Call)}
 }
 
-// A StatusHandler learns a task's new state from notifications/tasks/status. Servers need not
-// send them: a caller waiting for a task polls it (Await does). It runs on the client's
-// notification goroutine: it must not block, but it may call the client.
+// A StatusHandler learns a task's new state from a status notification: the extension's
+// notifications/tasks (each a full task, result or error included once it ended, which a
+// subscriptions/listen naming the task's id asks for) or notifications/tasks/status of
+// 2025-11-25. Servers need not send them: a caller waiting for a task polls it (Await does). It
+// runs on the client's notification goroutine: it must not block, but it may call the client.
 type StatusHandler func(ctx context.Context, t *Task)
 
-// WithStatusHandler has the client hand notifications/tasks/status to h (over Streamable HTTP,
-// the client then opens the session's GET stream, where servers send them). A malformed
-// notification is dropped. Default: dropped.
+// WithStatusHandler has the client hand status notifications of either form to h (over
+// Streamable HTTP in 2025-11-25, the client then opens the session's GET stream, where servers
+// send them). A malformed notification is dropped. Default: dropped.
 func WithStatusHandler(h StatusHandler) mcpclient.Option {
-	return mcpclient.WithNotificationHandler("notifications/tasks/status", func(ctx context.Context, _ string, params json.RawMessage) {
+	handle := func(ctx context.Context, _ string, params json.RawMessage) {
 		var t Task
 		if json.Unmarshal(params, &t) != nil || t.validate("") != nil {
 			return
 		}
 		h(ctx, &t)
-	})
+	}
+	return mcpclient.WithOptions(
+		mcpclient.WithNotificationHandler("notifications/tasks/status", handle),
+		mcpclient.WithNotificationHandler("notifications/tasks", handle),
+	)
 }
 
 // Errors of this package; the *mcpclient.Error that carries them says CodeInvalidArgument (a
@@ -222,31 +302,44 @@ var (
 	ErrFailed = errors.New("tasks: task failed")
 	// ErrCancelled: Await found the task cancelled; the *Error in the chain holds it.
 	ErrCancelled = errors.New("tasks: task cancelled")
+	// ErrInputRequired: Await found the task waiting for input the client has no handler for
+	// (the capability the request asks for is not among those the client declares); the
+	// *Error in the chain holds the task and its InputRequests. Answer them with Update, or
+	// Cancel the task.
+	ErrInputRequired = errors.New("tasks: task waits for input the client cannot give")
 )
 
-// Error is the cause of the *mcpclient.Error Await returns for a task that failed or was
-// cancelled. errors.Is matches it with ErrFailed or ErrCancelled.
+// Error is the cause of the *mcpclient.Error Await returns for a task that failed, was cancelled,
+// or waits for input the client cannot give. errors.Is matches it with ErrFailed, ErrCancelled
+// or ErrInputRequired.
 type Error struct {
 	// Task is the task's final state.
 	Task *Task
 	// Result is the tool's own answer, an isError result, when tasks/result returned one.
 	Result *mcpclient.CallToolResult
-	// Err is the JSON-RPC error (*mcpclient.RPCError) tasks/result answered with, or why the
-	// result could not be fetched; nil when Result is set.
+	// Err is the JSON-RPC error (*mcpclient.RPCError) that failed the task (inlined by the
+	// extension, answered by tasks/result in 2025-11-25), or why the result could not be
+	// fetched; nil when Result is set.
 	Err error
 }
 
 func (e *Error) sentinel() error {
-	if e.Task != nil && e.Task.Status == Cancelled {
+	switch {
+	case e.Task != nil && e.Task.Status == Cancelled:
 		return ErrCancelled
+	case e.Task != nil && e.Task.Status == InputRequired:
+		return ErrInputRequired
 	}
 	return ErrFailed
 }
 
 func (e *Error) Error() string {
 	what := "failed"
-	if e.sentinel() == ErrCancelled {
+	switch e.sentinel() {
+	case ErrCancelled:
 		what = "was cancelled"
+	case ErrInputRequired:
+		what = "waits for input the client has no handler for"
 	}
 	msg := "task " + e.Task.TaskID + " " + what
 	if e.Task.StatusMessage != "" {
@@ -270,12 +363,35 @@ func refused(format string, args ...any) error {
 	return &mcpclient.Error{Code: mcpclient.CodeInvalidArgument, Err: fmt.Errorf(format, args...)}
 }
 
-// checkSupport refuses, locally, a task-augmented call the server does not allow: the protocol
-// says a client MUST NOT send one. It lists the tools when the client holds no listing.
-func checkSupport(ctx context.Context, c mcpclient.Caller, name string) error {
+// onExtension reports whether the session speaks a stateless revision, where tasks are the
+// extension's.
+func onExtension(init mcpclient.InitializeResult) bool {
+	return init.ProtocolVersion >= mcpclient.ProtocolVersion20260728 // revisions are dates
+}
+
+// declared is the CallOption by which a request declares the extension: for itself alone, so
+// that the client's other calls are answered as they expect.
+var declared = mcpclient.WithExtension(Extension, nil)
+
+// session returns the live session's settlement, and the options that make a request of
+// method speak the form of tasks it uses.
+func session(ctx context.Context, c mcpclient.Caller, opts []mcpclient.CallOption) (mcpclient.InitializeResult, []mcpclient.CallOption, error) {
 	init, err := c.Session(ctx)
-	if err != nil {
-		return err
+	if err != nil || !onExtension(init) {
+		return init, opts, err
+	}
+	return init, append(opts[:len(opts):len(opts)], declared), nil
+}
+
+// checkSupport refuses, locally, a task-augmented call the server does not allow: the protocol
+// says a client MUST NOT send one. It lists the tools when the client holds no listing. On the
+// extension the server alone decides which calls become tasks: it need only declare it.
+func checkSupport(ctx context.Context, c mcpclient.Caller, init mcpclient.InitializeResult, name string) error {
+	if onExtension(init) {
+		if _, ok := init.Capabilities.Extensions[Extension]; !ok {
+			return refused("%w: the server does not declare the %s extension (tool %s)", ErrNotSupported, Extension, name)
+		}
+		return nil
 	}
 	if !CapabilitiesOf(init.Capabilities).ToolsCall {
 		return refused("%w: the server does not declare capabilities.tasks.requests.tools.call (tool %s)", ErrNotSupported, name)
@@ -313,6 +429,12 @@ type callToolParams struct {
 	Task      metadata        `json:"task"`
 }
 
+// plainCallParams is a tools/call of the extension, which asks for no task: the declaration does.
+type plainCallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
 type idParams struct {
 	TaskID string `json:"taskId"`
 }
@@ -332,6 +454,31 @@ func (ct *checkedCreate) UnmarshalJSON(b []byte) error {
 		return errors.New("the answer carries no task: the server ran the tool as a plain request")
 	}
 	return ct.res.Task.validate("")
+}
+
+// extensionAnswer decodes the answer to a tools/call of the extension: a task (resultType
+// "task", its fields at the top level), or the tool's result when the server made no task.
+type extensionAnswer struct{ task Task }
+
+func (ea *extensionAnswer) UnmarshalJSON(b []byte) error {
+	var kind struct {
+		ResultType string `json:"resultType"`
+	}
+	if err := json.Unmarshal(b, &kind); err != nil {
+		return err
+	}
+	if kind.ResultType != "task" {
+		var res mcpclient.CallToolResult
+		if err := json.Unmarshal(b, &res); err != nil {
+			return err
+		}
+		ea.task = Task{Status: Completed, Result: append(json.RawMessage(nil), b...)}
+		return nil
+	}
+	if err := json.Unmarshal(b, &ea.task); err != nil {
+		return err
+	}
+	return ea.task.validate("")
 }
 
 // checkedTask decodes a Task and checks it is the one asked for.
@@ -372,15 +519,21 @@ func idArgument(method, taskID string) error {
 	return nil
 }
 
-// CallTool calls the tool name with args as a task (a task-augmented tools/call) and returns the
-// task the server created, usually still working: follow it with Await, Get and Result. ttl asks
-// the server to keep the task that long after its creation (it may choose otherwise; see
-// Task.TTL); 0 leaves it to the server. args may be nil, a json.RawMessage, or anything
-// encoding/json marshals to an object.
+// CallTool calls the tool name with args as a task and returns the task the server created,
+// usually still working: follow it with Await, Get and, in 2025-11-25, Result. args may be nil,
+// a json.RawMessage, or anything encoding/json marshals to an object.
 //
-// It refuses locally, with ErrNotSupported (CodeInvalidArgument), a server whose capabilities
-// lack tasks.requests.tools.call and a tool whose listed execution.taskSupport is not
-// "required" or "optional"; it lists the tools first when the client holds no listing.
+// On the extension (2026-07-28 and later) the call declares the extension for itself alone, and
+// the server decides whether to make a task of it: when it answers at once, CallTool returns a
+// completed Task without a TaskID whose Result holds the answer (see ToolResult). The server
+// alone sets a task's ttl there, so ttl is not sent. It refuses locally, with ErrNotSupported
+// (CodeInvalidArgument), a server that does not declare the extension.
+//
+// In 2025-11-25, ttl asks the server to keep the task that long after its creation (it may
+// choose otherwise; see Task.TTL); 0 leaves it to the server. It refuses locally, with
+// ErrNotSupported, a server whose capabilities lack tasks.requests.tools.call and a tool whose
+// listed execution.taskSupport is not "required" or "optional"; it lists the tools first when
+// the client holds no listing.
 //
 // The request is a tools/call like the client's CallTool, with the same id, ledger and retry
 // rules: its id is a fresh UUID unless pinned, a server with receipts answers a resend under it
@@ -394,8 +547,19 @@ func CallTool(ctx context.Context, c mcpclient.Caller, name string, args any, tt
 	if err != nil {
 		return nil, refused("arguments of tool %s: %w", name, err)
 	}
-	if err := checkSupport(ctx, c, name); err != nil {
+	init, opts, err := session(ctx, c, opts)
+	if err != nil {
 		return nil, err
+	}
+	if err := checkSupport(ctx, c, init, name); err != nil {
+		return nil, err
+	}
+	if onExtension(init) {
+		var res extensionAnswer
+		if _, err := extcall.Call(ctx, c, "tools/call", plainCallParams{Name: name, Arguments: rawArgs}, &res, opts); err != nil {
+			return nil, err
+		}
+		return &res.task, nil
 	}
 	params := callToolParams{Name: name, Arguments: rawArgs}
 	if ttl > 0 {
@@ -427,7 +591,10 @@ func marshalArguments(args any) (json.RawMessage, error) {
 }
 
 // Get returns the task's current state (tasks/get). It is read-only: after an uncertain attempt
-// it is re-issued under a new id.
+// it is re-issued under a new id. On the extension the state carries the task's result or error
+// once it ended, and while it is input_required the requests it waits on, which the client has
+// answered with its handlers, where it has them, before Get returns (the state shown is the one
+// from before those answers).
 func Get(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpclient.CallOption) (*Task, error) {
 	t, _, err := get(ctx, c, taskID, opts)
 	return t, err
@@ -436,6 +603,10 @@ func Get(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpclie
 // get is Get, returning the tasks/get response too.
 func get(ctx context.Context, c mcpclient.Caller, taskID string, opts []mcpclient.CallOption) (*Task, *mcpclient.Response, error) {
 	if err := idArgument("tasks/get", taskID); err != nil {
+		return nil, nil, err
+	}
+	_, opts, err := session(ctx, c, opts)
+	if err != nil {
 		return nil, nil, err
 	}
 	ct := checkedTask{want: taskID}
@@ -488,16 +659,62 @@ func decodeResult(resp *mcpclient.Response, taskID string) (*mcpclient.CallToolR
 	return &res, nil
 }
 
-// Cancel asks the server to cancel the task (tasks/cancel) and returns its state, cancelled. A
-// server refuses (CodeServerError, -32602) to cancel a task already terminal. The request is
-// idempotent: after an uncertain attempt it is re-issued, and should the re-issue find the task
-// cancelled already (by the first attempt), Cancel returns that state rather than the refusal.
+// Update answers requests for input that a task of the extension waits on (tasks/update):
+// responses by the keys of its InputRequests, each the result its request asks for (an
+// mcpclient.ElicitResult, an mcpclient.CreateMessageResult, {"roots": [...]}). The client answers
+// the requests it has handlers for by itself, on each tasks/get that shows them; Update is for
+// the others. The server takes the answers to keys still outstanding and ignores the rest, so
+// Update is safe to repeat; it refuses (-32602) an answer that is no result of its request.
+// Revision 2025-11-25 has no tasks/update: there it is refused with ErrNotSupported.
+func Update(ctx context.Context, c mcpclient.Caller, taskID string, responses map[string]any, opts ...mcpclient.CallOption) error {
+	if err := idArgument("tasks/update", taskID); err != nil {
+		return err
+	}
+	if len(responses) == 0 {
+		return refused("tasks/update of task %s needs at least one response", taskID)
+	}
+	init, opts, err := session(ctx, c, opts)
+	if err != nil {
+		return err
+	}
+	if !onExtension(init) {
+		return refused("%w: tasks/update is the %s extension's, not in %s", ErrNotSupported, Extension, init.ProtocolVersion)
+	}
+	_, err = extcall.Call(ctx, c, "tasks/update", updateParams{TaskID: taskID, InputResponses: responses}, nil, opts)
+	return err
+}
+
+type updateParams struct {
+	TaskID         string         `json:"taskId"`
+	InputResponses map[string]any `json:"inputResponses"`
+}
+
+// Cancel asks the server to cancel the task (tasks/cancel) and returns its state.
+//
+// On the extension the server acknowledges at once, and stops the work when and if it can:
+// Cancel then reads the task (tasks/get), which may still be working, or have ended otherwise
+// if the work finished first; Await tells how it ended.
+//
+// In 2025-11-25 the answer is the task, cancelled, and a server refuses (CodeServerError,
+// -32602) to cancel a task already terminal. The request is idempotent: after an uncertain
+// attempt it is re-issued, and should the re-issue find the task cancelled already (by the first
+// attempt), Cancel returns that state rather than the refusal.
 func Cancel(ctx context.Context, c mcpclient.Caller, taskID string, opts ...mcpclient.CallOption) (*Task, error) {
 	if err := idArgument("tasks/cancel", taskID); err != nil {
 		return nil, err
 	}
+	init, extOpts, err := session(ctx, c, opts)
+	if err != nil {
+		return nil, err
+	}
+	if onExtension(init) {
+		if _, err := extcall.Call(ctx, c, "tasks/cancel", idParams{taskID}, nil, extOpts); err != nil {
+			return nil, err
+		}
+		return Get(ctx, c, taskID)
+	}
 	ct := checkedTask{want: taskID}
-	_, err := extcall.Call(ctx, c, "tasks/cancel", idParams{taskID}, &ct, opts)
+	_, err = extcall.Call(ctx, c, "tasks/cancel", idParams{taskID}, &ct, opts)
 	if err == nil {
 		return &ct.task, nil
 	}
@@ -552,15 +769,20 @@ func PollInterval(d time.Duration) AwaitOption {
 // Await waits for a task made by CallTool to end and returns its tool result.
 //
 // It polls tasks/get, waiting between polls the task's pollInterval (or, when the server
-// suggests none, PollInterval's, DefaultPollInterval by default), until the task is terminal,
-// then fetches the result with tasks/result. While the task is input_required the server's own
-// requests (elicitation, sampling, ...) reach the client's handlers, and Await keeps polling.
+// suggests none, PollInterval's, DefaultPollInterval by default), until the task is terminal.
+// On the extension the last poll carries the result or the error; in 2025-11-25 Await then
+// fetches the result with tasks/result. While the task is input_required the client answers its
+// requests with its handlers (on the extension, through tasks/update on the poll that shows
+// them; in 2025-11-25, as the server's own requests), and Await keeps polling; a request for a
+// capability the client does not declare ends Await with ErrInputRequired, for the caller to
+// answer with Update or to Cancel.
 //
-// A completed task returns its result. A failed or cancelled one returns an *mcpclient.Error
-// (CodeServerError) whose chain holds an *Error naming the task, with its final state and the
-// tool's isError result or the JSON-RPC error of tasks/result; errors.Is matches ErrFailed or
-// ErrCancelled. If ctx ends, the error is CodeOutcomeUnknown: the task goes on at the server,
-// and Await may be called again.
+// A completed task returns its result (an isError result included: the tool's answer). A failed
+// or cancelled one returns an *mcpclient.Error (CodeServerError) whose chain holds an *Error
+// naming the task, with its final state and the JSON-RPC error (or, in 2025-11-25, the tool's
+// isError result that tasks/result gave); errors.Is matches ErrFailed or ErrCancelled. If ctx
+// ends, the error is CodeOutcomeUnknown: the task goes on at the server, and Await may be called
+// again.
 //
 // Await knows the task by its id only, not by the request that created it (which another
 // client, or an earlier process, may have sent), so its errors name a request of its own: the
@@ -584,8 +806,22 @@ func Await(ctx context.Context, c mcpclient.Caller, taskID string, opts ...Await
 		if t, poll, err = get(ctx, c, taskID, nil); err != nil {
 			return nil, err
 		}
+		if t.Terminal() && (len(t.Result) > 0 || t.Error != nil || t.Status == Cancelled) {
+			res, err := t.ToolResult() // the extension inlines how the task ended
+			var e *mcpclient.Error
+			if errors.As(err, &e) {
+				e.Request, e.Attempts = poll.Request, poll.Attempts
+			}
+			return res, err
+		}
 		if t.Terminal() {
 			break
+		}
+		if t.Status == InputRequired {
+			if unanswerable := cannotAnswer(t, poll.Request); len(unanswerable) > 0 {
+				return nil, &mcpclient.Error{Code: mcpclient.CodeServerError, Request: poll.Request, Attempts: poll.Attempts,
+					Err: &Error{Task: t, Err: fmt.Errorf("no handler declared for %v", unanswerable)}}
+			}
 		}
 		wait := t.PollIntervalDuration()
 		if wait <= 0 {
@@ -628,6 +864,37 @@ func Await(ctx context.Context, c mcpclient.Caller, taskID string, opts ...Await
 	}
 	te.Result = res
 	return nil, &mcpclient.Error{Code: mcpclient.CodeServerError, Request: resp.Request, Attempts: resp.Attempts, Err: te}
+}
+
+// capabilityOf names the client capability each request for input needs.
+var capabilityOf = map[string]string{
+	"elicitation/create":     "elicitation",
+	"sampling/createMessage": "sampling",
+	"roots/list":             "roots",
+}
+
+// cannotAnswer returns the methods of t's requests for input that need a capability poll (the
+// request that showed them) does not declare: the client has no handler for them, and waiting
+// would wait forever.
+func cannotAnswer(t *Task, poll *mcpclient.Request) []string {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	json.Unmarshal(poll.Params(), &p) // the client wrote them
+	var declared map[string]json.RawMessage
+	json.Unmarshal(p.Meta["io.modelcontextprotocol/clientCapabilities"], &declared)
+	var missing []string
+	for _, raw := range t.InputRequests {
+		var in struct {
+			Method string `json:"method"`
+		}
+		json.Unmarshal(raw, &in)
+		if _, ok := declared[capabilityOf[in.Method]]; !ok && !slices.Contains(missing, in.Method) {
+			missing = append(missing, in.Method)
+		}
+	}
+	slices.Sort(missing)
+	return missing
 }
 
 // Inspection records a look at a task the server kept (its state from Get, List, Cancel or a

@@ -333,12 +333,16 @@ func TestCallToolFollowingATaskEndsWithItsContext(t *testing.T) {
 		e.Request.Method() != "tools/call" || !strings.Contains(err.Error(), "runs as task") {
 		t.Fatalf("caller's deadline while following: %v, want ErrOutcomeUnknown naming the call and its task", err)
 	}
+	_, err = c.CallTool(testCtx(t), "export", nil, mcpclient.WithTimeouts(0, 50*time.Millisecond))
+	if !errors.Is(err, mcpclient.ErrOutcomeUnknown) || !errors.Is(err, mcpclient.ErrCallTimeout) || !strings.Contains(err.Error(), "runs as task") {
+		t.Fatalf("WithTimeouts' bound while following: %v, want ErrOutcomeUnknown with ErrCallTimeout", err)
+	}
 	resp, err := c.Resend(testCtx(t), e.Request)
 	if err != nil || !strings.Contains(string(resp.Result), `"resultType":"task"`) || !resp.Replayed {
 		t.Fatalf("resend of the call: %v %+v, want the task back from the receipt", err, resp)
 	}
-	if srv.Tasks() != 1 || srv.Executions("export") != 1 {
-		t.Errorf("%d tasks, %d runs; want one of each", srv.Tasks(), srv.Executions("export"))
+	if srv.Tasks() != 2 || srv.Executions("export") != 2 {
+		t.Errorf("%d tasks, %d runs; want one per call", srv.Tasks(), srv.Executions("export"))
 	}
 	close(release)
 
@@ -347,7 +351,7 @@ func TestCallToolFollowingATaskEndsWithItsContext(t *testing.T) {
 	if err != nil || res.Text() != "exported" {
 		t.Fatalf("call whose task answer was lost: %v %v", res, err)
 	}
-	if srv.Tasks() != 2 || srv.Executions("export") != 2 {
+	if srv.Tasks() != 3 || srv.Executions("export") != 3 {
 		t.Errorf("%d tasks, %d runs after the lost answer; want one more of each", srv.Tasks(), srv.Executions("export"))
 	}
 }

@@ -361,7 +361,8 @@ func (c *Client) CachedTools(ctx context.Context) ([]*Tool, error) {
 // of the result. CallTool then follows the task to its end, polling tasks/get at the interval the
 // server suggests and answering its requests for input with the client's handlers, and returns
 // what the task ended with: the tool's result, the JSON-RPC error that failed it
-// (CodeServerError), or that it was cancelled (CodeServerError). If ctx ends first, the error is
+// (CodeServerError), or that it was cancelled (CodeServerError). WithTimeouts' max bounds the
+// whole call, the polls included. If ctx ends first (or that bound passes), the error is
 // ErrOutcomeUnknown and names the call and the task, which goes on at the server: Resend the call
 // to read the task back from the server's receipt, or follow it by its id with package tasks.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
@@ -378,11 +379,19 @@ func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...Ca
 
 // sendToolCall sends a frozen tools/call and decodes its result.
 func (c *Client) sendToolCall(ctx context.Context, req *Request) (*CallToolResult, error) {
+	start := time.Now()
 	resp, err := c.do(ctx, req)
 	if err != nil {
 		return nil, returned(err)
 	}
 	if rt, _ := resultTypeOf(resp.Result); rt == "task" { // only where the call declared the tasks extension
+		if req.max > 0 {
+			// The caller bounded the call, not only its request: the task's polls count too.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadlineCause(ctx, start.Add(req.max),
+				fmt.Errorf("%w after %v: %w", ErrCallTimeout, req.max, context.DeadlineExceeded))
+			defer cancel()
+		}
 		if resp, err = c.followTask(ctx, resp); err != nil {
 			return nil, returned(err)
 		}

@@ -32,12 +32,13 @@ func TestToolListingLifetime(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var k counter
+				var sent sentCounter
 				srv := mcptest.NewTestServer(t,
 					mcptest.WithMode(mcptest.ModeNone),
 					mcptest.WithProtocolVersions(mcpclient.ProtocolVersion20260728),
 					mcptest.WithCacheHints(ttl, "private"),
 					mcptest.WithTool(lookup, k.tool))
-				cl := connect(t, srv.Transport())
+				cl := connect(t, sent.transport(srv))
 				ctx := context.Background()
 
 				page, err := cl.ListToolsPage(ctx, "")
@@ -51,7 +52,7 @@ func TestToolListingLifetime(t *testing.T) {
 					t.Fatal(err)
 				}
 				time.Sleep(c.after)
-				frames := srv.FramesReceived() // nothing but listings and the call go out from here
+				listings := sent.count("tools/list")
 				if c.nowUnsafe {
 					srv.AddTool(mcpclient.Tool{Name: lookup.Name}, k.tool)
 				}
@@ -70,7 +71,7 @@ func TestToolListingLifetime(t *testing.T) {
 				if k.runs != want {
 					t.Errorf("the tool ran %d times, want %d", k.runs, want)
 				}
-				if got := srv.FramesReceived() - frames - want; got != c.relists {
+				if got := sent.count("tools/list") - listings; got != c.relists {
 					t.Errorf("the call listed the tools %d times, want %d", got, c.relists)
 				}
 			})
@@ -86,14 +87,15 @@ func TestCachedToolsExpireWithTheListing(t *testing.T) {
 			mcptest.WithProtocolVersions(mcpclient.ProtocolVersion20260728),
 			mcptest.WithCacheHints(ttl, "public"),
 			mcptest.WithTool(mcpclient.Tool{Name: "lookup"}, nil))
-		cl := connect(t, srv.Transport())
+		var sent sentCounter
+		cl := connect(t, sent.transport(srv))
 		ctx := context.Background()
 		listings := func() int {
-			before := srv.FramesReceived()
+			before := sent.count("tools/list")
 			if _, err := cl.CachedTools(ctx); err != nil {
 				t.Fatal(err)
 			}
-			return srv.FramesReceived() - before
+			return sent.count("tools/list") - before
 		}
 		if n := listings(); n != 1 {
 			t.Fatalf("first CachedTools listed %d times, want 1", n)

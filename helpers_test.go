@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -336,4 +337,57 @@ func replayOf(resp, first *mcpclient.Response) bool {
 	a, _ := json.Marshal(r)
 	b, _ := json.Marshal(f)
 	return string(a) == string(b)
+}
+
+// sentCounter counts the requests a client sends to an mcptest server in memory, by method, and
+// can hold or fail the server/discover requests among them.
+type sentCounter struct {
+	mu   sync.Mutex
+	sent []string // methods, in the order sent
+	// discover, when set, decides what becomes of a server/discover request: it may block.
+	discover transport.SendHook
+}
+
+func (k *sentCounter) transport(srv *mcptest.Server) transport.Transport {
+	return &transport.Memory{Accept: srv.Accept, BeforeSend: func(m *transport.Message) (bool, error) {
+		k.mu.Lock()
+		k.sent = append(k.sent, m.Method)
+		hook := k.discover
+		k.mu.Unlock()
+		if m.Method == "server/discover" && hook != nil {
+			return hook(m)
+		}
+		return true, nil
+	}}
+}
+
+func (k *sentCounter) count(method string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, m := range k.sent {
+		if m == method {
+			n++
+		}
+	}
+	return n
+}
+
+// since returns the methods sent after the first n.
+func (k *sentCounter) since(n int) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.sent[n:])
+}
+
+func (k *sentCounter) total() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.sent)
+}
+
+func (k *sentCounter) setDiscover(h transport.SendHook) {
+	k.mu.Lock()
+	k.discover = h
+	k.mu.Unlock()
 }

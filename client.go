@@ -54,6 +54,9 @@ type Client struct {
 
 	// dials is the dial under way, if any: concurrent calls that need a session share it.
 	dials flightgroup.Group[struct{}, *session]
+	// discovers is the server/discover under way on a session of a stateless revision, if any,
+	// asked again for a stale answer or to confirm the receipts: concurrent callers share it.
+	discovers flightgroup.Group[*session, *discovery]
 
 	mu   sync.Mutex
 	sess *session   // the last session opened, live or dead; nil before the first
@@ -191,6 +194,23 @@ func (c *Client) session(ctx context.Context) (*session, error) {
 		}
 		if s := c.sess; s != nil && !s.isDead() {
 			c.mu.Unlock()
+			d := s.discovered.Load()
+			if d == nil || !d.stale(time.Now()) {
+				return s, nil
+			}
+			_, err := c.rediscover(ctx, s, d.asked)
+			var e *Error
+			switch {
+			case errors.As(err, &e) && e.Code == CodeClosed:
+				return nil, e
+			case s.isDead():
+				continue // the server declares another binding, or dropped the revision
+			case err != nil:
+				// The spec lets a stale answer serve when asking again fails. The request
+				// itself meets the server as it is now, and the next one asks again; a resend
+				// that relies on receipts never takes a stale answer's word (freshBinding).
+				c.log.Debug("mcpclient: server/discover failed; going on with its stale answer", "err", err)
+			}
 			return s, nil
 		}
 		c.mu.Unlock()
@@ -341,10 +361,12 @@ func (c *Client) current() *session {
 	return c.sess
 }
 
-// InitializeResult returns what the server answered to the current session's initialize.
+// InitializeResult returns what the server answered to the current session's initialize, or,
+// in a stateless revision, to its last server/discover. It asks nothing: an answer past the
+// lifetime the server gave it (TTLMs) is returned as it is; Session asks again.
 func (c *Client) InitializeResult() InitializeResult {
 	if s := c.current(); s != nil {
-		return s.init
+		return s.settled()
 	}
 	return InitializeResult{}
 }
@@ -353,13 +375,15 @@ func (c *Client) InitializeResult() InitializeResult {
 // opening a session first when there is none (the last was lost, or closed by the server). A
 // caller whose next request depends on the server's revision or capabilities asks here rather
 // than reading InitializeResult, which gives the last session's, live or not: a server that
-// restarted may have changed them.
+// restarted may have changed them. In a stateless revision, an answer to server/discover past
+// the lifetime the server gave it (TTLMs) is asked again first; when that fails, the stale one is
+// returned.
 func (c *Client) Session(ctx context.Context) (InitializeResult, error) {
 	s, err := c.liveSession(ctx)
 	if err != nil {
 		return InitializeResult{}, returned(err)
 	}
-	return s.init, nil
+	return s.settled(), nil
 }
 
 // ServerInfo returns the server's name and version.

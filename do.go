@@ -411,6 +411,10 @@ func (r *attemptLoop) told(delay time.Duration) {
 func (r *attemptLoop) attempt(ctx context.Context) step {
 	c, p := r.c, r.c.cfg.retry
 	r.tries++
+	// An answer to server/discover asked for once the attempt began (its session's, if that one
+	// was stale) is fresh enough to confirm the receipts the attempt relies on: one asked before
+	// is not.
+	begun := discoverSerials.Load()
 	s, err := c.session(ctx)
 	if err != nil {
 		if c.cfg.onAttempt != nil {
@@ -437,7 +441,7 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		r.lastErr = err
 		return r.giveUpUnlessRetrying(err)
 	}
-	if st, ok := r.receiptsBeforeSend(ctx, s); !ok {
+	if st, ok := r.receiptsBeforeSend(ctx, s, begun); !ok {
 		return st
 	}
 	if r.reissueNext {
@@ -556,9 +560,10 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 // sends rely on them: a resend after an uncertain attempt of this loop; the first send of a
 // request Recover found under receipts the server still declared; and a send of a request
 // answered before, which only a receipt can answer without running it again. receiptsHold
-// decides each. ok is false, with the step that ends or retries the loop, when the attempt must
-// not be sent.
-func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st step, ok bool) {
+// decides each, on what the server declares in an answer to a server/discover sent after the one
+// numbered begun. ok is false, with the step that ends or retries the loop, when the attempt
+// must not be sent.
+func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session, begun uint64) (st step, ok bool) {
 	mode := r.c.cfg.retry.Mode
 	var sent time.Time
 	if r.uncertainIn != nil {
@@ -584,7 +589,7 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 			now = bindingOf(s)
 			held = receiptsHeld(then, now)
 		} else {
-			held, now, err = r.c.receiptsHold(ctx, s, then, sent, r.uncertainIn == s)
+			held, now, err = r.c.receiptsHold(ctx, s, then, sent, r.uncertainIn == s, begun)
 		}
 		switch {
 		case err != nil:
@@ -605,7 +610,7 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 	if under := r.receiptsGuard; under != nil {
 		// An earlier process may have sent the request, and only a receipt of the same server
 		// process can answer for it without running it again.
-		held, now, err := r.c.receiptsHold(ctx, s, *under, r.receiptsSince, false)
+		held, now, err := r.c.receiptsHold(ctx, s, *under, r.receiptsSince, false, begun)
 		if err != nil {
 			return r.giveUpUnlessRetrying(err), false
 		}
@@ -620,7 +625,7 @@ func (r *attemptLoop) receiptsBeforeSend(ctx context.Context, s *session) (st st
 			r.refreshSafety(ctx)
 		}
 		if !r.safe && mode != RetryAlways {
-			held, now, err := r.c.receiptsHold(ctx, s, a.record.Receipts, a.record.Created, a.via == s.serial)
+			held, now, err := r.c.receiptsHold(ctx, s, a.record.Receipts, a.record.Created, a.via == s.serial, begun)
 			if err != nil {
 				return r.giveUpUnlessRetrying(err), false
 			}
@@ -664,8 +669,9 @@ func (r *attemptLoop) refreshSafety(ctx context.Context) {
 // declares (see receiptsHeld); never past the retention the server declares, after which a
 // receipt may be pruned (see receiptsPruned). What the server declares is read again where a
 // server restart could hide behind s (the stateless revision, a session that outlives its
-// process); elsewhere a restart would have ended s, and s declared it when it opened.
-func (c *Client) receiptsHold(ctx context.Context, s *session, then ReceiptBinding, sent time.Time, sameSession bool) (held bool, now ReceiptBinding, err error) {
+// process), from an answer to a server/discover sent after the one numbered begun; elsewhere a
+// restart would have ended s, and s declared it when it opened.
+func (c *Client) receiptsHold(ctx context.Context, s *session, then ReceiptBinding, sent time.Time, sameSession bool, begun uint64) (held bool, now ReceiptBinding, err error) {
 	if receiptsPruned(sent, s) {
 		return false, bindingOf(s), nil
 	}
@@ -676,7 +682,7 @@ func (c *Client) receiptsHold(ctx context.Context, s *session, then ReceiptBindi
 		}
 		return receiptsHeld(then, now), now, nil
 	}
-	if now, err = c.freshBinding(ctx, s); err != nil {
+	if now, err = c.freshBinding(ctx, s, begun); err != nil {
 		return false, now, err
 	}
 	return receiptsHeld(then, now), now, nil

@@ -180,10 +180,11 @@ func (c *Client) Recover(ctx context.Context) iter.Seq2[Recovered, error] {
 		// opened; the Resend of a request found under them reads them fresh before it sends.
 		// Without a session, nothing is known to hold.
 		var now ReceiptBinding
+		begun := discoverSerials.Load()
 		s, nowErr := c.session(ctx)
 		switch {
 		case nowErr == nil && s.stateless:
-			now, nowErr = c.freshBinding(ctx, s)
+			now, nowErr = c.freshBinding(ctx, s, begun)
 		case nowErr == nil:
 			now = bindingOf(s)
 		}

@@ -111,16 +111,13 @@ var errProbeCostSession = errors.New("mcpclient: the server ended the session ov
 // adoptStateless makes s a session of a stateless revision, as server/discover described it.
 func (c *Client) adoptStateless(s *session, lc lifecycle) {
 	s.stateless = true
-	s.init = InitializeResult{
-		ProtocolVersion: lc.version,
-		Capabilities:    lc.result.Capabilities,
-		ServerInfo:      lc.result.serverInfo(),
-		Instructions:    lc.result.Instructions,
-	}
+	s.init = lc.result.settled(lc.version)
 	s.receipts = c.cfg.receipts
 	if r, ok := lc.result.Capabilities.RequestReceipts(); ok {
 		s.receipts, s.receiptEpoch = r.Scope, r.Epoch
 	}
+	s.discovered.Store(&discovery{result: s.init, binding: bindingOf(s), asked: lc.asked,
+		staleAt: discoveryStaleAt(lc.arrived, lc.result.TTLMs)})
 	if sc, ok := s.conn.(transport.SessionConn); ok {
 		sc.SetProtocolVersion(lc.version)
 	}
@@ -250,6 +247,20 @@ type discoverResult struct {
 	Instructions      string                     `json:"instructions,omitempty"`
 	ServerInfo        *Implementation            `json:"serverInfo,omitempty"` // before the spec moved it into _meta
 	Meta              map[string]json.RawMessage `json:"_meta,omitempty"`
+	TTLMs             *int64                     `json:"ttlMs,omitempty"`
+	CacheScope        string                     `json:"cacheScope,omitempty"`
+}
+
+// settled is what the answer settles for a session of the revision version.
+func (d *discoverResult) settled(version string) InitializeResult {
+	return InitializeResult{
+		ProtocolVersion: version,
+		Capabilities:    d.Capabilities,
+		ServerInfo:      d.serverInfo(),
+		Instructions:    d.Instructions,
+		TTLMs:           d.TTLMs,
+		CacheScope:      d.CacheScope,
+	}
 }
 
 func (d *discoverResult) serverInfo() Implementation {
@@ -269,6 +280,10 @@ type lifecycle struct {
 	stateless bool
 	version   string // stateless: the revision to use; otherwise the one initialize offers
 	result    *discoverResult
+	// asked numbers the server/discover that gave result (see discoverSerials); arrived is when
+	// its answer came.
+	asked   uint64
+	arrived time.Time
 	// redial: the probe cost the connection (an older server that ended the session over it);
 	// initialize needs a new one.
 	redial bool
@@ -300,6 +315,7 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 		if err != nil {
 			return lifecycle{}, err
 		}
+		asked := discoverSerials.Add(1)
 		probeCtx, cancel := context.WithTimeoutCause(ctx, discoverTimeout, errNoDiscoverAnswer)
 		raw, err := c.sendHandshake(probeCtx, s, req)
 		cancel()
@@ -315,7 +331,7 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 				return older, nil
 			}
 			if v := bestVersion(res.SupportedVersions, version, true); v != "" {
-				return lifecycle{stateless: true, version: v, result: &res}, nil
+				return lifecycle{stateless: true, version: v, result: &res, asked: asked, arrived: time.Now()}, nil
 			}
 			// An older server that answers every method with an empty result.
 			if pinned {
@@ -351,38 +367,22 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 
 // freshBinding returns the receipt binding the server declares now on s. A session of an older
 // revision declared it in initialize, and a server restart ends that session. A stateless
-// revision has no session to end: a restart shows only in the epoch, so server/discover is asked
-// again, and a session whose server declares another binding is retired, for the next request to
-// open one that knows it.
-func (c *Client) freshBinding(ctx context.Context, s *session) (ReceiptBinding, error) {
+// revision has no session to end: a restart shows only in the epoch, so the binding is read from
+// an answer to a server/discover sent after the one numbered after (see rediscover), and a
+// session whose server declares another binding is retired, for the next request to open one
+// that knows it.
+func (c *Client) freshBinding(ctx context.Context, s *session, after uint64) (ReceiptBinding, error) {
 	if !s.stateless {
 		if !outlivesItsProcess(s) {
 			return bindingOf(s), nil
 		}
 		return c.probeBinding(ctx, s)
 	}
-	req, err := c.build(requestSpec{method: "server/discover", version: s.init.ProtocolVersion})
-	if err != nil {
-		return ReceiptBinding{}, err
-	}
-	probeCtx, cancel := context.WithTimeoutCause(ctx, discoverTimeout, errNoDiscoverAnswer)
-	raw, err := c.sendHandshake(probeCtx, s, req)
-	cancel()
+	d, err := c.rediscover(ctx, s, after)
 	if err != nil {
 		return ReceiptBinding{}, fmt.Errorf("confirming the server's receipts: %w", err)
 	}
-	var res discoverResult
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return ReceiptBinding{}, &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: fmt.Errorf("server/discover result: %w", err)}
-	}
-	now := ReceiptBinding{Scope: c.cfg.receipts}
-	if r, ok := res.Capabilities.RequestReceipts(); ok {
-		now = ReceiptBinding{Scope: r.Scope, Epoch: r.Epoch}
-	}
-	if now != bindingOf(s) {
-		s.retire(fmt.Errorf("%w: the server now declares %s, not %s", ErrSessionLost, now, bindingOf(s)))
-	}
-	return now, nil
+	return d.binding, nil
 }
 
 // outlivesItsProcess reports whether s is a session of an older revision that may outlive the

@@ -96,12 +96,22 @@ type initializeParams struct {
 	ClientInfo      Implementation     `json:"clientInfo"`
 }
 
-// InitializeResult is the server's answer to initialize.
+// InitializeResult is the server's answer to initialize, or, in a stateless revision, what its
+// last answer to server/discover settled.
 type InitializeResult struct {
 	ProtocolVersion string             `json:"protocolVersion"`
 	Capabilities    ServerCapabilities `json:"capabilities"`
 	ServerInfo      Implementation     `json:"serverInfo"`
 	Instructions    string             `json:"instructions,omitempty"`
+	// TTLMs is how long the server said its answer to server/discover stays fresh, in
+	// milliseconds from its arrival (2026-07-28 and later): nil when it did not say, and always
+	// for initialize, whose answer holds for the session. Past a positive lifetime the client
+	// asks server/discover again before the next request relies on the answer (see
+	// discoveryStaleAt for 0).
+	TTLMs *int64 `json:"ttlMs,omitempty"`
+	// CacheScope says who may reuse the server/discover answer: "private" (only under the same
+	// authorization) or "public".
+	CacheScope string `json:"cacheScope,omitempty"`
 }
 
 // Tool describes one tool a server offers.

@@ -108,7 +108,7 @@ const defaultReceiptRetention = 24 * time.Hour
 
 // receiptRetention is how long the server of s keeps a settled receipt at least.
 func (s *session) receiptRetention() time.Duration {
-	if d, ok := s.init.Capabilities.RequestReceipts(); ok && d.RetentionMs > 0 {
+	if d, ok := s.settled().Capabilities.RequestReceipts(); ok && d.RetentionMs > 0 {
 		return time.Duration(d.RetentionMs) * time.Millisecond
 	}
 	return defaultReceiptRetention

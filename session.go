@@ -58,12 +58,18 @@ type session struct {
 
 	// Written once by dial before the session is published, read only after.
 	stateless bool // a stateless revision: requests carry their version and capabilities
-	init      InitializeResult
-	receipts  ReceiptScope
+	// init is what the session opened with. Its revision and receipt binding hold for the
+	// session's life; the rest, in a stateless revision, is the last answer to server/discover
+	// (discovered, see settled).
+	init     InitializeResult
+	receipts ReceiptScope
 	// receiptEpoch names the server process holding the receipts, as the server declared it
 	// with them; "" when it declared none, or when the receipts are only asserted by the
 	// caller (WithReceipts), which says nothing about which process holds them.
 	receiptEpoch string
+	// discovered is the last answer to server/discover of a session of a stateless revision,
+	// replaced when it is asked again (see rediscover); nil for other sessions.
+	discovered atomic.Pointer[discovery]
 
 	// inbound carries notifications and server requests from the connection to the dispatcher.
 	inbound *inbox

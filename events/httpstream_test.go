@@ -91,6 +91,7 @@ func TestHTTPStreamReconnectsFromTheCursor(t *testing.T) {
 				if gap := streams[1].at.Sub(streams[0].at); gap != events.DefaultReconnectDelay {
 					t.Errorf("the broken stream was opened again %v later, want the reconnect delay", gap)
 				}
+				synctest.Wait() // the server has seen the hang-up; the bubble's clock has not moved since
 				if at, ok := p.hangUpOf(streams[1]); !ok || at.Sub(streams[1].at) != 4*time.Second {
 					t.Errorf("the silent stream was closed %v after it opened (closed: %v), want 2s of heartbeats and 2s of silence", at.Sub(streams[1].at), ok)
 				} else if !streams[2].at.Equal(at) {

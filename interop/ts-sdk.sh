@@ -3,6 +3,7 @@
 # directory, once, and prints that directory. The interop tests run testdata/ts-sdk-server.mjs
 # against it:
 #   node testdata/ts-sdk-server.mjs <dir> stdio | http <port> [auto|json|sse]
+#   node testdata/ts-sdk-tasks-server.mjs <dir> <port>
 # zod, which the server script needs for its schemas, is installed at the version the SDK
 # itself depends on (npm hoists it), so the two never disagree.
 # Usage: bash ts-sdk.sh [version]   (default: TS_SDK_VERSION or 2.4.0)

@@ -355,3 +355,60 @@ func TestCallToolFollowingATaskEndsWithItsContext(t *testing.T) {
 		t.Errorf("%d tasks, %d runs after the lost answer; want one more of each", srv.Tasks(), srv.Executions("export"))
 	}
 }
+
+// TestCallToolInputThenTask: a server that asks for input on the call itself (multi round-trip)
+// before it commits to a task answers the last round with the task; CallTool answers the rounds
+// with its handler, follows the task, and the task's own request for input is answered too.
+func TestCallToolInputThenTask(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	srv := taskServer(t, "deploy", "optional", func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		ask := func(message string) (string, error) {
+			raw, err := call.RequestInput(ctx, "elicitation/create", map[string]any{
+				"mode": "form", "message": message, "requestedSchema": map[string]any{"type": "object"},
+			})
+			if err != nil {
+				return "", err
+			}
+			var r mcpclient.ElicitResult
+			json.Unmarshal(raw, &r)
+			return r.Content["answer"].(string), nil
+		}
+		target, err := ask("Where to?")
+		if err != nil {
+			return nil, err
+		}
+		if err := call.StartTask(); err != nil {
+			return nil, err
+		}
+		confirm, err := ask("Deploy to " + target + "?")
+		if err != nil {
+			return nil, err
+		}
+		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("deployed to " + target + ": " + confirm)}}, nil
+	}, mcptest.WithDeferredTask("deploy"))
+	var asked []string
+	var mu sync.Mutex
+	c := mcptest.NewClient(t, srv, mcpclient.WithElicitationHandler(func(_ context.Context, p *mcpclient.ElicitParams) (*mcpclient.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, p.Message)
+		answer := "staging"
+		if strings.HasPrefix(p.Message, "Deploy") {
+			answer = "yes"
+		}
+		return &mcpclient.ElicitResult{Action: mcpclient.ElicitAccept, Content: map[string]any{"answer": answer}}, nil
+	}))
+	res, err := c.CallTool(ctx, "deploy", nil, mcpclient.WithExtension(tasksExtensionID, nil))
+	if err != nil || res.Text() != "deployed to staging: yes" {
+		t.Fatalf("call: %v %v", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 || asked[0] != "Where to?" || asked[1] != "Deploy to staging?" {
+		t.Errorf("the handler was asked %q, want each question once", asked)
+	}
+	if srv.Tasks() != 1 {
+		t.Errorf("%d tasks, want the call to have become one", srv.Tasks())
+	}
+}

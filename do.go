@@ -877,26 +877,9 @@ func (c *Client) answerInputs(ctx context.Context, req *Request, inputs map[stri
 	if len(inputs) > 0 {
 		responses := make(map[string]json.RawMessage, len(inputs))
 		for key, raw := range inputs {
-			var in struct {
-				Method string          `json:"method"`
-				Params json.RawMessage `json:"params"`
-			}
-			if err := json.Unmarshal(raw, &in); err != nil {
-				return nil, &Error{Code: CodeProtocol, Request: req, Err: fmt.Errorf("input request %q: %w", key, err)}
-			}
-			h := c.handlerFor(in.Method)
-			if h == nil || in.Method == "ping" {
-				return nil, &Error{Code: CodeProtocol, Request: req,
-					Err: fmt.Errorf("input request %q asks for %s, which the client did not declare", key, in.Method)}
-			}
-			result, err := runRequestHandler(ctx, h, in.Params)
+			b, err := c.answerInput(ctx, req, key, raw)
 			if err != nil {
-				return nil, &Error{Code: CodeInvalidArgument, Request: req,
-					Err: fmt.Errorf("the handler of input request %q (%s): %w", key, in.Method, err)}
-			}
-			b, err := json.Marshal(result)
-			if err != nil {
-				return nil, &Error{Code: CodeInvalidArgument, Request: req, Err: err}
+				return nil, err
 			}
 			responses[key] = b
 		}
@@ -908,6 +891,45 @@ func (c *Client) answerInputs(ctx context.Context, req *Request, inputs map[stri
 		extra["requestState"] = b
 	}
 	return c.reround(req, extra, req.version, "the next round of a multi round-trip request")
+}
+
+// An inputRequest is one request for input a server puts in inputRequests: of a multi round-trip
+// request, or of a task.
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func inputRequestOf(raw json.RawMessage) (inputRequest, error) {
+	var in inputRequest
+	err := json.Unmarshal(raw, &in)
+	return in, err
+}
+
+// answers reports whether the client has a handler for requests for input of method.
+func (c *Client) answers(method string) bool { return method != "ping" && c.handlerFor(method) != nil }
+
+// answerInput answers the request for input raw, under key, with the client's handler for its
+// method; req is the request whose answer asked for it.
+func (c *Client) answerInput(ctx context.Context, req *Request, key string, raw json.RawMessage) (json.RawMessage, error) {
+	in, err := inputRequestOf(raw)
+	if err != nil {
+		return nil, &Error{Code: CodeProtocol, Request: req, Err: fmt.Errorf("input request %q: %w", key, err)}
+	}
+	if !c.answers(in.Method) {
+		return nil, &Error{Code: CodeProtocol, Request: req,
+			Err: fmt.Errorf("input request %q asks for %s, which the client did not declare", key, in.Method)}
+	}
+	result, err := runRequestHandler(ctx, c.handlerFor(in.Method), in.Params)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Request: req,
+			Err: fmt.Errorf("the handler of input request %q (%s): %w", key, in.Method, err)}
+	}
+	b, err := json.Marshal(result)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Request: req, Err: err}
+	}
+	return b, nil
 }
 
 // reround builds the next round of a call: req's request with extra as its top-level members

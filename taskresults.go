@@ -41,6 +41,13 @@ func (c *Client) acceptsTask(req *Request) bool {
 	return req.method == "tools/call" && c.declares(req, tasksExtension)
 }
 
+// isTaskAnswer reports whether a result is a task (resultType "task"): read only for a request
+// that may be answered so, since reading it scans the whole result.
+func isTaskAnswer(result json.RawMessage) bool {
+	rt, _ := resultTypeOf(result)
+	return rt == "task"
+}
+
 // defaultTaskPoll is the wait between two polls of a task whose server suggests none.
 const defaultTaskPoll = time.Second
 
@@ -155,21 +162,11 @@ func (c *Client) answerTaskInputs(ctx context.Context, get *Request, result json
 	if t.Status != "input_required" || len(t.InputRequests) == 0 {
 		return nil
 	}
-	type input struct {
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
-	inputs := make(map[string]input, len(t.InputRequests))
+	candidates := make([]string, 0, len(t.InputRequests))
 	for key, raw := range t.InputRequests {
-		var in input
-		if json.Unmarshal(raw, &in) != nil || in.Method == "ping" || c.handlerFor(in.Method) == nil {
-			continue
+		if in, err := inputRequestOf(raw); err == nil && c.answers(in.Method) {
+			candidates = append(candidates, key)
 		}
-		inputs[key] = in
-	}
-	candidates := make([]string, 0, len(inputs))
-	for key := range inputs {
-		candidates = append(candidates, key)
 	}
 	keys := c.taskInputs.claim(t.TaskID, candidates)
 	if len(keys) == 0 {
@@ -183,15 +180,9 @@ func (c *Client) answerTaskInputs(ctx context.Context, get *Request, result json
 	}()
 	responses := make(map[string]json.RawMessage, len(keys))
 	for _, key := range keys {
-		in := inputs[key]
-		res, err := runRequestHandler(ctx, c.handlerFor(in.Method), in.Params)
+		b, err := c.answerInput(ctx, get, key, t.InputRequests[key])
 		if err != nil {
-			return &Error{Code: CodeInvalidArgument, Request: get,
-				Err: fmt.Errorf("the handler of input request %q (%s) of task %s: %w", key, in.Method, t.TaskID, err)}
-		}
-		b, err := json.Marshal(res)
-		if err != nil {
-			return &Error{Code: CodeInvalidArgument, Request: get, Err: err}
+			return err
 		}
 		responses[key] = b
 	}

@@ -384,7 +384,7 @@ func (c *Client) sendToolCall(ctx context.Context, req *Request) (*CallToolResul
 	if err != nil {
 		return nil, returned(err)
 	}
-	if rt, _ := resultTypeOf(resp.Result); rt == "task" { // only where the call declared the tasks extension
+	if req.version != "" && c.acceptsTask(req) && isTaskAnswer(resp.Result) {
 		if req.max > 0 {
 			// The caller bounded the call, not only its request: the task's polls count too.
 			var cancel context.CancelFunc

@@ -412,3 +412,23 @@ func TestCallToolInputThenTask(t *testing.T) {
 		t.Errorf("%d tasks, want the call to have become one", srv.Tasks())
 	}
 }
+
+// TestWithExtensionAsACallOption: settings that are no object, or no identifier, refuse the call
+// before anything is built or sent, as they refuse Connect.
+func TestWithExtensionAsACallOption(t *testing.T) {
+	t.Parallel()
+	srv := taskServer(t, "render", "optional", answering("rendered"))
+	c := mcptest.NewClient(t, srv)
+	for _, opt := range []mcpclient.CallOption{
+		mcpclient.WithExtension("x.example/ext", []int{1}),
+		mcpclient.WithExtension("", nil),
+		mcpclient.WithExtension("x.example/ext", func() {}),
+	} {
+		if _, err := c.CallTool(testCtx(t), "render", nil, opt); mcpclient.CodeOf(err) != mcpclient.CodeInvalidArgument {
+			t.Errorf("CallTool with a bad extension declaration: %v, want CodeInvalidArgument", err)
+		}
+	}
+	if n := srv.Executions("render"); n != 0 {
+		t.Errorf("the tool ran %d times", n)
+	}
+}

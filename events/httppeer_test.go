@@ -3,7 +3,6 @@ package events_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/events"
 	"github.com/northstar-mcp/mcpclient/internal/testpeer"
+	"github.com/northstar-mcp/mcpclient/internal/transporttest"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
 
@@ -282,60 +282,5 @@ func connectHTTP(t *testing.T, p *httpPeer, opts ...mcpclient.Option) *mcpclient
 	return c
 }
 
-// pipeHTTP serves h over in-memory connections and returns a client that reaches it at any
-// address: in a synctest bubble both ends then wait on the bubble's clock, which a server on a
-// real socket would stop.
-func pipeHTTP(t *testing.T, h http.Handler) *http.Client {
-	l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-	srv := &http.Server{Handler: h}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(l)
-	}()
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		client, server := net.Pipe()
-		select {
-		case l.conns <- server:
-			return client, nil
-		case <-l.closed:
-			return nil, net.ErrClosed
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-		<-served
-	})
-	return &http.Client{Transport: tr}
-}
-
-// pipeListener hands the server ends of in-memory connections to an http.Server.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
+// pipeHTTP serves h over in-memory connections (see transporttest.PipeHTTP).
+func pipeHTTP(t *testing.T, h http.Handler) *http.Client { return transporttest.PipeHTTP(t, h) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -37,66 +36,13 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-// pipeListener hands the server side of in-memory connections to an http.Server.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
-// pipeServer serves h over in-memory connections and returns a client that reaches it at any
-// address: run in a synctest bubble, server and client wait on the bubble's clock, so that tests
-// of delays take none. h gets the requests with their bodies read, so that a request's context
-// ends when the client hangs up.
+// pipeServer serves h over in-memory connections (transporttest.PipeHTTP), h getting the
+// requests with their bodies read, so that a request's context ends when the client hangs up.
 func pipeServer(t *testing.T, h http.Handler) *http.Client {
-	l := &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return transporttest.PipeHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		h.ServeHTTP(w, r)
-	})}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		srv.Serve(l)
-	}()
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		client, server := net.Pipe()
-		select {
-		case l.conns <- server:
-			return client, nil
-		case <-l.closed:
-			return nil, net.ErrClosed
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		srv.Close()
-		<-served
-	})
-	return &http.Client{Transport: tr}
+	}))
 }
 
 // requestTimes records when a server saw each request of a kind.

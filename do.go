@@ -285,7 +285,9 @@ type attemptLoop struct {
 	// the loop: orig's prior, nothing for a re-issue.
 	state   State
 	lastErr error
-	hint    *hintedBackOff
+	// hint carries the server's delay hint from an attempt to the wait after it; its BackOff
+	// is made only once an attempt fails.
+	hint hintedBackOff
 	// reissueNext: cur is to be re-issued under a new id before the next send.
 	reissueNext bool
 	// tries counts the attempts as RetryPolicy.MaxAttempts does: sends, and reconnections that
@@ -314,11 +316,22 @@ type attemptLoop struct {
 // context or the client run out, waiting between attempts as the backoff and the server's delay
 // hints say.
 func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
-	p := r.c.cfg.retry
 	r.ctx = ctx
-	r.hint = &hintedBackOff{BackOff: backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), max: p.MaxServerDelay}
+	// Most calls end with their first attempt: the backoff, the context of the waits and the
+	// retry loop are made only for a call that needs a second.
+	first := r.attempt(ctx)
+	if first.retry == nil {
+		r.told(0)
+		if first.final != nil {
+			return nil, first.state, first.final
+		}
+		return first.resp, first.state, nil
+	}
+	p := r.c.cfg.retry
+	r.hint.BackOff = backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1))
+	r.hint.max = p.MaxServerDelay
 	// The waits between attempts end with the caller's context, and when the client closes; the
-	// client is watched from the first wait on, so that a call that needs none costs it nothing.
+	// client is watched from the first wait on.
 	waitCtx, endWait := context.WithCancelCause(ctx)
 	defer endWait(nil)
 	var stopWatching func() bool
@@ -327,10 +340,16 @@ func (r *attemptLoop) run(ctx context.Context) (*Response, State, error) {
 			stopWatching()
 		}
 	}()
-	b := backoff.WithContext(r.hint, waitCtx)
+	b := backoff.WithContext(&r.hint, waitCtx)
 	var final step
+	pending := &first
 	resp, err := backoff.RetryNotifyWithData(func() (*Response, error) {
-		st := r.attempt(ctx)
+		var st step
+		if pending != nil { // the first attempt, already made
+			st, pending = *pending, nil
+		} else {
+			st = r.attempt(ctx)
+		}
 		if st.final != nil {
 			final = st
 			return nil, backoff.Permanent(st.final)
@@ -1004,11 +1023,11 @@ func (c *Client) SupersedeToolCall(ctx context.Context, prev *Request, inspectio
 		return nil, returned(&Error{Code: CodeInvalidArgument, Request: prev,
 			Err: fmt.Errorf("SupersedeToolCall replaces a tools/call, not a %s", prev.method)})
 	}
-	rawArgs, err := marshalParams(args)
+	call, err := encodeToolCall(prev.name, args)
 	if err != nil {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Request: prev, Err: fmt.Errorf("arguments of tool %s: %w", prev.name, err)})
 	}
-	next, err := c.newSupersedingRequest(prev, inspection, encodeToolCall(prev.name, rawArgs), opts)
+	next, err := c.newSupersedingRequest(prev, inspection, call, opts)
 	if err != nil {
 		return nil, returned(err)
 	}

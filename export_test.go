@@ -52,7 +52,15 @@ func IDKeyForTest(raw []byte) (string, error) { return idKey(raw) }
 
 // EncodeToolCallForTest returns the params CallTool sends.
 func EncodeToolCallForTest(name string, args json.RawMessage) []byte {
-	return encodeToolCall(name, args).raw
+	var a any
+	if args != nil {
+		a = args
+	}
+	call, err := encodeToolCall(name, a)
+	if err != nil {
+		panic(err)
+	}
+	return call.raw
 }
 
 // WithSupersedeHookForTest makes f run between the building of a superseding request and its

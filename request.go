@@ -61,6 +61,10 @@ type requestSpec struct {
 	// extensions are those the caller declared for this request alone (WithExtension as a
 	// CallOption), beside the client's own; never modified once set.
 	extensions map[string]json.RawMessage
+	// frameBuf, if not nil, is the buffer base was written in, with room for the frame in front
+	// of it (see encodedToolCall): the first build writes the frame there; the requests that
+	// follow from the spec never see it.
+	frameBuf []byte
 
 	idempotent bool      // the caller vouched that running it twice does no harm
 	response   *Response // filled with the call's Response when it succeeds (WithResponse)
@@ -108,7 +112,10 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", spec.method, err)}
 	}
 	req := &Request{requestSpec: spec, key: key, params: raw, owner: c}
-	req.frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
+	req.frameBuf = nil
+	if req.frame = frameAround(spec.frameBuf, raw, key, spec.method); req.frame == nil {
+		req.frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
+	}
 	req.fp = fingerprintOf(req.frame)
 	if spec.version != "" {
 		req.header = headers.Standard(spec.method, spec.name, spec.uri, spec.version)
@@ -122,6 +129,26 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 		req.header = sessionRequestHeader
 	}
 	return req, nil
+}
+
+// frameAround writes the frame of a request around its params where they sit at the end of buf,
+// behind the room encodeToolCall left, and returns it: the bytes jsonrpc.AppendRequest would
+// write, without a copy of the params. It returns nil where params are not there (the client
+// added members to them) or the frame's start does not fit.
+func frameAround(buf, params []byte, key, method string) []byte {
+	if len(params) == 0 || len(buf) != frameRoom+len(params) || cap(buf) <= len(buf) || &buf[frameRoom] != &params[0] {
+		return nil
+	}
+	var room [frameRoom]byte
+	head := jsonrpc.AppendRequestHead(room[:0], key, method)
+	if len(head) > frameRoom {
+		return nil
+	}
+	start := frameRoom - len(head)
+	copy(buf[start:], head)
+	frame := buf[start : len(buf)+1 : len(buf)+1]
+	frame[len(frame)-1] = '}'
+	return frame
 }
 
 // receiptsOptInHeader carries, over HTTP, the opt-in into receipts every request makes: a server
@@ -231,7 +258,7 @@ func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error
 func specOf(method string, p any) (requestSpec, error) {
 	spec := requestSpec{method: method}
 	if call, ok := p.(encodedToolCall); ok {
-		spec.base, spec.name, spec.args = call.raw, call.name, call.args
+		spec.base, spec.name, spec.args, spec.frameBuf = call.raw, call.name, call.args, call.buf
 		return spec, nil
 	}
 	raw, err := marshalParams(p)
@@ -282,16 +309,76 @@ type encodedToolCall struct {
 	name string
 	args json.RawMessage
 	raw  json.RawMessage
+	// buf, if not nil, is the buffer raw was written in: raw starts frameRoom bytes into it,
+	// and the byte after raw is free, so that build can write the frame of the request's first
+	// id around raw instead of copying it.
+	buf []byte
 }
 
-func encodeToolCall(name string, args json.RawMessage) encodedToolCall {
-	quoted, _ := json.Marshal(name) // a Go string always marshals
-	raw := make([]byte, 0, len(`{"name":,"arguments":}`)+len(quoted)+len(args))
-	raw = append(append(raw, `{"name":`...), quoted...)
+// frameRoom is the room left in front of a tool call's params for the start of its frame:
+// {"jsonrpc":"2.0","id":"<a UUID>","method":"tools/call","params":
+const frameRoom = len(`{"jsonrpc":"2.0","id":"","method":"tools/call","params":`) + 36
+
+// encodeToolCall writes the params of a tools/call of name with args, marshalled by
+// encoding/json, in one buffer that leaves room for the frame (see encodedToolCall). A nil
+// args, or one that marshals to null, sends no arguments; anything else must be an object.
+func encodeToolCall(name string, args any) (encodedToolCall, error) {
+	w := &paramsWriter{name: name}
 	if args != nil {
-		raw = append(append(raw, `,"arguments":`...), args...)
+		// The Encoder marshals as json.Marshal does, then hands its bytes over in one Write,
+		// which puts them straight into a buffer of the size the params need.
+		if err := json.NewEncoder(w).Encode(args); err != nil {
+			return encodedToolCall{}, err
+		}
 	}
-	return encodedToolCall{name, args, append(raw, '}')}
+	if w.buf == nil || string(w.buf[w.argsAt:len(w.buf)-1]) == "null" {
+		raw := appendToolName(make([]byte, 0, len(`{"name":}`)+len(name)+2), name)
+		return encodedToolCall{name: name, raw: append(raw, '}')}, nil
+	}
+	end := len(w.buf) - 1 // the Encoder's newline
+	rawArgs := w.buf[w.argsAt:end:end]
+	if rawArgs[0] != '{' {
+		return encodedToolCall{}, fmt.Errorf("must be a JSON object, not %s", truncate(rawArgs, 40))
+	}
+	w.buf[end] = '}'
+	call := encodedToolCall{name: name, args: rawArgs, raw: w.buf[frameRoom : end+1 : end+1]}
+	if cap(w.buf) > end+1 {
+		call.buf = w.buf[: end+1 : end+2]
+	}
+	return call, nil
+}
+
+// appendToolName appends the start of a tool call's params, up to the tool's name.
+func appendToolName(b []byte, name string) []byte {
+	b = append(b, `{"name":`...)
+	if plainJSONString(name) {
+		return append(append(append(b, '"'), name...), '"')
+	}
+	quoted, _ := json.Marshal(name) // a Go string always marshals
+	return append(b, quoted...)
+}
+
+// paramsWriter receives an Encoder's output, the arguments of a tool call, and writes the
+// params around it behind the room left for the frame.
+type paramsWriter struct {
+	name   string
+	buf    []byte
+	argsAt int // where the arguments start in buf
+}
+
+func (w *paramsWriter) Write(p []byte) (int, error) {
+	// The frame's room, the name, the arguments (p ends with a newline, which becomes the
+	// params' closing brace), and a byte for the frame's own.
+	quoted := len(w.name) + 2
+	if !plainJSONString(w.name) {
+		q, _ := json.Marshal(w.name)
+		quoted = len(q)
+	}
+	buf := make([]byte, frameRoom, frameRoom+len(`{"name":,"arguments":`)+quoted+len(p)+1)
+	buf = append(appendToolName(buf, w.name), `,"arguments":`...)
+	w.argsAt = len(buf)
+	w.buf = append(buf, p...)
+	return len(p), nil
 }
 
 // ID returns the request's id; the zero ID for a nil Request, so that an *Error's

@@ -366,11 +366,11 @@ func (c *Client) CachedTools(ctx context.Context) ([]*Tool, error) {
 // ErrOutcomeUnknown and names the call and the task, which goes on at the server: Resend the call
 // to read the task back from the server's receipt, or follow it by its id with package tasks.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
-	rawArgs, err := marshalParams(args)
+	call, err := encodeToolCall(name, args)
 	if err != nil {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("arguments of tool %s: %w", name, err)})
 	}
-	req, err := c.newRequest("tools/call", encodeToolCall(name, rawArgs), opts)
+	req, err := c.newRequest("tools/call", call, opts)
 	if err != nil {
 		return nil, returned(err)
 	}

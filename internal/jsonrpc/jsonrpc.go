@@ -228,18 +228,26 @@ func (m *Message) normalize() {
 // AppendRequest appends a request envelope. id is the id's JSON text; an empty id makes a
 // notification. params, if not empty, must be valid JSON.
 func AppendRequest(b []byte, id, method string, params []byte) []byte {
+	if len(params) > 0 {
+		b = append(AppendRequestHead(b, id, method), params...)
+		return append(b, '}')
+	}
+	return append(appendRequestStart(b, id, method), '}')
+}
+
+// AppendRequestHead appends what AppendRequest writes before params that are not empty.
+func AppendRequestHead(b []byte, id, method string) []byte {
+	return append(appendRequestStart(b, id, method), `,"params":`...)
+}
+
+func appendRequestStart(b []byte, id, method string) []byte {
 	b = append(b, `{"jsonrpc":"2.0"`...)
 	if id != "" {
 		b = append(b, `,"id":`...)
 		b = append(b, id...)
 	}
 	b = append(b, `,"method":`...)
-	b = appendString(b, method)
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	return append(b, '}')
+	return appendString(b, method)
 }
 
 // AppendResult appends a successful response envelope.

@@ -781,7 +781,7 @@ func postFailure(resp *http.Response, id string, sessionKnown bool) error {
 // unbind stops the caller's context from ending it.
 func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func() bool, resp *http.Response, msg *Message) error {
 	id := msg.ID
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mediaType := mediaTypeOf(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
 		defer release()
@@ -837,6 +837,21 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 	release()
 	return &Error{Outcome: Uncertain, ID: id, Err: fmt.Errorf("transport: unexpected Content-Type %q: %w",
 		resp.Header.Get("Content-Type"), &StatusError{resp.StatusCode, body})}
+}
+
+// mediaTypeOf returns the media type of a Content-Type value as mime.ParseMediaType reads it
+// (lower case, without parameters; "" if it reads none). The two types servers answer with are
+// recognized without the parser, which allocates for every answer.
+func mediaTypeOf(contentType string) string {
+	t, _, _ := strings.Cut(contentType, ";")
+	switch strings.TrimSpace(t) {
+	case "application/json":
+		return "application/json"
+	case "text/event-stream":
+		return "text/event-stream"
+	}
+	t, _, _ = mime.ParseMediaType(contentType)
+	return t
 }
 
 // afterAnswerTimeout bounds how long the rest of a response stream is read after its answer.
@@ -1078,7 +1093,7 @@ func (st *stream) resume(ctx context.Context, delay bool) (io.ReadCloser, error)
 			lastErr = redactQuery(err)
 			continue
 		}
-		mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		mediaType := mediaTypeOf(resp.Header.Get("Content-Type"))
 		switch {
 		case resp.StatusCode == http.StatusOK && mediaType == "text/event-stream":
 			return resp.Body, nil

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"mime"
 	"context"
 	"errors"
 	"fmt"
@@ -445,4 +446,19 @@ func TestHeaderValuesStayApart(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, h[k], v)
 		}
 	}
+}
+
+// The media type of an answer reads as mime.ParseMediaType reads it, whatever the header holds.
+func FuzzMediaTypeOf(f *testing.F) {
+	for _, v := range []string{"application/json", "text/event-stream", "application/json; charset=utf-8",
+		"Application/JSON", " text/event-stream ;charset=utf-8", "application/json;", "application/json; =bad",
+		"application/json garbage", "application/jsonx", "text/event-stream,application/json", "", ";", "text/html"} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		want, _, _ := mime.ParseMediaType(v)
+		if got := mediaTypeOf(v); got != want {
+			t.Errorf("mediaTypeOf(%q) = %q, mime.ParseMediaType reads %q", v, got, want)
+		}
+	})
 }

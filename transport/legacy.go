@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
 	"sync"
@@ -103,7 +102,7 @@ func (t *SSE) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	if err != nil {
 		return fail(redactQuery(err))
 	}
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mediaType := mediaTypeOf(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || mediaType != "text/event-stream" {
 		return fail(&StatusError{resp.StatusCode, readStart(resp.Body)})
 	}

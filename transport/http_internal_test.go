@@ -1,11 +1,11 @@
 package transport
 
 import (
-	"mime"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"sync"

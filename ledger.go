@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -84,7 +83,7 @@ type Ledger struct {
 	capacity int
 	entries  map[string]*ledgerEntry
 	// evictable holds the resolved entries, oldest resolution first.
-	evictable list.List
+	evictable evictionQueue
 	// onJoin, set by tests only, runs under mu when a caller joins a flight.
 	onJoin func(ID)
 	// journal, if set, is where the ledger's entries are written through; only Forget calls it
@@ -106,7 +105,43 @@ type ledgerEntry struct {
 	// flight is set while an attempt loop runs for the id, so that a second caller of the same
 	// request waits for it instead of sending again.
 	flight *flight
-	elem   *list.Element // in evictable, or nil
+	// key is the entry's key in the ledger's map; queued reports that the entry is in the
+	// ledger's evictable queue, where prev and next link it.
+	key        string
+	queued     bool
+	prev, next *ledgerEntry
+}
+
+// An evictionQueue lists entries oldest first, linked through the entries themselves, so that
+// queuing one allocates nothing.
+type evictionQueue struct{ front, back *ledgerEntry }
+
+func (q *evictionQueue) pushBack(e *ledgerEntry) {
+	e.prev, e.next, e.queued = q.back, nil, true
+	if q.back != nil {
+		q.back.next = e
+	} else {
+		q.front = e
+	}
+	q.back = e
+}
+
+// remove takes e off the queue if it is queued.
+func (q *evictionQueue) remove(e *ledgerEntry) {
+	if !e.queued {
+		return
+	}
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		q.front = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		q.back = e.prev
+	}
+	e.prev, e.next, e.queued = nil, nil, false
 }
 
 // A flight is one run of the attempt loop for an id. prior, reached, receipts and via are
@@ -120,7 +155,10 @@ type flight struct {
 	// record is the id's record as it stood, when it was answered: what an ErrAlreadyAnswered
 	// shows; nil otherwise, which is every new request's case.
 	record *JournalRecord
-	done   chan struct{}
+	// done is closed when the flight ends, for the callers that joined it; made by the first
+	// of them (guarded by the ledger's mu until the flight ends), so that a flight nobody
+	// joins makes none.
+	done chan struct{}
 	resp   *Response
 	err    error
 	// claim is the journal's hold on the id for this flight, set by its leader before the first
@@ -196,15 +234,15 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			if l.onJoin != nil {
 				l.onJoin(req.id)
 			}
+			if e.flight.done == nil {
+				e.flight.done = make(chan struct{})
+			}
 			return e.flight, false, nil
 		}
 		if !e.SupersededBy.IsZero() {
 			return nil, false, supersededError(req, e.SupersededBy)
 		}
-		if e.elem != nil {
-			l.evictable.Remove(e.elem)
-			e.elem = nil
-		}
+		l.evictable.remove(e)
 	} else {
 		var older *ledgerEntry
 		if !req.supersedes.IsZero() {
@@ -229,7 +267,7 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 				Err: fmt.Errorf("all %d entries are unresolved", l.capacity)}
 		}
 		e = &ledgerEntry{Entry: Entry{ID: req.id, Method: req.method, Fingerprint: req.fp, Created: now,
-			Supersedes: req.supersedes, Reason: req.reason}}
+			Supersedes: req.supersedes, Reason: req.reason}, key: req.key}
 		if l.entries == nil {
 			l.entries = make(map[string]*ledgerEntry)
 		}
@@ -241,7 +279,7 @@ func (l *Ledger) begin(req *Request) (f *flight, leader bool, err error) {
 			l.markEvictableLocked(older) // not while it is in flight: an automatic re-issue
 		}
 	}
-	f = &flight{prior: e.State, reached: e.reached, receipts: e.receipts, via: e.via, done: make(chan struct{})}
+	f = &flight{prior: e.State, reached: e.reached, receipts: e.receipts, via: e.via}
 	if e.State == StateAnswered {
 		f.record = &JournalRecord{ID: e.ID, Method: e.Method, Frame: req.frame, Fingerprint: e.Fingerprint, State: e.State,
 			Reached: e.reached, Receipts: e.receipts, Attempts: e.Attempts, Created: e.Created, Updated: e.Updated,
@@ -309,10 +347,10 @@ func (l *Ledger) adopt(req *Request, f *flight, prior JournalRecord) {
 // evictOldest forgets the oldest resolved entry other than keep, and reports whether there was
 // one.
 func (l *Ledger) evictOldest(keep *ledgerEntry) bool {
-	for el := l.evictable.Front(); el != nil; el = el.Next() {
-		if e := el.Value.(*ledgerEntry); e != keep {
-			l.evictable.Remove(el)
-			delete(l.entries, e.ID.JSON())
+	for e := l.evictable.front; e != nil; e = e.next {
+		if e != keep {
+			l.evictable.remove(e)
+			delete(l.entries, e.key)
 			return true
 		}
 	}
@@ -355,9 +393,7 @@ func (l *Ledger) Forget(id ID) error {
 		if e.flight != nil {
 			return inFlight()
 		}
-		if e.elem != nil {
-			l.evictable.Remove(e.elem)
-		}
+		l.evictable.remove(e)
 		delete(l.entries, id.JSON())
 	}
 	return nil
@@ -405,14 +441,16 @@ func (l *Ledger) settle(key string, f *flight, state State, via *session, resp *
 		l.markEvictableLocked(e)
 	}
 	f.resp, f.err = resp, err
-	sent := f.sent
+	sent, done := f.sent, f.done
 	l.mu.Unlock()
 	if f.claim != nil {
 		// Written before the waiters are released: a caller that goes on to the id's next
 		// flight finds this one's outcome in the journal.
 		f.claim.Settle(state, reached, sent)
 	}
-	close(f.done)
+	if done != nil {
+		close(done)
+	}
 }
 
 // abandon ends a flight that sent nothing because the journal would not record it, and leaves
@@ -429,26 +467,28 @@ func (l *Ledger) abandon(req *Request, f *flight, err error) {
 			delete(l.entries, req.key)
 			if older := l.entries[req.supersedes.JSON()]; !req.supersedes.IsZero() && older != nil && older.SupersededBy == req.id {
 				older.SupersededBy = ID{}
-				if older.elem != nil && !older.settled() {
-					l.evictable.Remove(older.elem)
-					older.elem = nil
+				if !older.settled() {
+					l.evictable.remove(older)
 				}
 			}
 		}
 	}
 	f.err = err
+	done := f.done
 	l.mu.Unlock()
-	close(f.done)
+	if done != nil {
+		close(done)
+	}
 }
 
 // markEvictableLocked queues e for eviction once nothing can still depend on remembering it:
 // its outcome is definite, or a deliberate replacement took its place.
 func (l *Ledger) markEvictableLocked(e *ledgerEntry) {
-	if e.elem != nil || e.flight != nil {
+	if e.queued || e.flight != nil {
 		return
 	}
 	if e.settled() {
-		e.elem = l.evictable.PushBack(e)
+		l.evictable.pushBack(e)
 	}
 }
 

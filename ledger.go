@@ -159,8 +159,8 @@ type flight struct {
 	// of them (guarded by the ledger's mu until the flight ends), so that a flight nobody
 	// joins makes none.
 	done chan struct{}
-	resp   *Response
-	err    error
+	resp *Response
+	err  error
 	// claim is the journal's hold on the id for this flight, set by its leader before the first
 	// send and released by settle; nil without a journal. sent counts the flight's sends, for
 	// the journal. guarded by the ledger's mu.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -163,27 +164,36 @@ func startMCPGo(ctx context.Context, c *mcpgoclient.Client) (client, error) {
 	return mcpgoClient{c, res.ProtocolVersion}, nil
 }
 
-// connectMCPGoHTTP pins mcp-go to 2025-11-25 (the initialize handshake): left to probe with
-// server/discover, mcp-go v1.2.1 takes the stateful go-sdk server's answer for 2026-07-28, which
-// that server then refuses on every tools/call ("unsupported protocol version").
-func connectMCPGoHTTP(ctx context.Context, url string, hc *http.Client) (client, error) {
+// connectMCPGoHTTP connects mcp-go, pinned to 2025-11-25 (the initialize handshake) if pin:
+// left to probe with server/discover, mcp-go v1.2.1 takes the stateful go-sdk server's answer
+// for 2026-07-28, which that server then refuses on every tools/call ("unsupported protocol
+// version"). Servers that do serve 2026-07-28 get mcp-go as it comes.
+func connectMCPGoHTTP(ctx context.Context, url string, hc *http.Client, pin bool) (client, error) {
 	tr, err := mcpgotransport.NewStreamableHTTP(url, mcpgotransport.WithHTTPBasicClient(hc), mcpgotransport.WithHTTPLogger(discard))
 	if err != nil {
 		return nil, err
 	}
-	return startMCPGo(ctx, mcpgoclient.NewClient(tr, mcpgoclient.WithProtocolVersion(rawProtocol)))
+	var opts []mcpgoclient.ClientOption
+	if pin {
+		opts = append(opts, mcpgoclient.WithProtocolVersion(rawProtocol))
+	}
+	return startMCPGo(ctx, mcpgoclient.NewClient(tr, opts...))
 }
 
 // ---- raw: the floor over HTTP
 
-// rawHTTP is what a hand-written client of an initialized session costs at least: a POST of a
-// pre-serialized body (only the id changes) with the session's headers, and one json.Unmarshal
-// of the answer, taken from the one SSE data line when the answer is a stream.
+// rawHTTP is what a hand-written client costs at least: a POST of a pre-serialized body (only
+// the id changes) with fixed headers, and one json.Unmarshal of the answer, taken from the one
+// SSE data line when the answer is a stream. It speaks 2025-11-25 in an initialized session, or
+// 2026-07-28, where there is no session and every request carries the revision, the client's
+// identity and capabilities in its _meta, and names its method (and tool) in headers.
 type rawHTTP struct {
 	hc      *http.Client
 	url     string
-	session string
-	header  http.Header // shared by every request; net/http only reads it
+	version string
+	session string      // 2025-11-25 only
+	header  http.Header // what every request carries; net/http only reads it
+	meta    json.RawMessage
 	id      atomic.Int64
 }
 
@@ -211,7 +221,15 @@ func (a *rawAnswer) text() (int, error) {
 	return len(a.Result.Content[0].Text), nil
 }
 
-const rawProtocol = "2025-11-25"
+const (
+	rawProtocol       = "2025-11-25"
+	rawModernProtocol = "2026-07-28"
+)
+
+// rawModernMeta is the _meta 2026-07-28 asks of every request: the revision, the client's
+// identity and its capabilities (none).
+var rawModernMeta = json.RawMessage(`{"io.modelcontextprotocol/protocolVersion":"` + rawModernProtocol +
+	`","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{}}`)
 
 func rawInitialize(id int) []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1.0.0"}}}`, id, rawProtocol)
@@ -220,7 +238,7 @@ func rawInitialize(id int) []byte {
 var rawInitialized = []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
 func connectRawHTTP(ctx context.Context, url string, hc *http.Client) (client, error) {
-	r := &rawHTTP{hc: hc, url: url}
+	r := &rawHTTP{hc: hc, url: url, version: rawProtocol}
 	post := func(body []byte) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
@@ -259,9 +277,63 @@ func connectRawHTTP(ctx context.Context, url string, hc *http.Client) (client, e
 	return r, nil
 }
 
-// frameParts pre-serializes a tools/call around its id.
-func frameParts(tool string, args any) (prefix, suffix []byte) {
-	params, err := json.Marshal(map[string]any{"name": tool, "arguments": args})
+// connectRawModern makes sure with server/discover that the server speaks 2026-07-28, as
+// a client of that revision learns it; nothing else is set up, there being no session.
+func connectRawModern(ctx context.Context, url string, hc *http.Client) (client, error) {
+	r := &rawHTTP{hc: hc, url: url, version: rawModernProtocol, meta: rawModernMeta, header: http.Header{
+		"Content-Type":         {"application/json"},
+		"Accept":               {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {rawModernProtocol},
+	}}
+	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":%s}}`, rawModernMeta)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = r.methodHeader("server/discover", "")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readAnswer(resp)
+	if err != nil {
+		return nil, fmt.Errorf("server/discover: %w", err)
+	}
+	var a struct {
+		Result struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &a); err != nil {
+		return nil, fmt.Errorf("server/discover: %w", err)
+	}
+	if !slices.Contains(a.Result.SupportedVersions, rawModernProtocol) {
+		return nil, fmt.Errorf("server/discover: the server speaks %q, not %s", a.Result.SupportedVersions, rawModernProtocol)
+	}
+	return r, nil
+}
+
+// methodHeader is r.header with the headers 2026-07-28 asks of a request of method (and of a
+// tools/call, the tool's name); r.header itself in 2025-11-25.
+func (r *rawHTTP) methodHeader(method, name string) http.Header {
+	if r.version != rawModernProtocol {
+		return r.header
+	}
+	h := r.header.Clone()
+	h.Set("Mcp-Method", method)
+	if name != "" {
+		h.Set("Mcp-Name", name)
+	}
+	return h
+}
+
+// frameParts pre-serializes a tools/call around its id, with meta as its params' _meta if set.
+func frameParts(tool string, args any, meta json.RawMessage) (prefix, suffix []byte) {
+	p := map[string]any{"name": tool, "arguments": args}
+	if meta != nil {
+		p["_meta"] = meta
+	}
+	params, err := json.Marshal(p)
 	if err != nil {
 		panic(err)
 	}
@@ -271,7 +343,8 @@ func frameParts(tool string, args any) (prefix, suffix []byte) {
 }
 
 func (r *rawHTTP) prepare(tool string, args any) op {
-	prefix, suffix := frameParts(tool, args)
+	prefix, suffix := frameParts(tool, args, r.meta)
+	header := r.methodHeader("tools/call", tool)
 	return func(ctx context.Context) (int, error) {
 		body := make([]byte, 0, len(prefix)+20+len(suffix))
 		body = append(strconv.AppendInt(append(body, prefix...), r.id.Add(1), 10), suffix...)
@@ -279,34 +352,14 @@ func (r *rawHTTP) prepare(tool string, args any) op {
 		if err != nil {
 			return 0, err
 		}
-		req.Header = r.header
+		req.Header = header
 		resp, err := r.hc.Do(req)
 		if err != nil {
 			return 0, err
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		var data []byte
-		if resp.ContentLength > 0 {
-			data = make([]byte, resp.ContentLength)
-			_, err = io.ReadFull(resp.Body, data)
-		} else {
-			data, err = io.ReadAll(resp.Body)
-		}
+		data, err := readAnswer(resp)
 		if err != nil {
 			return 0, err
-		}
-		if resp.Header.Get("Content-Type") == "text/event-stream" {
-			i := bytes.Index(data, []byte("data: "))
-			if i < 0 {
-				return 0, errors.New("no data line in the stream")
-			}
-			data = data[i+len("data: "):]
-			if j := bytes.IndexByte(data, '\n'); j >= 0 {
-				data = data[:j]
-			}
 		}
 		var a rawAnswer
 		if err := json.Unmarshal(data, &a); err != nil {
@@ -316,7 +369,42 @@ func (r *rawHTTP) prepare(tool string, args any) op {
 	}
 }
 
+// readAnswer reads and closes a response's body and returns the JSON-RPC answer in it: the body,
+// or its one data line if it is an SSE stream.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	var data []byte
+	var err error
+	if resp.ContentLength > 0 {
+		data = make([]byte, resp.ContentLength)
+		_, err = io.ReadFull(resp.Body, data)
+	} else {
+		data, err = io.ReadAll(resp.Body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resp.Header.Get("Content-Type") == "text/event-stream" {
+		i := bytes.Index(data, []byte("data: "))
+		if i < 0 {
+			return nil, errors.New("no data line in the stream")
+		}
+		data = data[i+len("data: "):]
+		if j := bytes.IndexByte(data, '\n'); j >= 0 {
+			data = data[:j]
+		}
+	}
+	return data, nil
+}
+
+// close ends a 2025-11-25 session; 2026-07-28 has none to end.
 func (r *rawHTTP) close() {
+	if r.session == "" {
+		return
+	}
 	req, _ := http.NewRequest(http.MethodDelete, r.url, nil)
 	req.Header = r.header
 	if resp, err := r.hc.Do(req); err == nil {
@@ -430,7 +518,7 @@ func (r *rawPipe) read(br *bufio.Reader) {
 }
 
 func (r *rawPipe) prepare(tool string, args any) op {
-	prefix, suffix := frameParts(tool, args)
+	prefix, suffix := frameParts(tool, args, nil)
 	return func(ctx context.Context) (int, error) {
 		id := r.id.Add(1)
 		line := make([]byte, 0, len(prefix)+21+len(suffix))

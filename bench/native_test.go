@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	mcpgoclient "github.com/mark3labs/mcp-go/client"
-	mgo "github.com/mark3labs/mcp-go/mcp"
-	mcpgoserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/northstar-mcp/mcpclient/bench/echoserver"
 	"github.com/northstar-mcp/mcpclient/transport"
@@ -28,26 +26,13 @@ func connectNative(ctx context.Context, name string) (client, error) {
 	case gosdk:
 		return connectPipe(ctx, gosdk) // NewInMemoryTransports is go-sdk's in-memory path
 	case mcpgo:
-		c, err := mcpgoclient.NewInProcessClient(newMCPGoServer())
+		c, err := mcpgoclient.NewInProcessClient(echoserver.NewMCPGo())
 		if err != nil {
 			return nil, err
 		}
 		return startMCPGo(ctx, c)
 	}
 	return nil, fmt.Errorf("no native client %q", name)
-}
-
-func newMCPGoServer() *mcpgoserver.MCPServer {
-	s := mcpgoserver.NewMCPServer("echoserver", "1.0.0", mcpgoserver.WithToolCapabilities(false))
-	s.AddTool(mgo.NewTool("echo", mgo.WithString("text", mgo.Required())),
-		func(_ context.Context, req mgo.CallToolRequest) (*mgo.CallToolResult, error) {
-			return mgo.NewToolResultText(req.GetString("text", "")), nil
-		})
-	s.AddTool(mgo.NewTool("blob", mgo.WithNumber("size", mgo.Required())),
-		func(_ context.Context, req mgo.CallToolRequest) (*mgo.CallToolResult, error) {
-			return mgo.NewToolResultText(echoserver.Text(req.GetInt("size", 0))), nil
-		})
-	return s
 }
 
 // minimalServer is the least an MCP server over transport.Pipe can be: initialize, ping and the

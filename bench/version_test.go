@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -15,16 +16,26 @@ func protocolVersion(c client) string {
 		return c.cs.InitializeResult().ProtocolVersion
 	case mcpgoClient:
 		return c.version
-	case *rawHTTP, *rawPipe:
+	case *rawHTTP:
+		return c.version
+	case *rawPipe:
 		return rawProtocol
 	}
 	return "?"
 }
 
-// TestVersions logs the protocol revision each client negotiates in each setup (go test -v).
+// TestVersions logs the protocol revision each client negotiates in each setup (go test -v):
+// http-* with the stateful go-sdk server, stateless-* with the stateless one, mcpgo-* with the
+// mcp-go server.
 func TestVersions(t *testing.T) {
 	ctx := context.Background()
-	for _, setup := range []string{"http-json", "http-sse", "memory-pipe", "memory-native"} {
+	setups := []string{}
+	for _, srv := range []string{"http", "stateless", "mcpgo"} {
+		for _, resp := range []string{"json", "sse"} {
+			setups = append(setups, srv+"-"+resp)
+		}
+	}
+	for _, setup := range append(setups, "memory-pipe", "memory-native") {
 		for _, name := range httpClients {
 			var c client
 			var err error
@@ -37,14 +48,16 @@ func TestVersions(t *testing.T) {
 				}
 				c, err = connectNative(ctx, name)
 			default:
+				srv, resp, _ := strings.Cut(setup, "-")
+				s := map[string]echoServer{"http": gosdkStateful, "stateless": gosdkStateless, "mcpgo": mcpgoServer}[srv]
 				hc, closeIdle := pooledClient(nil)
 				defer closeIdle()
-				c, err = connectHTTP(ctx, name, serverURL+"/"+setup[len("http-"):], hc)
+				c, err = connectServer(ctx, name, s, s.url(serverURL, resp), hc)
 			}
 			if err != nil {
 				t.Fatalf("%s %s: %v", setup, name, err)
 			}
-			t.Log(fmt.Sprintf("%-13s %-5s %s", setup, name, protocolVersion(c)))
+			t.Log(fmt.Sprintf("%-15s %-5s %s", setup, name, protocolVersion(c)))
 			c.close()
 		}
 	}

@@ -1,7 +1,9 @@
-// Command echoserver serves the benchmarks' echo server (see package echoserver) over
-// Streamable HTTP on a loopback port, /json with JSON answers and /sse with SSE answers. It
-// prints "http://127.0.0.1:PORT" on its first line of output and exits when its standard input
-// closes, so that it never outlives the benchmark that started it.
+// Command echoserver serves the benchmarks' echo servers (see package echoserver) over
+// Streamable HTTP on a loopback port: the stateful go-sdk server at /json (JSON answers) and
+// /sse (SSE answers), the stateless one at /stateless/json and /stateless/sse, and the mcp-go
+// server at /mcpgo/json and /mcpgo/sse. It prints "http://127.0.0.1:PORT" on its first line of
+// output and exits when its standard input closes, so that it never outlives the benchmark that
+// started it.
 package main
 
 import (

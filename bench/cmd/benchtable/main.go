@@ -4,10 +4,23 @@
 //
 //	-ratios peers   ours / the best of gosdk and mcpgo, and ours / raw (with -col /client)
 //	-ratios retry   default / never and plugin / default (with -col /policy)
+//	-ratios journal file / memory (with -col /store)
 //
 // -noraw leaves ours / raw empty in the rows it matches, where raw is no floor.
 //
+// Given LABEL=FILE arguments instead of standard input, each FILE being benchstat's CSV output
+// for the runs of one Go version (LABEL, as go1.26.8), the tables put the versions side by side:
+// a Go column, and a row per benchmark and version, the versions of a benchmark together.
+//
+// -key prints instead the headline figures (see keyFigures) out of LABEL=FILE arguments whose
+// CSV holds every unit of CallHTTP, CallServer, SessionStart and IdleSession with -col /client,
+// and -journal LABEL=FILE (repeated, FILE being go test's raw output) adds the file journal's
+// latency over the in-memory ledger's at 64 callers, pass by pass.
+//
 // Usage: benchstat -format csv -col /client FILE | benchtable -title "..." -units sec/op,cpu-sec/op
+//
+//	benchtable -ratios peers -units cpu-sec/op go1.26.8=a.csv go1.27.3=b.csv
+//	benchtable -key -journal go1.26.8=raw-a.txt go1.26.8=a-all.csv
 package main
 
 import (
@@ -33,43 +46,143 @@ type table struct {
 
 type row struct {
 	name   string
+	label  string             // the Go version, where several are side by side
 	values map[string]float64 // group -> median; missing if absent
+}
+
+// An input is the tables of one labelled file (one Go version), or of standard input.
+type input struct {
+	label  string
+	tables []*table
+}
+
+// labelled is a repeatable LABEL=FILE flag.
+type labelled []string
+
+func (l *labelled) String() string     { return strings.Join(*l, " ") }
+func (l *labelled) Set(v string) error { *l = append(*l, v); return nil }
+
+// splitLabel splits LABEL=FILE.
+func splitLabel(arg string) (label, file string, err error) {
+	label, file, ok := strings.Cut(arg, "=")
+	if !ok || label == "" || file == "" {
+		return "", "", fmt.Errorf("%q: want LABEL=FILE", arg)
+	}
+	return label, file, nil
 }
 
 func main() {
 	title := flag.String("title", "", "heading printed before the tables")
 	units := flag.String("units", "", "comma-separated units to print, in order (default: all)")
-	ratios := flag.String("ratios", "", "ratio columns: peers or retry")
+	ratios := flag.String("ratios", "", "ratio columns: peers, retry or journal")
 	noRaw := flag.String("noraw", "", "regexp of the rows whose ours / raw ratio is left empty")
+	key := flag.Bool("key", false, "print the headline figures instead of tables")
+	var journals labelled
+	flag.Var(&journals, "journal", "with -key: LABEL=FILE, go test output holding BenchmarkJournal (repeatable)")
 	flag.Parse()
 	var noRawRows *regexp.Regexp
 	if *noRaw != "" {
 		noRawRows = regexp.MustCompile(*noRaw)
 	}
 
-	tables, err := parse(os.Stdin)
-	if err != nil {
-		log.Fatal(err)
+	var inputs []input
+	if flag.NArg() == 0 {
+		tables, err := parse(os.Stdin)
+		if err != nil {
+			log.Fatal(err)
+		}
+		inputs = append(inputs, input{tables: tables})
+	}
+	for _, arg := range flag.Args() {
+		label, file, err := splitLabel(arg)
+		if err != nil {
+			log.Fatal(err)
+		}
+		f, err := os.Open(file)
+		if err != nil {
+			log.Fatal(err)
+		}
+		tables, err := parse(f)
+		f.Close()
+		if err != nil {
+			log.Fatalf("%s: %v", file, err)
+		}
+		inputs = append(inputs, input{label, tables})
 	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	if *title != "" {
 		fmt.Fprintf(w, "%s\n\n", *title)
 	}
+	if *key {
+		passes := map[string][]float64{}
+		for _, arg := range journals {
+			label, file, err := splitLabel(arg)
+			if err != nil {
+				log.Fatal(err)
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				log.Fatal(err)
+			}
+			passes[label] = journalRatios(string(data))
+		}
+		printKeyFigures(w, inputs, passes)
+		return
+	}
 	want := strings.Split(*units, ",")
 	if *units == "" {
 		want = nil
-		for _, t := range tables {
-			want = append(want, t.unit)
-		}
-	}
-	for _, u := range want {
-		for _, t := range tables {
-			if t.unit == u {
-				print(w, t, *ratios, noRawRows)
+		for _, in := range inputs {
+			for _, t := range in.tables {
+				if !slices.Contains(want, t.unit) {
+					want = append(want, t.unit)
+				}
 			}
 		}
 	}
+	for _, u := range want {
+		if t := merge(inputs, u); t != nil {
+			print(w, t, *ratios, noRawRows)
+		}
+	}
+}
+
+// merge returns the tables of unit of every input as one, the rows of one benchmark together
+// in the inputs' order, each labelled with its input's label; nil if no input has the unit.
+func merge(inputs []input, unit string) *table {
+	var m *table
+	var names []string
+	byName := map[string][]row{}
+	for _, in := range inputs {
+		for _, t := range in.tables {
+			if t.unit != unit {
+				continue
+			}
+			if m == nil {
+				m = &table{unit: unit}
+			}
+			for _, g := range t.groups {
+				if !slices.Contains(m.groups, g) {
+					m.groups = append(m.groups, g)
+				}
+			}
+			for _, r := range t.rows {
+				if _, ok := byName[r.name]; !ok {
+					names = append(names, r.name)
+				}
+				r.label = in.label
+				byName[r.name] = append(byName[r.name], r)
+			}
+		}
+	}
+	if m == nil {
+		return nil
+	}
+	for _, n := range names {
+		m.rows = append(m.rows, byName[n]...)
+	}
+	return m
 }
 
 var cpuSuffix = regexp.MustCompile(`-\d+$`)
@@ -134,17 +247,37 @@ func parse(r io.Reader) ([]*table, error) {
 
 func higherIsBetter(unit string) bool { return unit == "calls/s" }
 
+// bestPeer is the better of gosdk's and mcpgo's figures, if either has one.
+func bestPeer(unit string, values map[string]float64) (best float64, found bool) {
+	for _, p := range []string{"gosdk", "mcpgo"} {
+		if v, ok := values[p]; ok && (!found || (higherIsBetter(unit) && v > best) || (!higherIsBetter(unit) && v < best)) {
+			best, found = v, true
+		}
+	}
+	return best, found
+}
+
 func print(w io.Writer, t *table, ratios string, noRawRows *regexp.Regexp) {
-	header := append([]string{t.unit}, t.groups...)
+	labelled := slices.ContainsFunc(t.rows, func(r row) bool { return r.label != "" })
+	header := []string{t.unit}
+	if labelled {
+		header = append(header, "Go")
+	}
+	header = append(header, t.groups...)
 	switch ratios {
 	case "peers":
 		header = append(header, "ours / best peer", "ours / raw")
 	case "retry":
 		header = append(header, "default / never", "plugin / default")
+	case "journal":
+		header = append(header, "file / memory")
 	}
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
 	for _, r := range t.rows {
 		cells := []string{r.name}
+		if labelled {
+			cells = append(cells, strings.TrimPrefix(r.label, "go"))
+		}
 		for _, g := range t.groups {
 			v, ok := r.values[g]
 			cells = append(cells, format(t.unit, v, ok))
@@ -152,12 +285,7 @@ func print(w io.Writer, t *table, ratios string, noRawRows *regexp.Regexp) {
 		switch ratios {
 		case "peers":
 			ours, ok := r.values["ours"]
-			best, found := 0.0, false
-			for _, p := range []string{"gosdk", "mcpgo"} {
-				if v, ok := r.values[p]; ok && (!found || (higherIsBetter(t.unit) && v > best) || (!higherIsBetter(t.unit) && v < best)) {
-					best, found = v, true
-				}
-			}
+			best, found := bestPeer(t.unit, r.values)
 			cells = append(cells, ratio(ours, ok, best, found))
 			rawV, rawOK := r.values["raw"]
 			if noRawRows != nil && noRawRows.MatchString(r.name) {
@@ -169,6 +297,10 @@ func print(w io.Writer, t *table, ratios string, noRawRows *regexp.Regexp) {
 			n, nok := r.values["never"]
 			p, pok := r.values["plugin"]
 			cells = append(cells, ratio(d, dok, n, nok), ratio(p, pok, d, dok))
+		case "journal":
+			f, fok := r.values["file"]
+			m, mok := r.values["memory"]
+			cells = append(cells, ratio(f, fok, m, mok))
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
@@ -187,7 +319,7 @@ func format(unit string, v float64, ok bool) string {
 		return ""
 	}
 	switch {
-	case strings.HasPrefix(unit, "sec/") || strings.HasPrefix(unit, "cpu-sec/"):
+	case strings.HasPrefix(unit, "sec/") || strings.Contains(unit, "-sec/"):
 		return duration(v)
 	case strings.HasPrefix(unit, "B/") || strings.HasPrefix(unit, "heap-B/"):
 		return bytes(v)

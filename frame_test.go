@@ -18,14 +18,21 @@ import (
 // call whose reply was lost starts from the same params under a new id.
 func TestCallToolFramesStayWhatWasSent(t *testing.T) {
 	for _, mode := range []struct {
-		name string
-		mode mcptest.Mode
-		sent int // requests the call sends: a resend of the same id, or a re-issue
-	}{{"receipts", mcptest.ModeReceipts, 2}, {"none", mcptest.ModeNone, 2}} {
+		name      string
+		mode      mcptest.Mode
+		stateless bool // the 2026-07-28 revision: the client adds _meta to the params
+		sent      int  // requests the call sends: a resend of the same id, or a re-issue
+	}{{"receipts", mcptest.ModeReceipts, false, 2}, {"none", mcptest.ModeNone, false, 2},
+		{"stateless/receipts", mcptest.ModeReceipts, true, 2}, {"stateless/none", mcptest.ModeNone, true, 2}} {
 		t.Run(mode.name, func(t *testing.T) {
 			var k counter
-			srv := mcptest.NewTestServer(t, mcptest.WithMode(mode.mode), mcptest.WithTool(readOnlyTool, k.tool),
-				mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: readOnlyTool.Name}))
+			opts := []mcptest.Option{mcptest.WithMode(mode.mode), mcptest.WithTool(readOnlyTool, k.tool),
+				mcptest.WithFault(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: readOnlyTool.Name})}
+			var srv mcptest.Dialer = mcptest.NewTestServer(t, opts...)
+			if mode.stateless {
+				opts = append(opts, mcptest.WithProtocolVersions(mcpclient.ProtocolVersion20260728))
+				srv = mcptest.NewTestHTTPServer(t, opts...)
+			}
 			type sending struct {
 				req   *mcpclient.Request
 				bytes []byte
@@ -53,7 +60,7 @@ func TestCallToolFramesStayWhatWasSent(t *testing.T) {
 			if len(sent) != mode.sent {
 				t.Fatalf("%d requests sent, want %d", len(sent), mode.sent)
 			}
-			wantParams, _ := json.Marshal(mcpclient.CallToolParams{Name: readOnlyTool.Name, Arguments: args})
+			wantArgs, _ := json.Marshal(args)
 			for i, s := range sent {
 				now := s.req.Bytes()
 				if !bytes.Equal(now, s.bytes) {
@@ -63,8 +70,16 @@ func TestCallToolFramesStayWhatWasSent(t *testing.T) {
 				if !bytes.Equal(now, want) {
 					t.Errorf("request %d is\n%s\nwant\n%s", i, now, want)
 				}
-				if !bytes.Equal(s.req.Params(), wantParams) {
-					t.Errorf("request %d params %s, encoding/json writes %s", i, s.req.Params(), wantParams)
+				var params struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+					Meta      map[string]any  `json:"_meta"`
+				}
+				if err := json.Unmarshal(s.req.Params(), &params); err != nil || params.Name != readOnlyTool.Name || !bytes.Equal(params.Arguments, wantArgs) {
+					t.Errorf("request %d params %s, want the name and the arguments %s (%v)", i, s.req.Params(), wantArgs, err)
+				}
+				if mode.stateless != (params.Meta != nil) {
+					t.Errorf("request %d params %s: _meta in the stateless revision only", i, s.req.Params())
 				}
 				if s.req.Fingerprint() != sha256.Sum256(now) {
 					t.Errorf("request %d: the fingerprint is not that of its bytes", i)

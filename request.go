@@ -107,15 +107,12 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: err}
 	}
-	raw, err := params.Compose(spec.base, spec.extra, meta)
+	raw, frame, err := frameOf(&spec, key, meta)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", spec.method, err)}
 	}
-	req := &Request{requestSpec: spec, key: key, params: raw, owner: c}
+	req := &Request{requestSpec: spec, key: key, params: raw, frame: frame, owner: c}
 	req.frameBuf = nil
-	if req.frame = frameAround(spec.frameBuf, raw, key, spec.method); req.frame == nil {
-		req.frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
-	}
 	req.fp = fingerprintOf(req.frame)
 	if spec.version != "" {
 		req.header = headers.Standard(spec.method, spec.name, spec.uri, spec.version)
@@ -131,17 +128,33 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 	return req, nil
 }
 
-// frameAround writes the frame of a request around its params where they sit at the end of buf,
-// behind the room encodeToolCall left, and returns it: the bytes jsonrpc.AppendRequest would
-// write, without a copy of the params. It returns nil where params are not there (the client
-// added members to them) or the frame's start does not fit.
-func frameAround(buf, params []byte, key, method string) []byte {
-	if len(params) == 0 || len(buf) != frameRoom+len(params) || cap(buf) <= len(buf) || &buf[frameRoom] != &params[0] {
-		return nil
-	}
+// frameOf writes the params of spec under id key, with the client's members (spec's extra, meta
+// in _meta), and the JSON-RPC frame around them, copying spec's params once at most: where the
+// client adds members, the params are composed behind the frame's start in the frame's own
+// buffer; where it adds none, a tool call's params already sit behind room for it (see
+// encodedToolCall).
+func frameOf(spec *requestSpec, key string, meta map[string]json.RawMessage) (raw json.RawMessage, frame []byte, err error) {
 	var room [frameRoom]byte
-	head := jsonrpc.AppendRequestHead(room[:0], key, method)
-	if len(head) > frameRoom {
+	head := jsonrpc.AppendRequestHead(room[:0], key, spec.method)
+	if buf, ok := params.ComposeAfter(head, spec.base, spec.extra, meta); ok {
+		raw = buf[len(head):len(buf):len(buf)]
+		return raw, append(buf, '}')[: len(buf)+1 : len(buf)+1], nil
+	}
+	if raw, err = params.Compose(spec.base, spec.extra, meta); err != nil {
+		return nil, nil, err
+	}
+	if frame = frameAround(spec.frameBuf, raw, head); frame == nil {
+		frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
+	}
+	return raw, frame, nil
+}
+
+// frameAround writes head and a closing brace around params where they sit at the end of buf,
+// behind the room encodeToolCall left, and returns the frame: the bytes jsonrpc.AppendRequest
+// would write, without a copy of the params. It returns nil where params are not there or head
+// does not fit.
+func frameAround(buf, params, head []byte) []byte {
+	if len(params) == 0 || len(head) > frameRoom || len(buf) != frameRoom+len(params) || cap(buf) <= len(buf) || &buf[frameRoom] != &params[0] {
 		return nil
 	}
 	start := frameRoom - len(head)

@@ -73,16 +73,27 @@ func Compose(params json.RawMessage, top, meta map[string]json.RawMessage) (json
 	if len(top) == 0 && len(meta) == 0 {
 		return params, nil
 	}
-	if out, ok := compose(params, top, meta); ok {
+	if out, ok := compose(nil, params, top, meta); ok {
 		return out, nil
 	}
 	return composeByDecoding(params, top, meta)
 }
 
+// ComposeAfter is Compose for a caller that frames the params: it writes head, then the params
+// Compose would return, into one new buffer with a byte to spare behind them, and returns the
+// buffer. ok is false when top and meta are empty, or the params need what only Compose does;
+// the caller then calls Compose.
+func ComposeAfter(head []byte, params json.RawMessage, top, meta map[string]json.RawMessage) (buf []byte, ok bool) {
+	if len(top) == 0 && len(meta) == 0 {
+		return nil, false
+	}
+	return compose(head, params, top, meta)
+}
+
 // compose is Compose in one pass over params, for the common case: an object whose top level has
 // none of top's keys, with no _meta or a _meta object that has none of meta's keys. ok is false
-// for the other cases.
-func compose(params json.RawMessage, top, meta map[string]json.RawMessage) (out json.RawMessage, ok bool) {
+// for the other cases. The result follows head in its buffer, with a byte to spare behind it.
+func compose(head []byte, params json.RawMessage, top, meta map[string]json.RawMessage) (out json.RawMessage, ok bool) {
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
@@ -116,7 +127,7 @@ func compose(params json.RawMessage, top, meta map[string]json.RawMessage) (out 
 			return nil, false
 		}
 	}
-	out = make([]byte, 0, len(params)+topSize+metaSize+len(`,"_meta":{}`))
+	out = append(make([]byte, 0, len(head)+len(params)+topSize+metaSize+len(`,"_meta":{}`)+1), head...)
 	open := bytes.IndexByte(params, '{')
 	rest := bytes.TrimLeft(params[open+1:], " \t\r\n")
 	emptyObject := rest[0] == '}'

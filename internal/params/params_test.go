@@ -1,6 +1,7 @@
 package params
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -21,9 +22,16 @@ func FuzzComposeMatchesDecoding(f *testing.F) {
 		if withMeta {
 			meta = map[string]json.RawMessage{key: json.RawMessage(`"v"`), "io.modelcontextprotocol/protocolVersion": json.RawMessage(`"2026-07-28"`)}
 		}
-		fast, ok := compose(params, top, meta)
+		fast, ok := compose(nil, params, top, meta)
 		if !ok {
 			return
+		}
+		if len(top) > 0 || len(meta) > 0 {
+			// Behind a frame's start, the same params, and room for the frame's end.
+			buf, ok := ComposeAfter([]byte(`{"id":1,"params":`), params, top, meta)
+			if !ok || string(buf[:17]) != `{"id":1,"params":` || !bytes.Equal(buf[17:], fast) || cap(buf) == len(buf) {
+				t.Fatalf("ComposeAfter(%q) = %q (ok %v, cap %d), compose gives %s", params, buf, ok, cap(buf), fast)
+			}
 		}
 		slow, err := composeByDecoding(params, top, meta)
 		if err != nil {

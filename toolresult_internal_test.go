@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 )
 
 // decodeCallToolResult must decode what json.Unmarshal decodes, to the same value, and fail
@@ -71,6 +73,97 @@ func BenchmarkDecodeCallToolResult(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// answerFrame is a tools/call answer whose result is one text block of size bytes, framed as a
+// server sends it; lines puts a newline (an escape in JSON) every 80 bytes.
+func answerFrame(size int, lines bool) []byte {
+	text := make([]byte, size)
+	for i := range text {
+		text[i] = 'a' + byte(i%26)
+	}
+	if lines {
+		for i := 79; i < size; i += 80 {
+			text[i] = '\n'
+		}
+	}
+	quoted, _ := json.Marshal(string(text))
+	frame := []byte(`{"jsonrpc":"2.0","id":"0123456789abcdef0123456789abcdef-00001","result":{"content":[{"type":"text","text":`)
+	frame = append(frame, quoted...)
+	return append(frame, `}]}}`...)
+}
+
+// decodeAnswer decodes a tools/call answer the way the client does: the envelope routed by its
+// id, then the result.
+func decodeAnswer(frame []byte) (*CallToolResult, error) {
+	msgs, err := jsonrpc.Decode(frame)
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) != 1 || msgs[0].Kind() != jsonrpc.KindResponse {
+		return nil, fmt.Errorf("no response: %q", frame)
+	}
+	if _, err := idKey(msgs[0].ID); err != nil {
+		return nil, err
+	}
+	var res CallToolResult
+	if err := decodeCallToolResult(msgs[0].Result, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// BenchmarkDecodeAnswer compares the client's decoding of a whole tools/call answer with the
+// floor's: one json.Unmarshal of the frame into a small struct. Besides wall time it reports the
+// process's CPU time per answer (cpu-ns/op), garbage collection included.
+func BenchmarkDecodeAnswer(b *testing.B) {
+	floor := func(frame []byte) (int, error) {
+		var answer struct {
+			Result struct {
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(frame, &answer); err != nil || len(answer.Result.Content) != 1 {
+			return 0, fmt.Errorf("%v, %d blocks", err, len(answer.Result.Content))
+		}
+		return len(answer.Result.Content[0].Text), nil
+	}
+	ours := func(frame []byte) (int, error) {
+		res, err := decodeAnswer(frame)
+		if err != nil || len(res.Content) != 1 {
+			return 0, fmt.Errorf("%v, %+v", err, res)
+		}
+		return len(res.Content[0].Text), nil
+	}
+	for _, size := range []int{1 << 10, 1 << 20, 16 << 20} {
+		for _, text := range []string{"plain", "lines"} {
+			var frame []byte // built for the benchmarks that run
+			for _, client := range []struct {
+				name   string
+				decode func([]byte) (int, error)
+			}{{"ours", ours}, {"floor", floor}} {
+				b.Run(fmt.Sprintf("size=%dKiB/text=%s/client=%s", size>>10, text, client.name), func(b *testing.B) {
+					if frame == nil {
+						frame = answerFrame(size, text == "lines")
+					}
+					b.SetBytes(int64(len(frame)))
+					b.ReportAllocs()
+					cpu0, cpuOK := processCPU()
+					for b.Loop() {
+						if n, err := client.decode(frame); err != nil || n != size {
+							b.Fatalf("%d bytes of text, %v", n, err)
+						}
+					}
+					if cpu1, _ := processCPU(); cpuOK {
+						b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+					}
+				})
+			}
 		}
 	}
 }

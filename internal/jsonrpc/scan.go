@@ -104,71 +104,119 @@ const (
 	msb = 0x8080808080808080
 )
 
-// special reports, in the high bit of each byte, which bytes of w end a run of plain string
-// bytes: a quote, a backslash or a control character (below 0x20, which JSON forbids raw).
-func special(w uint64) uint64 {
-	quote := w ^ (lsb * '"')
-	backslash := w ^ (lsb * '\\')
-	zero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
-	control := (w - lsb*0x20) &^ w & msb
-	return zero(quote) | zero(backslash) | control
+// What a string holds, as scanString found it.
+type stringFlags uint8
+
+const (
+	escaped  stringFlags = 1 << iota // a backslash escape
+	nonASCII                         // a byte of 0x80 or above
+)
+
+// scanString validates the string starting with the quote at data[i] and returns the index
+// after its closing quote, and whether it holds escapes and bytes above ASCII. Bytes of 0x80
+// and above pass unchecked, as encoding/json lets them (it replaces invalid UTF-8 when it
+// decodes).
+//
+// The runs between escapes are found with bytes.IndexByte and checked for control characters
+// 32 bytes at a time, which is what a large tool result's text costs: a string is almost all
+// such a run.
+func scanString(data []byte, i int) (int, stringFlags, error) {
+	var flags stringFlags
+	i++
+	for {
+		q := bytes.IndexByte(data[i:], '"')
+		if q < 0 {
+			return 0, 0, errSyntax
+		}
+		closing := i + q
+		for {
+			run := data[i:closing]
+			b := bytes.IndexByte(run, '\\')
+			if b >= 0 {
+				run = run[:b]
+			}
+			switch controlOrHigh(run) {
+			case hasControl:
+				return 0, 0, errSyntax
+			case hasHigh:
+				flags |= nonASCII
+			}
+			if b < 0 {
+				return closing + 1, flags, nil
+			}
+			flags |= escaped
+			var err error
+			if i, err = skipEscape(data, i+b); err != nil {
+				return 0, 0, err
+			}
+			if i > closing {
+				break // the escape was \" and took the quote found: look for the next one
+			}
+		}
+	}
 }
 
-// longString is the length from which skipString looks for the closing quote first.
-const longString = 64
+func skipString(data []byte, i int) (int, error) {
+	end, _, err := scanString(data, i)
+	return end, err
+}
 
-// hasControl reports whether b holds a byte below 0x20.
-func hasControl(b []byte) bool {
+// What controlOrHigh found in a run of string bytes.
+const (
+	plainASCII = iota
+	hasHigh    // no control character, and a byte of 0x80 or above
+	hasControl // a byte below 0x20, which JSON forbids raw in a string
+)
+
+// controlOrHigh classifies b, eight bytes to a word. A byte below 0x20 borrows when 0x20 is
+// taken from it; a byte of 0x80 or above has its high bit set already. A borrow can flag the
+// byte above it wrongly, but only above a byte that is flagged rightly, so whether any byte is
+// flagged is exact.
+func controlOrHigh(b []byte) int {
+	for len(b) >= 32 {
+		c := (*[32]byte)(b)
+		w0 := binary.LittleEndian.Uint64(c[0:])
+		w1 := binary.LittleEndian.Uint64(c[8:])
+		w2 := binary.LittleEndian.Uint64(c[16:])
+		w3 := binary.LittleEndian.Uint64(c[24:])
+		if ((w0-lsb*0x20)|w0|(w1-lsb*0x20)|w1|(w2-lsb*0x20)|w2|(w3-lsb*0x20)|w3)&msb != 0 {
+			break
+		}
+		b = b[32:]
+	}
+	// The rest, once a byte of 0x80 or above or a control character is in sight: control
+	// characters alone end the run, so they are looked for apart.
+	var high uint64
+	for len(b) >= 32 {
+		c := (*[32]byte)(b)
+		w0 := binary.LittleEndian.Uint64(c[0:])
+		w1 := binary.LittleEndian.Uint64(c[8:])
+		w2 := binary.LittleEndian.Uint64(c[16:])
+		w3 := binary.LittleEndian.Uint64(c[24:])
+		if ((w0-lsb*0x20)&^w0|(w1-lsb*0x20)&^w1|(w2-lsb*0x20)&^w2|(w3-lsb*0x20)&^w3)&msb != 0 {
+			return hasControl
+		}
+		high |= w0 | w1 | w2 | w3
+		b = b[32:]
+	}
 	for len(b) >= 8 {
 		w := binary.LittleEndian.Uint64(b)
 		if (w-lsb*0x20)&^w&msb != 0 {
-			return true
+			return hasControl
 		}
+		high |= w
 		b = b[8:]
 	}
 	for _, c := range b {
 		if c < 0x20 {
-			return true
+			return hasControl
 		}
+		high |= uint64(c)
 	}
-	return false
-}
-
-// skipString validates the string starting with the quote at data[i] and returns the index
-// after its closing quote. Bytes of 0x80 and above pass unchecked, as encoding/json lets them
-// (it replaces invalid UTF-8 when it decodes).
-func skipString(data []byte, i int) (int, error) {
-	i++
-	// A long string, such as the text of a large tool result, is checked at the speed of
-	// bytes.IndexByte when it has no escapes: find the closing quote, then make sure the run
-	// before it holds no backslash and no control character. The loop below takes the rest.
-	if q := bytes.IndexByte(data[i:], '"'); q >= longString {
-		run := data[i : i+q]
-		if bytes.IndexByte(run, '\\') < 0 && !hasControl(run) {
-			return i + q + 1, nil
-		}
+	if high&msb != 0 {
+		return hasHigh
 	}
-	for {
-		for len(data)-i >= 8 && special(binary.LittleEndian.Uint64(data[i:])) == 0 {
-			i += 8
-		}
-		if i >= len(data) {
-			return 0, errSyntax
-		}
-		switch c := data[i]; {
-		case c == '"':
-			return i + 1, nil
-		case c == '\\':
-			var err error
-			if i, err = skipEscape(data, i); err != nil {
-				return 0, err
-			}
-		case c < 0x20:
-			return 0, errSyntax
-		default:
-			i++
-		}
-	}
+	return plainASCII
 }
 
 func skipEscape(data []byte, i int) (int, error) {

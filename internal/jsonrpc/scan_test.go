@@ -72,6 +72,61 @@ func TestSkipStringFindsSpecialBytesAtEveryOffset(t *testing.T) {
 	}
 }
 
+// controlOrHigh looks at 32 bytes at a time, then 8, then one: a control character or a byte
+// above ASCII must be seen at every offset of every length, and a control character after a
+// byte above ASCII too.
+func TestControlOrHighAtEveryOffset(t *testing.T) {
+	naive := func(b []byte) int {
+		class := plainASCII
+		for _, c := range b {
+			switch {
+			case c < 0x20:
+				return hasControl
+			case c >= 0x80:
+				class = hasHigh
+			}
+		}
+		return class
+	}
+	for n := range 100 {
+		for at := range n {
+			for _, c := range []byte{0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff} {
+				for _, before := range []byte{'a', 0x80} {
+					b := bytes.Repeat([]byte("a"), n)
+					b[at/2] = before
+					b[at] = c
+					if got, want := controlOrHigh(b), naive(b); got != want {
+						t.Errorf("%d bytes, %#x at %d, %#x at %d: %d, want %d", n, before, at/2, c, at, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestScanStringReportsEscapesAndBytesAboveASCII(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	for _, tc := range []struct {
+		s     string
+		flags stringFlags
+	}{
+		{`""`, 0},
+		{`"plain"`, 0},
+		{`"` + long + `"`, 0},
+		{`"a\nb"`, escaped},
+		{`"` + long + `\"` + long + `"`, escaped},
+		{`"\\"`, escaped},
+		{`"é"`, nonASCII},
+		{`"` + long + `é` + long + `\u00e9"`, escaped | nonASCII},
+		{"\"\xff\"", nonASCII},
+	} {
+		end, flags, err := scanString([]byte(tc.s+`,`), 0)
+		if err != nil || end != len(tc.s) || flags != tc.flags {
+			t.Errorf("scanString(%.40q) = %d, %b, %v; want %d, %b", tc.s, end, flags, err, len(tc.s), tc.flags)
+		}
+	}
+}
+
 func FuzzValid(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))

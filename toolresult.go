@@ -13,12 +13,12 @@ import (
 //
 // It is the hottest decode of the client, and encoding/json spends on it a validating pass over
 // bytes jsonrpc.Decode has already validated, then reflection for every field of every content
-// block: a third of a small call's decoding, a fifth of a large one's. Results of the ordinary
-// shape (known keys written plainly, once each) are read here with the scanner instead, strings
-// without escapes converted as they are; anything else (escaped or differently cased keys,
-// duplicate keys, a size that is no plain integer, a type encoding/json would refuse) is left to
-// json.Unmarshal, which also says what is wrong. FuzzDecodeCallToolResult holds the two to the
-// same result.
+// block. Results of the ordinary shape (known keys written plainly, once each) are read here
+// instead, in one pass that checks each value where it lies, so that a large text is scanned
+// once and copied once; anything else (escaped or differently cased keys, duplicate keys, a size
+// that is no plain integer, a type encoding/json would refuse, a string it would repair) is left
+// to json.Unmarshal, which also says what is wrong. FuzzDecodeCallToolResult holds the two to
+// the same result.
 func decodeCallToolResult(raw []byte, res *CallToolResult) error {
 	if r, ok := decodeCallToolResultFast(raw); ok {
 		*res = r
@@ -28,29 +28,43 @@ func decodeCallToolResult(raw []byte, res *CallToolResult) error {
 	return json.Unmarshal(raw, res)
 }
 
+// Nesting depths, as the scanner counts them, of the result object, its content array and a
+// content block.
+const (
+	resultDepth  = 1
+	contentDepth = 2
+	blockDepth   = 3
+)
+
 func decodeCallToolResultFast(raw []byte) (res CallToolResult, ok bool) {
 	var seen [4]bool
-	ok = true
-	ok = jsonrpc.EachMember(raw, func(key []byte, start, end int) {
-		if !ok {
-			return
-		}
-		v := raw[start:end]
-		switch string(key) {
-		case "content":
-			ok = once(&seen[0]) && decodeContents(v, &res.Content)
-		case "structuredContent":
-			ok = once(&seen[1])
-			res.StructuredContent = bytes.Clone(v)
-		case "isError":
-			ok = once(&seen[2]) && decodeBool(v, &res.IsError)
-		case "_meta":
-			ok = once(&seen[3])
-			res.Meta = bytes.Clone(v)
-		default:
-			ok = unrelatedKey(key, "content", "structuredContent", "isError", "_meta")
-		}
-	}) && ok
+	ok = jsonrpc.Whole(raw, func(v int) (int, bool) {
+		return jsonrpc.Members(raw, v, resultDepth, func(key []byte, v int) (int, bool) {
+			switch string(key) {
+			case "content":
+				if once(&seen[0]) {
+					return decodeContents(raw, v, &res.Content)
+				}
+			case "structuredContent":
+				if once(&seen[1]) {
+					return rawValue(raw, v, resultDepth, &res.StructuredContent)
+				}
+			case "isError":
+				if once(&seen[2]) {
+					return decodeBool(raw, v, &res.IsError)
+				}
+			case "_meta":
+				if once(&seen[3]) {
+					return rawValue(raw, v, resultDepth, &res.Meta)
+				}
+			default:
+				if unrelatedKey(key, "content", "structuredContent", "isError", "_meta") {
+					return jsonrpc.Skip(raw, v, resultDepth)
+				}
+			}
+			return 0, false
+		})
+	})
 	return res, ok
 }
 
@@ -80,123 +94,164 @@ func unrelatedKey(key []byte, names ...string) bool {
 	return true
 }
 
-func decodeContents(v []byte, out *[]Content) bool {
-	if string(v) == "null" {
+// rawValue reads the value at data[v], in a container at nesting depth depth, into a
+// json.RawMessage of its own (encoding/json copies it, and keeps null as null).
+func rawValue(data []byte, v, depth int, field *json.RawMessage) (int, bool) {
+	end, ok := jsonrpc.Skip(data, v, depth)
+	if ok {
+		*field = bytes.Clone(data[v:end])
+	}
+	return end, ok
+}
+
+// null reads a null at data[v].
+func null(data []byte, v int) (int, bool) {
+	if len(data)-v >= 4 && string(data[v:v+4]) == "null" {
+		return v + 4, true
+	}
+	return 0, false
+}
+
+func decodeContents(data []byte, v int, out *[]Content) (int, bool) {
+	if data[v] == 'n' {
 		*out = nil
-		return true
+		return null(data, v)
 	}
 	blocks := []Content{} // an empty array decodes to an empty slice, not nil
-	ok := true
-	ok = jsonrpc.EachElement(v, func(start, end int) {
-		if !ok {
-			return
+	end, ok := jsonrpc.Elements(data, v, contentDepth, func(e int) (int, bool) {
+		blocks = append(blocks, Content{})
+		if data[e] == 'n' {
+			return null(data, e)
 		}
-		var c Content
-		if e := v[start:end]; string(e) != "null" {
-			ok = decodeContent(e, &c)
-		}
-		blocks = append(blocks, c)
-	}) && ok
-	if !ok {
-		return false
+		return decodeContent(data, e, &blocks[len(blocks)-1])
+	})
+	if ok {
+		*out = blocks
 	}
-	*out = blocks
-	return true
+	return end, ok
 }
 
 var contentKeys = []string{"type", "text", "data", "mimeType", "uri", "name", "title", "description", "size", "resource", "annotations", "_meta"}
 
-func decodeContent(v []byte, c *Content) bool {
+func decodeContent(data []byte, v int, c *Content) (int, bool) {
 	var seen [12]bool
-	ok := true
-	return jsonrpc.EachMember(v, func(key []byte, start, end int) {
-		if !ok {
-			return
-		}
-		val := v[start:end]
-		var field *string
+	return jsonrpc.Members(data, v, blockDepth, func(key []byte, v int) (int, bool) {
 		switch string(key) {
 		case "type":
-			ok, field = once(&seen[0]), &c.Type
+			if once(&seen[0]) {
+				return decodeType(data, v, &c.Type)
+			}
 		case "text":
-			ok, field = once(&seen[1]), &c.Text
+			if once(&seen[1]) {
+				return decodeString(data, v, &c.Text)
+			}
 		case "data":
-			ok, field = once(&seen[2]), &c.Data
+			if once(&seen[2]) {
+				return decodeString(data, v, &c.Data)
+			}
 		case "mimeType":
-			ok, field = once(&seen[3]), &c.MIMEType
+			if once(&seen[3]) {
+				return decodeString(data, v, &c.MIMEType)
+			}
 		case "uri":
-			ok, field = once(&seen[4]), &c.URI
+			if once(&seen[4]) {
+				return decodeString(data, v, &c.URI)
+			}
 		case "name":
-			ok, field = once(&seen[5]), &c.Name
+			if once(&seen[5]) {
+				return decodeString(data, v, &c.Name)
+			}
 		case "title":
-			ok, field = once(&seen[6]), &c.Title
+			if once(&seen[6]) {
+				return decodeString(data, v, &c.Title)
+			}
 		case "description":
-			ok, field = once(&seen[7]), &c.Description
+			if once(&seen[7]) {
+				return decodeString(data, v, &c.Description)
+			}
 		case "size":
-			ok = once(&seen[8]) && decodeSize(val, &c.Size)
+			if once(&seen[8]) {
+				return decodeSize(data, v, &c.Size)
+			}
 		case "resource":
-			ok = once(&seen[9])
-			c.Resource = bytes.Clone(val)
+			if once(&seen[9]) {
+				return rawValue(data, v, blockDepth, &c.Resource)
+			}
 		case "annotations":
-			ok = once(&seen[10])
-			c.Annotations = bytes.Clone(val)
+			if once(&seen[10]) {
+				return rawValue(data, v, blockDepth, &c.Annotations)
+			}
 		case "_meta":
-			ok = once(&seen[11])
-			c.Meta = bytes.Clone(val)
+			if once(&seen[11]) {
+				return rawValue(data, v, blockDepth, &c.Meta)
+			}
 		default:
-			ok = unrelatedKey(key, contentKeys...)
+			if unrelatedKey(key, contentKeys...) {
+				return jsonrpc.Skip(data, v, blockDepth)
+			}
 		}
-		if ok && field != nil {
-			ok = decodeString(val, field)
-		}
-	}) && ok
+		return 0, false
+	})
 }
 
-// decodeString sets a string field from a JSON value as encoding/json does: null leaves it,
-// a string without escapes is its bytes once they are valid UTF-8 (encoding/json would replace
-// invalid sequences), and a string with escapes is unquoted by encoding/json itself.
-func decodeString(v []byte, field *string) bool {
+// contentTypes are the content block types MCP defines: a block's type is read without a string
+// of its own when it is one of them.
+var contentTypes = [...]string{"text", "image", "audio", "resource_link", "resource"}
+
+func decodeType(data []byte, v int, field *string) (int, bool) {
+	for _, t := range contentTypes {
+		if end := v + len(t) + 2; end <= len(data) && data[v] == '"' && data[end-1] == '"' && string(data[v+1:end-1]) == t {
+			*field = t
+			return end, true
+		}
+	}
+	return decodeString(data, v, field)
+}
+
+// decodeString sets a string field from a JSON value as encoding/json does: null leaves it as it
+// was.
+func decodeString(data []byte, v int, field *string) (int, bool) {
+	if data[v] == 'n' {
+		return null(data, v)
+	}
+	end, s, ok := jsonrpc.String(data, v)
+	if ok {
+		*field = s
+	}
+	return end, ok
+}
+
+func decodeBool(data []byte, v int, field *bool) (int, bool) {
 	switch {
-	case string(v) == "null":
-		return true
-	case len(v) < 2 || v[0] != '"':
-		return false
-	}
-	inner := v[1 : len(v)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		*field = string(inner)
-		return true
-	}
-	return json.Unmarshal(v, field) == nil
-}
-
-func decodeBool(v []byte, field *bool) bool {
-	switch string(v) {
-	case "true":
+	case len(data)-v >= 4 && string(data[v:v+4]) == "true":
 		*field = true
-	case "false":
+		return v + 4, true
+	case len(data)-v >= 5 && string(data[v:v+5]) == "false":
 		*field = false
-	case "null":
-	default:
-		return false
+		return v + 5, true
 	}
-	return true
+	return null(data, v)
 }
 
 // decodeSize takes null and plain integers; encoding/json refuses fractions and exponents for an
 // int64, and the fallback says so.
-func decodeSize(v []byte, field **int64) bool {
-	if string(v) == "null" {
+func decodeSize(data []byte, v int, field **int64) (int, bool) {
+	if data[v] == 'n' {
 		*field = nil
-		return true
+		return null(data, v)
 	}
-	if bytes.ContainsAny(v, ".eE") {
-		return false
+	end, ok := jsonrpc.Skip(data, v, blockDepth)
+	if !ok || data[v] != '-' && (data[v] < '0' || data[v] > '9') {
+		return 0, false
 	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
+	num := data[v:end]
+	if bytes.ContainsAny(num, ".eE") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	*field = &n
-	return true
+	return end, true
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
@@ -22,6 +23,9 @@ func FuzzDecodeCallToolResult(f *testing.F) {
 		`{"Content":[]}`, `{"content":[{"Text":"x"}]}`, `{"content":[],"content":[{"text":"b"}]}`, `{"content":[{"text":"a","text":"b"}]}`,
 		`{"isError":"yes"}`, `{"isError":null}`, `{"content":[{"text":5}]}`, "{\"content\":[{\"text\":\"\xff\"}]}", `{"other":1,"content":[{"other":{"type":"x"},"type":"text"}]}`,
 		`{"_meta":{"a":1},"structuredContent":null}`, `{"\u0063ontent":[]}`, `{"contents":[]}`,
+		` { "content" : [ { "type" : "text" , "text" : "a" } , null ] } `, `{"content":[{"type":"image","data":"AAAA"},{"type":"text\u0020"},{"type":"resource_link"}]}`,
+		`{"content":[{"_meta":[[[[1]]]],"annotations":{"a":[{}]}}],"x":[1,{"y":null}]}`, `{"content":[5]}`, `{"content":["x"]}`,
+		`{"content":[{"size":-12}]}`, `{"content":[{"size":"12"}]}`, `{"isError":false,"isError":true}`, `{"content":[{"text":"` + strings.Repeat("long text ", 20) + `"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -39,6 +43,32 @@ func FuzzDecodeCallToolResult(f *testing.F) {
 			t.Fatalf("%q:\n got %#v\nwant %#v", raw, got, want)
 		}
 	})
+}
+
+// The scanner counts nesting as encoding/json does: a result nested as deep as it allows
+// decodes, one level deeper fails, whether the depth is in a content block or beside it.
+func TestDecodeCallToolResultStopsAtEncodingJSONsDepth(t *testing.T) {
+	const maxDepth = 10000
+	for _, tc := range []struct {
+		head, tail string
+		around     int // levels the head opens
+	}{{`{"content":[{"_meta":`, `}]}`, 3}, {`{"structuredContent":`, `}`, 1}} {
+		for _, depth := range []int{maxDepth - 1, maxDepth, maxDepth + 1} {
+			n := depth - tc.around
+			raw := []byte(tc.head + strings.Repeat("[", n) + strings.Repeat("]", n) + tc.tail)
+			var got, want CallToolResult
+			gotErr, wantErr := decodeCallToolResult(raw, &got), json.Unmarshal(raw, &want)
+			if (gotErr == nil) != (wantErr == nil) {
+				t.Errorf("%s at depth %d: error %v, json.Unmarshal's %v", tc.head, depth, gotErr, wantErr)
+			}
+			switch _, ok := decodeCallToolResultFast(raw); {
+			case ok && wantErr != nil:
+				t.Errorf("%s at depth %d: the scanner accepts what encoding/json refuses", tc.head, depth)
+			case !ok && wantErr == nil:
+				t.Errorf("%s at depth %d went to encoding/json", tc.head, depth)
+			}
+		}
+	}
 }
 
 func TestDecodeCallToolResultReadsOrdinaryResultsItself(t *testing.T) {

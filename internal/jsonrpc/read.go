@@ -1,7 +1,9 @@
 package jsonrpc
 
 import (
-	"encoding/json"
+	"bytes"
+	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -106,8 +108,9 @@ func Skip(data []byte, i, depth int) (int, bool) {
 }
 
 // String reads the string at data[i] as encoding/json decodes it into a Go string, and returns
-// the index after it. It reports false for any other value, and for a string holding invalid
-// UTF-8, which encoding/json repairs.
+// the index after it. It reports false for any other value, and for a string that holds invalid
+// UTF-8 or an escaped half of a surrogate pair without its other half, which encoding/json
+// replaces.
 func String(data []byte, i int) (end int, s string, ok bool) {
 	if i >= len(data) || data[i] != '"' {
 		return 0, "", false
@@ -117,11 +120,75 @@ func String(data []byte, i int) (end int, s string, ok bool) {
 		return 0, "", false
 	}
 	inner := data[i+1 : end-1]
+	// An escape is ASCII, so no UTF-8 sequence spans one: the runs between escapes are valid
+	// when the whole is.
 	if flags&nonASCII != 0 && !utf8.Valid(inner) {
 		return 0, "", false
 	}
-	if flags&escaped != 0 {
-		return end, s, json.Unmarshal(data[i:end], &s) == nil
+	if flags&escaped == 0 {
+		return end, string(inner), true
 	}
-	return end, string(inner), true
+	s, ok = unescape(inner)
+	return end, s, ok
+}
+
+// unescape decodes the escapes of inner, a string's bytes between its quotes that scanString
+// found valid. It reports false for a surrogate half that pairs with nothing.
+func unescape(inner []byte) (string, bool) {
+	var b strings.Builder
+	b.Grow(len(inner)) // an escape is never shorter than what it stands for
+	for {
+		k := bytes.IndexByte(inner, '\\')
+		if k < 0 {
+			b.Write(inner)
+			return b.String(), true
+		}
+		b.Write(inner[:k])
+		c := inner[k+1]
+		inner = inner[k+2:]
+		switch c {
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r := hex4(inner)
+			inner = inner[4:]
+			if utf16.IsSurrogate(r) {
+				if len(inner) < 6 || inner[0] != '\\' || inner[1] != 'u' {
+					return "", false
+				}
+				if r = utf16.DecodeRune(r, hex4(inner[2:])); r == utf8.RuneError {
+					return "", false
+				}
+				inner = inner[6:]
+			}
+			b.WriteRune(r)
+		default: // '"', '\\' and '/' stand for themselves
+			b.WriteByte(c)
+		}
+	}
+}
+
+// hex4 reads the four hexadecimal digits of a \u escape scanString found valid.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }

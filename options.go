@@ -27,7 +27,8 @@ type config struct {
 	serverIdentity string
 	idVersion      IDVersion
 	logger         *slog.Logger
-	info           Implementation
+	// info is the clientInfo to send; clients that set none share defaultClientInfo.
+	info *Implementation
 	// handlers are reached through the embedded pointer; a client with none shares one empty
 	// set, so that an idle Client does not carry a dozen nil fields.
 	*handlers
@@ -159,7 +160,7 @@ func (c *config) apply(opts []Option) {
 		ledgerCap: DefaultLedgerCapacity,
 		idVersion: UUIDv4,
 		logger:    discardLogger,
-		info:      Implementation{Name: "mcpclient", Version: Version},
+		info:      &defaultClientInfo,
 		handshake: DefaultHandshakeTimeout,
 		handlers:  &noHandlers,
 		testHooks: &defaultHooks,
@@ -205,6 +206,9 @@ func (c *config) err() error {
 // Version is this module's version, sent as clientInfo.version unless WithClientInfo says
 // otherwise.
 const Version = "0.1.0"
+
+// defaultClientInfo is the clientInfo of every client WithClientInfo gave none. Never written.
+var defaultClientInfo = Implementation{Name: "mcpclient", Version: Version}
 
 // WithRetryPolicy sets the retry policy. Default: DefaultRetryPolicy(); zero fields of p take
 // their defaults.
@@ -283,7 +287,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClientInfo sets the clientInfo sent in initialize. Default {"mcpclient", Version}.
 func WithClientInfo(info Implementation) Option {
-	return optionFunc(func(c *config) { c.info = info })
+	return optionFunc(func(c *config) { c.info = &info })
 }
 
 // A NotificationHandler receives one server notification. Handlers run one at a time, in arrival

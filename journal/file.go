@@ -10,7 +10,6 @@ package journal
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -46,8 +45,8 @@ var (
 )
 
 var (
-	// requestsBucket holds each request as it was frozen, written once: its JournalRecord with
-	// only the fields that never change set.
+	// requestsBucket holds each request as it was frozen, written once: the fields of its
+	// JournalRecord that never change (appendFrozen).
 	requestsBucket = []byte("requests")
 	// standingBucket holds how each request stands, small and rewritten at each change.
 	standingBucket = []byte("standing")
@@ -251,11 +250,7 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 	}
 	j.claimed[key] = true
 	j.mu.Unlock()
-	frozen, err := encode(frozenOf(rec))
-	if err != nil {
-		j.release(key)
-		return nil, err
-	}
+	frozen := appendFrozen(nil, &rec)
 	c := &claim{j: j, key: key}
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
 		return j.claim(tx, now, key, &rec, frozen, c)
@@ -278,7 +273,7 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 	reqs, settled := tx.Bucket(requestsBucket), tx.Bucket(settledBucket)
 	if old := reqs.Get([]byte(key)); old != nil {
 		var f mcpclient.JournalRecord
-		if err := decode(old, &f); err != nil {
+		if err := decodeFrozen(old, &f); err != nil {
 			return err
 		}
 		if f.Fingerprint != rec.Fingerprint {
@@ -372,11 +367,7 @@ func (j *File) writeStanding(tx *bolt.Tx, key string, st *standing, now time.Tim
 			return err
 		}
 	}
-	v, err := encode(st)
-	if err != nil {
-		return err
-	}
-	return tx.Bucket(standingBucket).Put([]byte(key), v)
+	return tx.Bucket(standingBucket).Put([]byte(key), appendStanding(nil, st))
 }
 
 // readStanding reads how the request under key stands.
@@ -385,7 +376,7 @@ func readStanding(tx *bolt.Tx, key string) (st standing, ok bool, err error) {
 	if raw == nil {
 		return st, false, nil
 	}
-	return st, true, decode(raw, &st)
+	return st, true, decodeStanding(raw, &st)
 }
 
 // remove deletes the request under key, how it stands and its place in the settled order.
@@ -477,7 +468,7 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 					return err
 				}
 				var st standing
-				if err := decode(v, &st); err != nil {
+				if err := decodeStanding(v, &st); err != nil {
 					unreadable = append(unreadable, unreadableRecord{string(k), err})
 					return nil
 				}
@@ -745,7 +736,8 @@ type unreadableRecord struct {
 	err error
 }
 
-// standing is how a request stands: the fields of its JournalRecord that change.
+// standing is how a request stands: the fields of its JournalRecord that change. Its JSON form is
+// how earlier versions wrote it.
 type standing struct {
 	State        mcpclient.State          `json:"state"`
 	Reached      bool                     `json:"reached,omitempty"`
@@ -759,16 +751,15 @@ type standing struct {
 	SettledAt int64 `json:"settledAt,omitempty"`
 }
 
+// into sets the fields of rec that st holds.
+func (st *standing) into(rec *mcpclient.JournalRecord) {
+	rec.State, rec.Attempts, rec.Receipts, rec.Updated, rec.SupersededBy = st.State, st.Attempts, st.Receipts, st.Updated, st.SupersededBy
+	rec.Reached, rec.Open = st.Reached, st.Open
+}
+
 // record is the part of a JournalRecord that st says.
 func (st *standing) record() mcpclient.JournalRecord {
 	return mcpclient.JournalRecord{State: st.State, Reached: st.Reached, Open: st.Open, SupersededBy: st.SupersededBy}
-}
-
-// frozenOf is what never changes of rec.
-func frozenOf(rec mcpclient.JournalRecord) mcpclient.JournalRecord {
-	rec.State, rec.Attempts, rec.Receipts, rec.Updated, rec.SupersededBy = 0, 0, mcpclient.ReceiptBinding{}, time.Time{}, mcpclient.ID{}
-	rec.Reached, rec.Open = false, false
-	return rec
 }
 
 // readRecord reads the request under key, standing as st says.
@@ -778,27 +769,11 @@ func readRecord(tx *bolt.Tx, key []byte, st *standing) (mcpclient.JournalRecord,
 	if raw == nil {
 		return rec, fmt.Errorf("%w: no request for its state", ErrCorrupt)
 	}
-	if err := decode(raw, &rec); err != nil {
+	if err := decodeFrozen(raw, &rec); err != nil {
 		return rec, err
 	}
-	rec.State, rec.Attempts, rec.Receipts, rec.Updated, rec.SupersededBy = st.State, st.Attempts, st.Receipts, st.Updated, st.SupersededBy
-	rec.Reached, rec.Open = st.Reached, st.Open
+	st.into(&rec)
 	return rec, nil
-}
-
-func encode(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	return b, nil
-}
-
-func decode(raw []byte, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	return nil
 }
 
 func settledKey(at int64, key string) []byte {

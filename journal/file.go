@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,15 +45,27 @@ var (
 	ErrCorrupt = errors.New("journal: corrupt record")
 )
 
+// A request is kept under its number, which orders the requests by when they were first recorded:
+// the requests a write records sit together at the end of the buckets that hold them, and the
+// settles of those recorded just before close to it, so that a write rewrites a few pages rather
+// than one or more for each request, wherever its random id falls. A File finds an id's number
+// in memory (File.numbers), read from the states' keys when the file is opened.
 var (
-	// requestsBucket holds each request as it was frozen, written once: the fields of its
-	// JournalRecord that never change (appendFrozen).
-	requestsBucket = []byte("requests")
-	// standingBucket holds how each request stands, small and rewritten at each change.
-	standingBucket = []byte("standing")
+	// frozenBucket holds each request as it was frozen, written once, under its number (8
+	// bytes, big-endian): the fields of its JournalRecord that never change (appendFrozen).
+	frozenBucket = []byte("frozen")
+	// statesBucket holds how each request stands, small and rewritten at each change: its keys
+	// are the request's number followed by its key, the id as JSON (statesKey).
+	statesBucket = []byte("states")
 	// settledBucket orders the settled requests by when they settled, oldest first: its keys
 	// are the settle time (8 bytes, big-endian nanoseconds) followed by the request's key.
 	settledBucket = []byte("settled")
+	// earlierStatesBucket and earlierRequestsBucket are where earlier versions kept each
+	// request, under its key: how it stands, and as it was frozen. OpenFile numbers what it finds
+	// there. The first is kept, empty: an entry written there is read at the next open as one of
+	// theirs.
+	earlierStatesBucket   = []byte("standing")
+	earlierRequestsBucket = []byte("requests")
 )
 
 // An Option configures a File.
@@ -86,6 +99,9 @@ func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockT
 // that arrive queue up and go to disk together in the next, so that many callers pay for a few
 // syncs rather than one each.
 //
+// A File keeps the id of each request it holds in memory, with its place in the file (some
+// hundred bytes a request), and reads them from the file when it is opened.
+//
 // A File is safe for concurrent use by the clients of one process. Close it after the clients
 // that use it.
 type File struct {
@@ -103,6 +119,9 @@ type File struct {
 	// mu.
 	queue  []*op
 	closed bool
+	// numbers holds the number of each request the file holds, by key. guarded by mu; changed
+	// by the writer only, in its transaction, and read again from the file when one fails.
+	numbers map[string]uint64
 	// count is the number of requests in the file; written by the writer only.
 	count int
 
@@ -165,25 +184,151 @@ func OpenFile(path string, opts ...Option) (*File, error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j := &File{db: db, opts: o, claimed: map[string]bool{}, settling: map[string]settling{}, wake: make(chan struct{}, 1), exited: make(chan struct{})}
-	err = db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(requestsBucket)
-		if err != nil {
-			return err
-		}
-		for _, name := range [][]byte{standingBucket, settledBucket} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		j.count = b.Stats().KeyN
-		return nil
-	})
+	err = createBuckets(db)
+	if err == nil {
+		err = renumber(db)
+	}
+	if err == nil {
+		err = j.index()
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	go j.write()
 	return j, nil
+}
+
+// createBuckets creates the buckets a file that is new, or that an earlier version wrote, lacks.
+func createBuckets(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{frozenBucket, statesBucket, settledBucket, earlierStatesBucket} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// renumber gives a number to each request an earlier version kept under its key. Each
+// transaction moves whole requests, a bounded number of them, so that a large file needs no large
+// transaction and a process that dies meanwhile leaves every request in one form or the other, for
+// the next open to go on. A request whose values do not decode is moved as it is, to be reported
+// by its id.
+func renumber(db *bolt.DB) error {
+	for {
+		moved, err := renumberSome(db, renumberBatch)
+		if err != nil || moved == 0 {
+			return err
+		}
+	}
+}
+
+// renumberBatch is the most requests renumber moves in one transaction.
+const renumberBatch = 1000
+
+// renumberSome moves up to n requests of an earlier version, in one transaction, and returns how
+// many it moved.
+func renumberSome(db *bolt.DB, n int) (moved int, err error) {
+	err = db.Update(func(tx *bolt.Tx) error {
+		states, frozenB := tx.Bucket(statesBucket), frozenBuckets(tx)
+		earlierStates, earlierRequests := tx.Bucket(earlierStatesBucket), tx.Bucket(earlierRequestsBucket)
+		var keys [][]byte
+		c := earlierStates.Cursor()
+		for k, _ := c.First(); k != nil && len(keys) < n; k, _ = c.Next() {
+			keys = append(keys, slices.Clone(k))
+		}
+		for _, key := range keys {
+			st, fr := earlierStates.Get(key), []byte(nil)
+			if earlierRequests != nil {
+				fr = earlierRequests.Get(key)
+			}
+			seq, err := frozenB.NextSequence()
+			if err != nil {
+				return err
+			}
+			// Rewritten in this version's form when both decode; else kept as they are, and
+			// read as what they are: a request that cannot be read.
+			var rec mcpclient.JournalRecord
+			var decoded standing
+			if fr != nil && decodeStanding(st, &decoded) == nil && decodeFrozen(fr, &rec) == nil {
+				st, fr = appendStanding(nil, &decoded), appendFrozen(nil, &rec)
+			}
+			if err := states.Put(statesKey(seq, string(key)), slices.Clone(st)); err != nil {
+				return err
+			}
+			if fr != nil {
+				if err := frozenB.Put(numberKey(seq), slices.Clone(fr)); err != nil {
+					return err
+				}
+				if err := earlierRequests.Delete(key); err != nil {
+					return err
+				}
+			}
+			if err := earlierStates.Delete(key); err != nil {
+				return err
+			}
+		}
+		moved = len(keys)
+		if moved == 0 && earlierRequests != nil && earlierRequests.Stats().KeyN == 0 {
+			return tx.DeleteBucket(earlierRequestsBucket)
+		}
+		return nil
+	})
+	return moved, err
+}
+
+// index reads the number of each request the file holds. Should the file hold two numbers for
+// one key, which only a hand that wrote into it can make, the later one is the request and the
+// earlier one is deleted.
+func (j *File) index() error {
+	var stale []uint64
+	err := j.db.View(func(tx *bolt.Tx) error {
+		stale = j.readNumbers(tx)
+		return nil
+	})
+	if err != nil || len(stale) == 0 {
+		return err
+	}
+	return j.db.Update(func(tx *bolt.Tx) error {
+		states, frozenB := tx.Bucket(statesBucket), tx.Bucket(frozenBucket)
+		for _, num := range stale {
+			k, _ := states.Cursor().Seek(numberKey(num))
+			if k == nil || binary.BigEndian.Uint64(k) != num {
+				continue
+			}
+			if err := states.Delete(slices.Clone(k)); err != nil {
+				return err
+			}
+			if err := frozenB.Delete(numberKey(num)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// readNumbers sets j.numbers and j.count from the states' keys in tx, and returns the numbers of
+// the requests a later one of the same key replaced.
+func (j *File) readNumbers(tx *bolt.Tx) (stale []uint64) {
+	numbers := map[string]uint64{}
+	c := tx.Bucket(statesBucket).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if len(k) < 8 {
+			continue // no key of statesKey's
+		}
+		num, key := binary.BigEndian.Uint64(k), string(k[8:])
+		if earlier, ok := numbers[key]; ok {
+			stale = append(stale, earlier)
+		}
+		numbers[key] = num
+	}
+	j.mu.Lock()
+	j.numbers = numbers
+	j.mu.Unlock()
+	j.count = len(numbers)
+	return stale
 }
 
 // Close writes what is queued, then closes the file. Claims still held stay unresolved in it, to
@@ -220,7 +365,7 @@ type Stats struct {
 func (j *File) Stats() Stats {
 	var held int
 	j.db.View(func(tx *bolt.Tx) error {
-		held = tx.Bucket(requestsBucket).Stats().KeyN
+		held = tx.Bucket(statesBucket).Stats().KeyN
 		return nil
 	})
 	return Stats{Commits: j.commits.Load(), Requests: j.requests.Load(), Held: held}
@@ -270,65 +415,60 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 // claim writes rec in tx, open: a new request, or the known one as it stood, whose record it
 // keeps in c as the claim's prior.
 func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.JournalRecord, frozen []byte, c *claim) error {
-	reqs, settled := tx.Bucket(requestsBucket), tx.Bucket(settledBucket)
-	if old := reqs.Get([]byte(key)); old != nil {
-		var f mcpclient.JournalRecord
-		if err := decodeFrozen(old, &f); err != nil {
+	known, ok, err := j.find(tx, key)
+	if err != nil {
+		return err
+	}
+	if ok {
+		prior, err := readRecord(tx, &known)
+		if err != nil {
 			return err
 		}
-		if f.Fingerprint != rec.Fingerprint {
+		if prior.Fingerprint != rec.Fingerprint {
 			return fmt.Errorf("%w: the journal holds other content under request %s", mcpclient.ErrRequestIDReused, key)
 		}
-		st, _, err := readStanding(tx, key)
-		if err != nil {
-			return err
+		if !known.st.SupersededBy.IsZero() {
+			return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, key, known.st.SupersededBy.JSON())
 		}
-		if !st.SupersededBy.IsZero() {
-			return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, key, st.SupersededBy.JSON())
-		}
-		prior, err := readRecord(tx, []byte(key), &st)
-		if err != nil {
-			return err
-		}
-		if st.SettledAt != 0 {
-			if err := settled.Delete(settledKey(st.SettledAt, key)); err != nil {
+		if known.st.SettledAt != 0 {
+			if err := tx.Bucket(settledBucket).Delete(settledKey(known.st.SettledAt, key)); err != nil {
 				return err
 			}
-			st.SettledAt = 0
+			known.st.SettledAt = 0
 		}
-		st.Open, st.Updated = true, now
-		if err := j.writeStanding(tx, key, &st, now); err != nil {
+		known.st.Open, known.st.Updated = true, now
+		if err := j.writeStanding(tx, &known, now); err != nil {
 			return err
 		}
-		c.prior, c.known = prior, true
+		c.num, c.prior, c.known = known.num, prior, true
 		return nil
 	}
 	// Everything that can refuse the request is read before anything is written, so that a
 	// refusal leaves the transaction it shares with other requests as it found it.
 	olderKey := rec.Supersedes.JSON()
-	var older *standing
+	var older *entry
 	if !rec.Supersedes.IsZero() {
-		st, ok, err := readStanding(tx, olderKey)
+		e, ok, err := j.find(tx, olderKey)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if !st.SupersededBy.IsZero() {
+			if !e.st.SupersededBy.IsZero() {
 				// The first supersession wins: a second would send another replacement
 				// beside the first.
-				return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, olderKey, st.SupersededBy.JSON())
+				return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, olderKey, e.st.SupersededBy.JSON())
 			}
-			older = &st
+			older = &e
 		}
 	}
 	var evict []byte
 	if j.count >= j.opts.capacity {
-		cur := settled.Cursor()
+		cur := tx.Bucket(settledBucket).Cursor()
 		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
 			// The request being superseded stays, as its record, and so does one an attempt
 			// loop holds (the original of a re-issue in flight).
 			if victim := string(k[8:]); victim != olderKey && !j.isClaimed(victim) {
-				evict = k
+				evict = slices.Clone(k)
 				break
 			}
 		}
@@ -337,67 +477,130 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 		}
 	}
 	if evict != nil {
-		if err := j.remove(tx, string(evict[8:])); err != nil {
+		if err := j.removeSettled(tx, evict); err != nil {
 			return err
 		}
 	}
 	if older != nil {
-		older.SupersededBy, older.Updated = rec.ID, now
-		if err := j.writeStanding(tx, olderKey, older, now); err != nil {
+		older.st.SupersededBy, older.st.Updated = rec.ID, now
+		if err := j.writeStanding(tx, older, now); err != nil {
 			return err
 		}
 	}
-	if err := reqs.Put([]byte(key), frozen); err != nil {
+	frozenB := frozenBuckets(tx)
+	num, err := frozenB.NextSequence()
+	if err != nil {
 		return err
 	}
-	if err := j.writeStanding(tx, key, &standing{State: mcpclient.StatePending, Open: true, Receipts: rec.Receipts, Updated: now}, now); err != nil {
+	if err := frozenB.Put(numberKey(num), frozen); err != nil {
 		return err
 	}
+	e := entry{key: key, num: num, st: standing{State: mcpclient.StatePending, Open: true, Receipts: rec.Receipts, Updated: now}}
+	if err := j.writeStanding(tx, &e, now); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	j.numbers[key] = num
+	j.mu.Unlock()
+	c.num = num
 	j.count++
 	j.requests.Add(1)
 	return nil
 }
 
-// writeStanding writes st under key, entering the request in the settled order if nothing can
-// still depend on it.
-func (j *File) writeStanding(tx *bolt.Tx, key string, st *standing, now time.Time) error {
-	if rec := st.record(); st.SettledAt == 0 && rec.Settled() {
-		st.SettledAt = now.UnixNano()
-		if err := tx.Bucket(settledBucket).Put(settledKey(st.SettledAt, key), nil); err != nil {
+// An entry is a request the file holds: its key, its number and how it stands.
+type entry struct {
+	key string
+	num uint64
+	st  standing
+}
+
+// numberKey is the key of the request numbered n in frozenBucket.
+func numberKey(n uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), n) }
+
+// statesKey is the key of the request numbered n, under key, in statesBucket.
+func statesKey(n uint64, key string) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(key)), n), key...)
+}
+
+// frozenBuckets returns tx's bucket of frozen requests, to which requests are only appended.
+func frozenBuckets(tx *bolt.Tx) *bolt.Bucket {
+	b := tx.Bucket(frozenBucket)
+	b.FillPercent = 1 // appended to, never rewritten: full pages stay full
+	return b
+}
+
+// numberOf returns the number of the request under key, and whether the file holds one.
+func (j *File) numberOf(key string) (uint64, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	num, ok := j.numbers[key]
+	return num, ok
+}
+
+// find reads how the request under key stands in tx; ok is false when tx holds no such request,
+// and the error matches ErrCorrupt when what it holds does not decode.
+func (j *File) find(tx *bolt.Tx, key string) (e entry, ok bool, err error) {
+	num, ok := j.numberOf(key)
+	if !ok {
+		return e, false, nil
+	}
+	raw := tx.Bucket(statesBucket).Get(statesKey(num, key))
+	if raw == nil {
+		return e, false, nil // being written by the writer's transaction, or removed by it
+	}
+	e = entry{key: key, num: num}
+	return e, true, decodeStanding(raw, &e.st)
+}
+
+// writeStanding writes how e stands, entering it in the settled order if nothing can still
+// depend on it.
+func (j *File) writeStanding(tx *bolt.Tx, e *entry, now time.Time) error {
+	if rec := e.st.record(); e.st.SettledAt == 0 && rec.Settled() {
+		e.st.SettledAt = now.UnixNano()
+		if err := tx.Bucket(settledBucket).Put(settledKey(e.st.SettledAt, e.key), nil); err != nil {
 			return err
 		}
 	}
-	return tx.Bucket(standingBucket).Put([]byte(key), appendStanding(nil, st))
+	states := tx.Bucket(statesBucket)
+	states.FillPercent = 0.9 // written at the end, rewritten near it: pages mostly full, with room for a settle
+	return states.Put(statesKey(e.num, e.key), appendStanding(nil, &e.st))
 }
 
-// readStanding reads how the request under key stands.
-func readStanding(tx *bolt.Tx, key string) (st standing, ok bool, err error) {
-	raw := tx.Bucket(standingBucket).Get([]byte(key))
-	if raw == nil {
-		return st, false, nil
-	}
-	return st, true, decodeStanding(raw, &st)
-}
-
-// remove deletes the request under key, how it stands and its place in the settled order.
+// remove deletes the request under key: its frozen record, how it stands and its place in the
+// settled order, as far as it can be read.
 func (j *File) remove(tx *bolt.Tx, key string) error {
-	reqs := tx.Bucket(requestsBucket)
-	if reqs.Get([]byte(key)) == nil {
+	num, ok := j.numberOf(key)
+	if !ok {
 		return nil
 	}
-	if st, ok, err := readStanding(tx, key); err == nil && ok && st.SettledAt != 0 {
+	states, sk := tx.Bucket(statesBucket), statesKey(num, key)
+	var st standing
+	if raw := states.Get(sk); raw != nil && decodeStanding(raw, &st) == nil && st.SettledAt != 0 {
 		if err := tx.Bucket(settledBucket).Delete(settledKey(st.SettledAt, key)); err != nil {
 			return err
 		}
 	}
-	if err := tx.Bucket(standingBucket).Delete([]byte(key)); err != nil {
+	if err := states.Delete(sk); err != nil {
 		return err
 	}
-	if err := reqs.Delete([]byte(key)); err != nil {
+	if err := tx.Bucket(frozenBucket).Delete(numberKey(num)); err != nil {
 		return err
 	}
+	j.mu.Lock()
+	delete(j.numbers, key)
+	j.mu.Unlock()
 	j.count--
 	return nil
+}
+
+// removeSettled removes the request at k in the settled order, and k itself, which stays
+// behind when the request's standing does not decode.
+func (j *File) removeSettled(tx *bolt.Tx, k []byte) error {
+	if err := j.remove(tx, string(k[8:])); err != nil {
+		return err
+	}
+	return tx.Bucket(settledBucket).Delete(k)
 }
 
 // prune removes the requests settled before now less the retention, a bounded number per write
@@ -408,7 +611,8 @@ func (j *File) prune(tx *bolt.Tx, now time.Time) error {
 	k, _ := c.First()
 	for i := 0; i < 1000 && k != nil && int64(binary.BigEndian.Uint64(k[:8])) < cutoff; i++ {
 		if key := string(k[8:]); !j.isClaimed(key) { // held: its loop settles it anew
-			if err := j.remove(tx, key); err != nil {
+			k = slices.Clone(k)
+			if err := j.removeSettled(tx, k); err != nil {
 				return err
 			}
 			k, _ = c.Seek(k) // the cursor's place after a delete
@@ -463,24 +667,30 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 		var unreadable []unreadableRecord
 		j.mu.Lock()
 		err := j.db.View(func(tx *bolt.Tx) error {
-			return tx.Bucket(standingBucket).ForEach(func(k, v []byte) error {
+			return tx.Bucket(statesBucket).ForEach(func(k, v []byte) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				var st standing
-				if err := decodeStanding(v, &st); err != nil {
-					unreadable = append(unreadable, unreadableRecord{string(k), err})
+				if len(k) < 8 {
 					return nil
 				}
-				if st.SettledAt != 0 || !st.SupersededBy.IsZero() || j.claimed[string(k)] {
+				e := entry{key: string(k[8:]), num: binary.BigEndian.Uint64(k)}
+				if num, ok := j.numbers[e.key]; ok && num != e.num {
+					return nil // replaced by a later number of the key
+				}
+				if err := decodeStanding(v, &e.st); err != nil {
+					unreadable = append(unreadable, unreadableRecord{e.key, err})
 					return nil
 				}
-				rec, err := readRecord(tx, k, &st)
+				if e.st.SettledAt != 0 || !e.st.SupersededBy.IsZero() || j.claimed[e.key] {
+					return nil
+				}
+				rec, err := readRecord(tx, &e)
 				if err != nil {
-					unreadable = append(unreadable, unreadableRecord{string(k), err})
+					unreadable = append(unreadable, unreadableRecord{e.key, err})
 					return nil
 				}
-				if pending, ok := j.settling[string(k)]; ok {
+				if pending, ok := j.settling[e.key]; ok {
 					pending.apply(&rec)
 				}
 				if rec.Server == server && rec.Unresolved() {
@@ -518,11 +728,11 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 // deciding what to do with it.
 func (j *File) Lookup(ctx context.Context, id mcpclient.ID) (rec mcpclient.JournalRecord, ok bool, err error) {
 	err = j.db.View(func(tx *bolt.Tx) error {
-		st, found, err := readStanding(tx, id.JSON())
+		e, found, err := j.find(tx, id.JSON())
 		if err != nil || !found {
 			return err
 		}
-		rec, err = readRecord(tx, []byte(id.JSON()), &st)
+		rec, err = readRecord(tx, &e)
 		ok = err == nil
 		return err
 	})
@@ -632,7 +842,10 @@ func (j *File) commit(batch []*op) {
 				o.err = fmt.Errorf("journal: write failed: %w", err)
 			}
 		}
-		j.recount()
+		j.db.View(func(tx *bolt.Tx) error {
+			j.readNumbers(tx)
+			return nil
+		})
 	} else {
 		j.commits.Add(1)
 	}
@@ -650,14 +863,6 @@ func (j *File) commit(batch []*op) {
 	}
 }
 
-// recount reads the number of requests back after a failed write.
-func (j *File) recount() {
-	j.db.View(func(tx *bolt.Tx) error {
-		j.count = tx.Bucket(requestsBucket).Stats().KeyN
-		return nil
-	})
-}
-
 // isRefusal reports whether err is an op's refusal made before it wrote anything.
 func isRefusal(err error) bool {
 	return errors.Is(err, mcpclient.ErrRequestIDReused) || errors.Is(err, mcpclient.ErrLedgerFull) || errors.Is(err, ErrCorrupt) ||
@@ -668,8 +873,9 @@ func isRefusal(err error) bool {
 type claim struct {
 	j   *File
 	key string
-	// prior is the request as it stood when claimed, and known whether the file held it;
-	// written by the claim's write, read after it.
+	// num is the request's number, prior the request as it stood when claimed, and known
+	// whether the file held it; written by the claim's write, read after it.
+	num     uint64
 	prior   mcpclient.JournalRecord
 	known   bool
 	settled atomic.Bool
@@ -679,7 +885,7 @@ func (c *claim) Prior() (mcpclient.JournalRecord, bool) { return c.prior, c.know
 
 func (c *claim) Rebind(ctx context.Context, b mcpclient.ReceiptBinding) error {
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
-		return c.j.update(tx, c.key, now, func(s *standing) { s.Receipts, s.Updated = b, now })
+		return c.j.update(tx, c.key, c.num, now, func(s *standing) { s.Receipts, s.Updated = b, now })
 	}}
 	if err := c.j.enqueue(o); err != nil {
 		return err
@@ -706,7 +912,7 @@ func (c *claim) Settle(state mcpclient.State, reached bool, sent int) {
 	j.seq++
 	seq := j.seq
 	j.queue = append(j.queue, &op{settles: c.key, seq: seq, apply: func(tx *bolt.Tx, now time.Time) error {
-		return j.update(tx, c.key, now, func(s *standing) {
+		return j.update(tx, c.key, c.num, now, func(s *standing) {
 			s.State, s.Reached, s.Open = state, s.Reached || reached, false
 			s.Attempts, s.Updated = s.Attempts+sent, now
 		})
@@ -720,14 +926,19 @@ func (c *claim) Settle(state mcpclient.State, reached bool, sent int) {
 // Lost is never closed: no one else can take a request of a file this process holds locked.
 func (c *claim) Lost() <-chan struct{} { return nil }
 
-// update changes how the request under key stands with f, if the file still holds it.
-func (j *File) update(tx *bolt.Tx, key string, now time.Time, f func(*standing)) error {
-	st, ok, err := readStanding(tx, key)
-	if err != nil || !ok {
-		return err // forgotten meanwhile, if not an error
+// update changes with f how the request under key, numbered num, stands, if the file still holds
+// it.
+func (j *File) update(tx *bolt.Tx, key string, num uint64, now time.Time, f func(*standing)) error {
+	raw := tx.Bucket(statesBucket).Get(statesKey(num, key))
+	if raw == nil {
+		return nil // forgotten meanwhile
 	}
-	f(&st)
-	return j.writeStanding(tx, key, &st, now)
+	e := entry{key: key, num: num}
+	if err := decodeStanding(raw, &e.st); err != nil {
+		return err
+	}
+	f(&e.st)
+	return j.writeStanding(tx, &e, now)
 }
 
 // unreadableRecord is a request whose record did not decode, by its key.
@@ -762,17 +973,17 @@ func (st *standing) record() mcpclient.JournalRecord {
 	return mcpclient.JournalRecord{State: st.State, Reached: st.Reached, Open: st.Open, SupersededBy: st.SupersededBy}
 }
 
-// readRecord reads the request under key, standing as st says.
-func readRecord(tx *bolt.Tx, key []byte, st *standing) (mcpclient.JournalRecord, error) {
+// readRecord reads the request e, standing as e says.
+func readRecord(tx *bolt.Tx, e *entry) (mcpclient.JournalRecord, error) {
 	var rec mcpclient.JournalRecord
-	raw := tx.Bucket(requestsBucket).Get(key)
+	raw := tx.Bucket(frozenBucket).Get(numberKey(e.num))
 	if raw == nil {
 		return rec, fmt.Errorf("%w: no request for its state", ErrCorrupt)
 	}
 	if err := decodeFrozen(raw, &rec); err != nil {
 		return rec, err
 	}
-	st.into(&rec)
+	e.st.into(&rec)
 	return rec, nil
 }
 

@@ -1,0 +1,71 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/northstar-mcp/mcpclient"
+)
+
+// A write that fails leaves the file as it was, and what the File remembers of it too: the request
+// a failed write would have recorded has no number, is not found, and is recorded by a later
+// claim.
+func TestFailedWriteLeavesNoNumber(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { j.Close() }()
+	ctx := context.Background()
+	now := time.Now()
+	rec := mcpclient.JournalRecord{ID: mcpclient.StringID("lost in a failed write"), Method: "tools/call", Frame: []byte(`{}`),
+		Server: "s", State: mcpclient.StatePending, Open: true, Created: now, Updated: now}
+	key := rec.ID.JSON()
+	c := &claim{j: j, key: key}
+	claimed := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
+		return j.claim(tx, now, key, &rec, appendFrozen(nil, &rec), c)
+	}}
+	broken := errors.New("the disk is gone")
+	failing := &op{done: make(chan struct{}), apply: func(*bolt.Tx, time.Time) error { return broken }}
+	j.mu.Lock()
+	j.claimed[key] = true
+	j.queue = append(j.queue, claimed, failing)
+	j.mu.Unlock()
+	j.signal()
+	<-claimed.done
+	<-failing.done
+	if !errors.Is(claimed.err, broken) {
+		t.Fatalf("the claim's write: %v, want it failed with the transaction", claimed.err)
+	}
+	j.release(key)
+	if num, ok := j.numberOf(key); ok {
+		t.Fatalf("the failed write left number %d", num)
+	}
+	if _, ok, err := j.Lookup(ctx, rec.ID); ok || err != nil {
+		t.Fatalf("lookup after the failed write: %v, %v", ok, err)
+	}
+	again, err := j.Claim(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, known := again.Prior(); known {
+		t.Fatal("the claim after the failed write found the request known")
+	}
+	again.Settle(mcpclient.StateAnswered, true, 1)
+	j.Close()
+	if j, err = OpenFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := j.Lookup(ctx, rec.ID); err != nil || !ok || got.State != mcpclient.StateAnswered {
+		t.Fatalf("after reopening: %+v, %v, %v", got, ok, err)
+	}
+	if n := j.Stats().Held; n != 1 {
+		t.Fatalf("the file holds %d requests, want 1", n)
+	}
+}

@@ -223,7 +223,16 @@ func (d *decoder) end() error {
 
 // appendFrozen appends rec's fields that never change to b.
 func appendFrozen(b []byte, rec *mcpclient.JournalRecord) []byte {
-	e := encoder{append(b, binaryFormat)}
+	// Room for all of it at once: the frame is most of it, and growing past it copies it again.
+	size := 96 + len(rec.Method) + len(rec.Frame) + len(rec.Version) + len(rec.Server) + len(rec.Reason)
+	for name, values := range rec.Header {
+		size += 4 + len(name)
+		for _, v := range values {
+			size += 2 + len(v)
+		}
+	}
+	e := encoder{slices.Grow(b, size)}
+	e.b = append(e.b, binaryFormat)
 	e.id(rec.ID)
 	e.string(rec.Method)
 	e.bytes(rec.Frame)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -138,4 +139,25 @@ func FuzzDecodeFrozen(f *testing.F) {
 			t.Fatalf("%x decoded to %+v, which does not write back alike (%v)", raw, got, err)
 		}
 	})
+}
+
+// A frozen record is written into a buffer sized for it at once, not grown step by step, each
+// step a copy of what it holds so far.
+func TestAppendFrozenAllocatesItsBufferOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's allocations are not the program's")
+	}
+	rec := everyFieldSet(t)
+	rec.Frame = bytes.Repeat([]byte("x"), 1<<10)
+	size := len(appendFrozen(nil, &rec))
+	var before, after runtime.MemStats
+	const runs = 100
+	runtime.ReadMemStats(&before)
+	for range runs {
+		appendFrozen(nil, &rec)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > uint64(size)*3/2 {
+		t.Fatalf("%d bytes allocated to write a record of %d bytes", per, size)
+	}
 }

@@ -115,6 +115,9 @@ type File struct {
 	// request as it was before. guarded by mu.
 	settling map[string]settling
 	seq      uint64 // numbers the settles. guarded by mu.
+	// committed, set by tests only, runs on the writer between a transaction's commit and the
+	// removal of its settles from settling.
+	committed func()
 	// queue is what the next write carries; wake tells the writer it is not empty. guarded by
 	// mu.
 	queue  []*op
@@ -151,8 +154,14 @@ type settling struct {
 	seq     uint64
 }
 
-// apply makes rec as the settle will leave it.
+// apply makes rec, read from the file, as the settle will leave it, unless the file already
+// shows it: the writer removes a settle from those not yet written only after its transaction
+// committed, so a read between the two finds it in both. A record the settle has not reached is
+// still open: the claim wrote Open before the request was sent, and only its settle clears it.
 func (s settling) apply(rec *mcpclient.JournalRecord) {
+	if !rec.Open {
+		return
+	}
 	rec.State, rec.Reached, rec.Open, rec.Attempts = s.state, rec.Reached || s.reached, false, rec.Attempts+s.sent
 }
 
@@ -848,6 +857,9 @@ func (j *File) commit(batch []*op) {
 		})
 	} else {
 		j.commits.Add(1)
+	}
+	if j.committed != nil {
+		j.committed()
 	}
 	j.mu.Lock()
 	for _, o := range batch {

@@ -69,3 +69,37 @@ func TestFailedWriteLeavesNoNumber(t *testing.T) {
 		t.Fatalf("the file holds %d requests, want 1", n)
 	}
 }
+
+// A settle is in the file and still among those not yet written between its transaction's
+// commit and the writer's next step: a Lookup then must count it once.
+func TestLookupCountsASettleOnce(t *testing.T) {
+	j, err := OpenFile(filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	now := time.Now()
+	rec := mcpclient.JournalRecord{ID: mcpclient.StringID("settled while read"), Method: "tools/call", Frame: []byte(`{}`),
+		Server: "s", State: mcpclient.StatePending, Open: true, Created: now, Updated: now}
+	c, err := j.Claim(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, resume := make(chan struct{}), make(chan struct{})
+	j.committed = func() {
+		close(committed)
+		<-resume
+	}
+	c.Settle(mcpclient.StateAnswered, true, 1)
+	<-committed
+	got, ok, err := j.Lookup(ctx, rec.ID)
+	close(resume)
+	if err != nil || !ok {
+		t.Fatalf("lookup: %v, %v", ok, err)
+	}
+	if got.State != mcpclient.StateAnswered || got.Open || got.Attempts != 1 {
+		t.Fatalf("between the commit and the writer's next step the journal holds %v, open %v, %d attempts; want answered, settled, 1 attempt",
+			got.State, got.Open, got.Attempts)
+	}
+}

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -108,17 +109,17 @@ func BenchmarkDecodeCallToolResult(b *testing.B) {
 }
 
 // answerFrame is a tools/call answer whose result is one text block of size bytes, framed as a
-// server sends it; lines puts a newline (an escape in JSON) every 80 bytes.
-func answerFrame(size int, lines bool) []byte {
-	text := make([]byte, size)
-	for i := range text {
-		text[i] = 'a' + byte(i%26)
+// server sends it. The text is plain letters, or lines of 80 bytes (a newline, escaped in JSON,
+// ending each), or JSON (whose quotes are escaped in JSON, every few bytes).
+func answerFrame(size int, kind string) []byte {
+	pattern := "abcdefghijklmnopqrstuvwxyz"
+	switch kind {
+	case "lines":
+		pattern = strings.Repeat("abcdefghijklmnopqrstuvwxyz", 4)[:79] + "\n"
+	case "json":
+		pattern = `{"id":1234,"name":"item","tags":["a","bc"],"ok":true},`
 	}
-	if lines {
-		for i := 79; i < size; i += 80 {
-			text[i] = '\n'
-		}
-	}
+	text := bytes.Repeat([]byte(pattern), size/len(pattern)+1)[:size]
 	quoted, _ := json.Marshal(string(text))
 	frame := []byte(`{"jsonrpc":"2.0","id":"0123456789abcdef0123456789abcdef-00001","result":{"content":[{"type":"text","text":`)
 	frame = append(frame, quoted...)
@@ -171,7 +172,7 @@ func BenchmarkDecodeAnswer(b *testing.B) {
 		return len(res.Content[0].Text), nil
 	}
 	for _, size := range []int{1 << 10, 1 << 20, 16 << 20} {
-		for _, text := range []string{"plain", "lines"} {
+		for _, text := range []string{"plain", "lines", "json"} {
 			var frame []byte // built for the benchmarks that run
 			for _, client := range []struct {
 				name   string
@@ -179,7 +180,7 @@ func BenchmarkDecodeAnswer(b *testing.B) {
 			}{{"ours", ours}, {"floor", floor}} {
 				b.Run(fmt.Sprintf("size=%dKiB/text=%s/client=%s", size>>10, text, client.name), func(b *testing.B) {
 					if frame == nil {
-						frame = answerFrame(size, text == "lines")
+						frame = answerFrame(size, text)
 					}
 					b.SetBytes(int64(len(frame)))
 					b.ReportAllocs()

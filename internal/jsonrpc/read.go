@@ -2,6 +2,8 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -134,15 +136,26 @@ func String(data []byte, i int) (end int, s string, ok bool) {
 
 // unescape decodes the escapes of inner, a string's bytes between its quotes that scanString
 // found valid. It reports false for a surrogate half that pairs with nothing.
+//
+// Escapes come a few bytes apart in JSON quoted in JSON, and far apart in text: after a short
+// run the next backslash is looked for a word at a time, in place, after a long one with
+// bytes.IndexByte, whose call costs more than a few words but which runs far faster.
 func unescape(inner []byte) (string, bool) {
 	var b strings.Builder
 	b.Grow(len(inner)) // an escape is never shorter than what it stands for
+	byWord := false
 	for {
-		k := bytes.IndexByte(inner, '\\')
-		if k < 0 {
-			b.Write(inner)
-			return b.String(), true
+		k := -1
+		if byWord {
+			k = backslashInWords(inner)
 		}
+		if k < 0 {
+			if k = bytes.IndexByte(inner, '\\'); k < 0 {
+				b.Write(inner)
+				return b.String(), true
+			}
+		}
+		byWord = k < wordsLooked*8
 		b.Write(inner[:k])
 		c := inner[k+1]
 		inner = inner[k+2:]
@@ -174,6 +187,21 @@ func unescape(inner []byte) (string, bool) {
 			b.WriteByte(c)
 		}
 	}
+}
+
+// wordsLooked is how many words backslashInWords looks at.
+const wordsLooked = 4
+
+// backslashInWords returns the index of the first backslash in the first wordsLooked words of
+// b, or -1 when there is none there or b is shorter.
+func backslashInWords(b []byte) int {
+	for i := 0; i < wordsLooked*8 && len(b)-i >= 8; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:]) ^ (lsb * '\\')
+		if found := (x - lsb) &^ x & msb; found != 0 {
+			return i + bits.TrailingZeros64(found)/8 // the lowest flag is never wrong
+		}
+	}
+	return -1
 }
 
 // hex4 reads the four hexadecimal digits of a \u escape scanString found valid.

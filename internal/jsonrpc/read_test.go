@@ -115,3 +115,29 @@ func TestStringDecodesEscapesItself(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkString reads a 1 MiB string: plain letters, lines of 80 bytes (a newline escaped
+// ending each), and JSON text (a quote escaped every few bytes).
+func BenchmarkString(b *testing.B) {
+	for _, tc := range []struct{ name, pattern string }{
+		{"plain", "abcdefghijklmnopqrstuvwxyz"},
+		{"lines", strings.Repeat("abcdefghijklmnopqrstuvwxyz", 4)[:79] + "\n"},
+		{"json", `{"id":1234,"name":"item","tags":["a","bc"],"ok":true},`},
+		{"utf8", "日本語のテキスト、"},
+	} {
+		text := strings.Repeat(tc.pattern, 1<<20/len(tc.pattern))
+		quoted, _ := json.Marshal(text)
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(quoted)))
+			cpu0, cpuOK := processCPU()
+			for b.Loop() {
+				if _, s, ok := String(quoted, 0); !ok || len(s) != len(text) {
+					b.Fatal(ok, len(s))
+				}
+			}
+			if cpu1, _ := processCPU(); cpuOK {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 )
 
 // The scanner validates JSON and finds the extent of values in one pass. encoding/json calls a
@@ -117,43 +118,115 @@ const (
 // and above pass unchecked, as encoding/json lets them (it replaces invalid UTF-8 when it
 // decodes).
 //
-// The runs between escapes are found with bytes.IndexByte and checked for control characters
-// 32 bytes at a time, which is what a large tool result's text costs: a string is almost all
-// such a run.
+// It reads a string in one of two ways, and changes as the string goes. Short runs between
+// escapes (a key, an id, JSON text quoted in JSON) are read a word at a time, which finds a
+// quote, a backslash or a control character in one step and costs no call. A run that goes on
+// past shortRun bytes (the text of a large tool result) is read with bytes.IndexByte, which
+// finds the closing quote and then each backslash before it far faster than any loop in Go,
+// and the bytes between are checked for control characters 32 at a time.
 func scanString(data []byte, i int) (int, stringFlags, error) {
 	var flags stringFlags
 	i++
+	from := i      // where the current run began: after the opening quote or the last escape
+	closing := -1  // the next quote at or after i, once looked for
+	byWord := true // read the run a word at a time
 	for {
-		q := bytes.IndexByte(data[i:], '"')
-		if q < 0 {
-			return 0, 0, errSyntax
-		}
-		closing := i + q
-		for {
-			run := data[i:closing]
-			b := bytes.IndexByte(run, '\\')
-			if b >= 0 {
-				run = run[:b]
+		if byWord {
+			// The lowest byte special flags is a quote, a backslash or a control character:
+			// where it flags wrongly, it is above one of them.
+			var high, found uint64
+			for len(data)-i >= 8 && i-from < shortRun {
+				w := binary.LittleEndian.Uint64(data[i:])
+				if found = special(w); found != 0 {
+					k := bits.TrailingZeros64(found) / 8
+					high |= w & (1<<(8*k) - 1)
+					i += k
+					break
+				}
+				high |= w
+				i += 8
 			}
-			switch controlOrHigh(run) {
-			case hasControl:
-				return 0, 0, errSyntax
-			case hasHigh:
+			if found == 0 {
+				if i-from >= shortRun {
+					byWord = false
+					if high&msb != 0 {
+						flags |= nonASCII
+					}
+					continue
+				}
+				// the last few bytes of data
+				for i < len(data) && data[i] != '"' && data[i] != '\\' && data[i] >= 0x20 {
+					high |= uint64(data[i])
+					i++
+				}
+				if i == len(data) {
+					return 0, 0, errSyntax
+				}
+			}
+			if high&msb != 0 {
 				flags |= nonASCII
 			}
-			if b < 0 {
-				return closing + 1, flags, nil
+			switch data[i] {
+			case '"':
+				return i + 1, flags, nil
+			case '\\':
+				flags |= escaped
+				if i+1 < len(data) && shortEscape[data[i+1]] {
+					i += 2 // skipEscape, inlined by hand for escapes that come every few bytes
+				} else {
+					var err error
+					if i, err = skipUnicodeEscape(data, i); err != nil {
+						return 0, 0, err
+					}
+				}
+				from = i
+				continue
 			}
-			flags |= escaped
-			var err error
-			if i, err = skipEscape(data, i+b); err != nil {
-				return 0, 0, err
-			}
-			if i > closing {
-				break // the escape was \" and took the quote found: look for the next one
-			}
+			return 0, 0, errSyntax // a control character
 		}
+		if closing < i {
+			q := bytes.IndexByte(data[i:], '"')
+			if q < 0 {
+				return 0, 0, errSyntax
+			}
+			closing = i + q
+		}
+		run := data[i:closing]
+		b := bytes.IndexByte(run, '\\')
+		if b >= 0 {
+			run = run[:b]
+		}
+		switch controlOrHigh(run) {
+		case hasControl:
+			return 0, 0, errSyntax
+		case hasHigh:
+			flags |= nonASCII
+		}
+		if b < 0 {
+			return closing + 1, flags, nil
+		}
+		flags |= escaped
+		byWord = i+b-from < shortRun
+		var err error
+		if i, err = skipEscape(data, i+b); err != nil {
+			return 0, 0, err
+		}
+		from = i
 	}
+}
+
+// shortRun is the length from which scanString reads a run with bytes.IndexByte.
+const shortRun = 64
+
+// special reports, in the high bit of each byte, which bytes of w end a run of plain string
+// bytes: a quote, a backslash or a control character. A borrow can flag a byte wrongly, but only
+// above one flagged rightly.
+func special(w uint64) uint64 {
+	quote := w ^ (lsb * '"')
+	backslash := w ^ (lsb * '\\')
+	zero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
+	control := (w - lsb*0x20) &^ w & msb
+	return zero(quote) | zero(backslash) | control
 }
 
 func skipString(data []byte, i int) (int, error) {
@@ -219,25 +292,27 @@ func controlOrHigh(b []byte) int {
 	return plainASCII
 }
 
+// skipEscape validates the escape at data[i] (a backslash) and returns the index after it.
 func skipEscape(data []byte, i int) (int, error) {
-	if i+1 >= len(data) {
+	if i+1 < len(data) && shortEscape[data[i+1]] {
+		return i + 2, nil
+	}
+	return skipUnicodeEscape(data, i)
+}
+
+// shortEscape holds the bytes that follow a backslash in a two-byte escape.
+var shortEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+
+func skipUnicodeEscape(data []byte, i int) (int, error) {
+	if len(data)-i < 6 || data[i+1] != 'u' {
 		return 0, errSyntax
 	}
-	switch data[i+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		return i + 2, nil
-	case 'u':
-		if len(data)-i < 6 {
+	for _, h := range data[i+2 : i+6] {
+		if !isDigit(h) && (h|0x20 < 'a' || h|0x20 > 'f') {
 			return 0, errSyntax
 		}
-		for _, h := range data[i+2 : i+6] {
-			if !isDigit(h) && (h|0x20 < 'a' || h|0x20 > 'f') {
-				return 0, errSyntax
-			}
-		}
-		return i + 6, nil
 	}
-	return 0, errSyntax
+	return i + 6, nil
 }
 
 func skipObject(data []byte, i, depth int) (int, error) { return members(data, i, depth, nil) }

@@ -127,6 +127,44 @@ func TestScanStringReportsEscapesAndBytesAboveASCII(t *testing.T) {
 	}
 }
 
+// scanString switches between reading a word at a time and searching with bytes.IndexByte as
+// the runs between escapes grow and shrink: whichever way it reads, a byte that ends a run or
+// makes the string invalid must be seen wherever it falls, and the flags must be right.
+func TestScanStringAcrossRunLengths(t *testing.T) {
+	escapes := []string{`\n`, `\"`, `\\`, `\u00e9`}
+	for _, gaps := range [][]int{{0, 0, 0}, {1, 7, 8, 9}, {63, 64, 65}, {200, 0, 3, 200}, {100, 1, 100, 1}, {64, 64, 64, 64}} {
+		var base []byte
+		for k, g := range gaps {
+			base = append(base, bytes.Repeat([]byte("a"), g)...)
+			base = append(base, escapes[k%len(escapes)]...)
+		}
+		base = append(base, bytes.Repeat([]byte("b"), 70)...)
+		for at := 0; at <= len(base); at++ {
+			for _, c := range []byte{0x01, 0x1f, 0x80, '"', '\\'} {
+				str := slices.Concat([]byte(`"`), base[:at], []byte{c}, base[at:], []byte(`"`))
+				got, want := valid(str), stdValid(str)
+				if got != want {
+					t.Fatalf("%q: valid = %v, json.Valid = %v", str, got, want)
+				}
+				if !got {
+					continue
+				}
+				end, flags, err := scanString(append(str, ','), 0)
+				wantFlags := stringFlags(0)
+				if bytes.IndexByte(str[1:len(str)-1], '\\') >= 0 {
+					wantFlags |= escaped
+				}
+				if bytes.IndexFunc(str, func(r rune) bool { return r >= 0x80 }) >= 0 {
+					wantFlags |= nonASCII
+				}
+				if err != nil || end != len(str) || flags != wantFlags {
+					t.Fatalf("scanString(%q) = %d, %b, %v; want %d, %b", str, end, flags, err, len(str), wantFlags)
+				}
+			}
+		}
+	}
+}
+
 func FuzzValid(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))

@@ -191,6 +191,10 @@ func setString(field *string, value []byte) bool {
 		return false // not a string: encoding/json's type error
 	}
 	s := value[1 : len(value)-1]
+	if string(s) == Version {
+		*field = Version // every message has it: no string of its own
+		return true
+	}
 	for _, c := range s {
 		if c == '\\' || c >= 0x80 {
 			return false // escapes and UTF-8 repair are encoding/json's to do

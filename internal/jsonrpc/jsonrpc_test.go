@@ -405,3 +405,12 @@ func TestResponseIDsOfRefusedFrames(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeAllocatesNoVersionString(t *testing.T) {
+	with, without := []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`), []byte(`{"id":1,"result":{}}`)
+	allocsWith := testing.AllocsPerRun(100, func() { jsonrpc.Decode(with) })
+	allocsWithout := testing.AllocsPerRun(100, func() { jsonrpc.Decode(without) })
+	if allocsWith != allocsWithout {
+		t.Errorf("Decode makes %v allocations with \"jsonrpc\":\"2.0\", %v without", allocsWith, allocsWithout)
+	}
+}

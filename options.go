@@ -228,9 +228,6 @@ const Version = "0.1.0"
 // defaultClientInfo is the clientInfo of every client WithClientInfo gave none. Never written.
 var defaultClientInfo = Implementation{Name: "mcpclient", Version: Version}
 
-// defaultClientInfoJSON is defaultClientInfo encoded, as a stateless revision's _meta carries it.
-var defaultClientInfoJSON, _ = json.Marshal(&defaultClientInfo)
-
 // WithRetryPolicy sets the retry policy. Default: DefaultRetryPolicy(); zero fields of p take
 // their defaults.
 func WithRetryPolicy(p RetryPolicy) Option {

@@ -145,29 +145,11 @@ func withHeaders(own, extra http.Header) http.Header {
 	return h
 }
 
-// A pendingCall waits for the answer to the request key sent on the session. Whoever removes the
-// call from the pending calls gives it its one reply (give); the caller takes it after answered
-// (reply). A channel of replies would take a buffer of its own, since a reply holds pointers.
+// A pendingCall waits for the answer to the request key sent on the session. ch is buffered and
+// receives exactly one reply; whoever removes the call from the pending calls sends it.
 type pendingCall struct {
-	key      string
-	r        reply         // written once, by give, before answered receives
-	answered chan struct{} // buffered: give never waits
-}
-
-func newPendingCall(key string) *pendingCall {
-	return &pendingCall{key: key, answered: make(chan struct{}, 1)}
-}
-
-// give hands p its reply. It is called once, by whoever removed p from the pending calls.
-func (p *pendingCall) give(r reply) {
-	p.r = r
-	p.answered <- struct{}{}
-}
-
-// reply waits for p's reply, once p was removed from the pending calls.
-func (p *pendingCall) reply() reply {
-	<-p.answered
-	return p.r
+	key string
+	ch  chan reply
 }
 
 // pendingCalls are the calls awaiting answers on a session, by request key. The first is held
@@ -320,10 +302,10 @@ func (s *session) end(cause error, detach bool) {
 	if pending.len() > 0 {
 		lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
 		if pending.one != nil {
-			pending.one.give(reply{err: lost})
+			pending.one.ch <- reply{err: lost}
 		}
 		for _, p := range pending.more {
-			p.give(reply{err: lost})
+			p.ch <- reply{err: lost}
 		}
 	}
 	s.inbound.close()
@@ -377,7 +359,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	if err := ctx.Err(); err != nil {
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 	}
-	p := newPendingCall(req.key)
+	p := &pendingCall{key: req.key, ch: make(chan reply, 1)}
 	s.mu.Lock()
 	if s.dead {
 		cause := s.cause
@@ -402,7 +384,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 			// Something was routed to the call before Send gave up (an answer on a legacy
 			// stream, then a 502 for the POST): an answer is the request's outcome, and the
 			// later send error cannot undo it.
-			if r := p.reply(); isAnswer(r) {
+			if r := <-p.ch; isAnswer(r) {
 				return r.result, withReply(r.err)
 			}
 		}
@@ -420,15 +402,14 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 		return nil, withReply(err)
 	}
 	select {
-	case <-p.answered:
-		r := p.r
+	case r := <-p.ch:
 		s.awaitNamed(ctx, req.key)
 		return r.result, withReply(r.err)
 	case <-ctx.Done():
 		if !s.forget(p) {
 			// The reply won the race; an answer is still the answer, and any other reply
 			// says as much about the exchange as the context does.
-			r := p.reply()
+			r := <-p.ch
 			return r.result, withReply(r.err)
 		}
 		cause := context.Cause(ctx)
@@ -537,7 +518,7 @@ func withReply(err error) error {
 }
 
 // forget removes p from the pending calls if it is still there, and reports whether it was: when
-// it was not, a reply is on its way to p, or there already.
+// it was not, a reply is on its way to p.ch, or there already.
 func (s *session) forget(p *pendingCall) bool {
 	s.mu.Lock()
 	removed := s.pending.get(p.key) == p
@@ -562,7 +543,7 @@ func isAnswer(r reply) bool {
 func (s *session) resolve(key string, r reply) bool {
 	p := s.take(key)
 	if p != nil {
-		p.give(r)
+		p.ch <- r
 	}
 	return p != nil
 }
@@ -612,7 +593,7 @@ func (s *session) Fail(err error) {
 		// session goes on for the calls still awaiting answers.
 		s.retire(err)
 		if p := s.take(te.ID); p != nil {
-			p.give(reply{err: err})
+			p.ch <- reply{err: err}
 		}
 		return
 	}

@@ -71,9 +71,10 @@ type Client struct {
 	exitsAtStart int32
 	closed       bool
 
-	// life ends at Close and Detach; the client's own background work runs under it. Made by
+	// ctx ends at Close and Detach; the client's own background work runs under it. Made by
 	// the first work that needs it (see lifetime): an idle client has none. guarded by mu.
-	life *clientLife
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	closeOnce sync.Once
 	// wg counts every session until it has ended, the goroutines of sessions (dispatcher,
@@ -316,11 +317,11 @@ func (c *Client) shutdown(detach bool) error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		life := c.life
+		cancel := c.cancel
 		live := slices.Clone(c.live)
 		c.mu.Unlock()
-		if life != nil {
-			life.cancel()
+		if cancel != nil {
+			cancel()
 		}
 		for _, s := range live {
 			s.end(ErrClosed, detach)
@@ -335,20 +336,13 @@ func (c *Client) shutdown(detach bool) error {
 func (c *Client) lifetime() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.life == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		c.life = &clientLife{ctx, cancel}
+	if c.ctx == nil {
+		c.ctx, c.cancel = context.WithCancel(context.Background())
 		if c.closed {
-			cancel()
+			c.cancel()
 		}
 	}
-	return c.life.ctx
-}
-
-// clientLife is the context that ends at Close and Detach, and its cancellation.
-type clientLife struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+	return c.ctx
 }
 
 // keepalive pings the server every interval until the client closes, so that a dead connection

@@ -27,8 +27,7 @@ type config struct {
 	serverIdentity string
 	idVersion      IDVersion
 	logger         *slog.Logger
-	// info is the clientInfo to send; clients that set none share defaultClientInfo.
-	info *Implementation
+	info           Implementation
 	// handlers are reached through the embedded pointer; a client with none shares one empty
 	// set, so that an idle Client does not carry a dozen nil fields.
 	*handlers
@@ -160,7 +159,7 @@ func (c *config) apply(opts []Option) {
 		ledgerCap: DefaultLedgerCapacity,
 		idVersion: UUIDv4,
 		logger:    discardLogger,
-		info:      &defaultClientInfo,
+		info:      Implementation{Name: "mcpclient", Version: Version},
 		handshake: DefaultHandshakeTimeout,
 		handlers:  &noHandlers,
 		testHooks: &defaultHooks,
@@ -206,9 +205,6 @@ func (c *config) err() error {
 // Version is this module's version, sent as clientInfo.version unless WithClientInfo says
 // otherwise.
 const Version = "0.1.0"
-
-// defaultClientInfo is the clientInfo of every client WithClientInfo gave none. Never written.
-var defaultClientInfo = Implementation{Name: "mcpclient", Version: Version}
 
 // WithRetryPolicy sets the retry policy. Default: DefaultRetryPolicy(); zero fields of p take
 // their defaults.
@@ -287,7 +283,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClientInfo sets the clientInfo sent in initialize. Default {"mcpclient", Version}.
 func WithClientInfo(info Implementation) Option {
-	return optionFunc(func(c *config) { c.info = &info })
+	return optionFunc(func(c *config) { c.info = info })
 }
 
 // A NotificationHandler receives one server notification. Handlers run one at a time, in arrival

@@ -29,17 +29,11 @@ type ProgressHandler func(Progress)
 type progressRegistry struct {
 	mu      sync.Mutex
 	byToken map[string]*progressWatch // guarded by mu
-	closed  bool                      // guarded by mu
-	// trails are the removals waiting for a call's last reports (see progressTrail), made by
-	// the first: a client whose calls never asked for progress has none. guarded by mu.
-	trails *progressTrails
-}
-
-// progressTrails are the removals of a progressRegistry waiting for a call's last reports; the
-// client owns them, and Close ends them.
-type progressTrails struct {
-	waiting map[*time.Timer]func() // guarded by the registry's mu
-	running sync.WaitGroup         // removals scheduled and not yet done or stopped
+	// trails are the removals waiting for a call's last reports (see progressTrail); the client
+	// owns them, and Close ends them. guarded by mu.
+	trails  map[*time.Timer]func()
+	running sync.WaitGroup // removals scheduled and not yet done or stopped
+	closed  bool           // guarded by mu
 }
 
 // removeLater runs remove after d, unless the client closes first, which runs it at once.
@@ -52,19 +46,18 @@ func (r *progressRegistry) removeLater(d time.Duration, remove func()) {
 	}
 	defer r.mu.Unlock()
 	if r.trails == nil {
-		r.trails = &progressTrails{waiting: make(map[*time.Timer]func())}
+		r.trails = make(map[*time.Timer]func())
 	}
-	trails := r.trails
-	trails.running.Add(1)
+	r.running.Add(1)
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
-		defer trails.running.Done()
+		defer r.running.Done()
 		remove()
 		r.mu.Lock()
-		delete(trails.waiting, t)
+		delete(r.trails, t)
 		r.mu.Unlock()
 	})
-	trails.waiting[t] = remove
+	r.trails[t] = remove
 }
 
 // close runs the removals still waiting and waits for those under way.
@@ -72,21 +65,15 @@ func (r *progressRegistry) close() {
 	r.mu.Lock()
 	r.closed = true
 	trails := r.trails
-	var waiting map[*time.Timer]func()
-	if trails != nil {
-		waiting, trails.waiting = trails.waiting, nil
-	}
+	r.trails = nil
 	r.mu.Unlock()
-	if trails == nil {
-		return
-	}
-	for t, remove := range waiting {
+	for t, remove := range trails {
 		if t.Stop() {
 			remove()
-			trails.running.Done()
+			r.running.Done()
 		}
 	}
-	trails.running.Wait()
+	r.running.Wait()
 }
 
 type progressWatch struct {

@@ -211,12 +211,7 @@ const maxTasksRemembered = 1024
 // answering: a poll that shows them again before the server took the answers in must not put
 // them to the handlers (a person, often) twice, and two polls at once must not both answer.
 type taskInputs struct {
-	mu sync.Mutex
-	// held is nil until a poll claims a key: most clients never follow a task. guarded by mu.
-	held *taskInputsHeld
-}
-
-type taskInputsHeld struct {
+	mu    sync.Mutex
 	keys  map[string]map[string]bool // task id → keys answered or being answered
 	order []string                   // task ids, oldest first
 }
@@ -225,10 +220,7 @@ type taskInputsHeld struct {
 func (ti *taskInputs) claim(taskID string, candidates []string) []string {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	var done map[string]bool
-	if ti.held != nil {
-		done = ti.held.keys[taskID]
-	}
+	done := ti.keys[taskID]
 	var fresh []string
 	for _, key := range candidates {
 		if !done[key] {
@@ -238,18 +230,17 @@ func (ti *taskInputs) claim(taskID string, candidates []string) []string {
 	if len(fresh) == 0 {
 		return nil
 	}
-	if ti.held == nil {
-		ti.held = &taskInputsHeld{keys: make(map[string]map[string]bool)}
-	}
-	h := ti.held
 	if done == nil {
-		if len(h.order) >= maxTasksRemembered {
-			delete(h.keys, h.order[0])
-			h.order = h.order[1:]
+		if ti.keys == nil {
+			ti.keys = make(map[string]map[string]bool)
+		}
+		if len(ti.order) >= maxTasksRemembered {
+			delete(ti.keys, ti.order[0])
+			ti.order = ti.order[1:]
 		}
 		done = make(map[string]bool, len(fresh))
-		h.keys[taskID] = done
-		h.order = append(h.order, taskID)
+		ti.keys[taskID] = done
+		ti.order = append(ti.order, taskID)
 	}
 	for _, key := range fresh {
 		done[key] = true
@@ -261,11 +252,8 @@ func (ti *taskInputs) claim(taskID string, candidates []string) []string {
 func (ti *taskInputs) release(taskID string, keys []string) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	if ti.held == nil {
-		return
-	}
 	for _, key := range keys {
-		delete(ti.held.keys[taskID], key)
+		delete(ti.keys[taskID], key)
 	}
 }
 
@@ -273,17 +261,13 @@ func (ti *taskInputs) release(taskID string, keys []string) {
 func (ti *taskInputs) forget(taskID string) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	h := ti.held
-	if h == nil {
+	if _, ok := ti.keys[taskID]; !ok {
 		return
 	}
-	if _, ok := h.keys[taskID]; !ok {
-		return
-	}
-	delete(h.keys, taskID)
-	for i, id := range h.order {
+	delete(ti.keys, taskID)
+	for i, id := range ti.order {
 		if id == taskID {
-			h.order = append(h.order[:i], h.order[i+1:]...)
+			ti.order = append(ti.order[:i], ti.order[i+1:]...)
 			break
 		}
 	}

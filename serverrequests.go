@@ -71,14 +71,13 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 	life := s.lifetime()
 	ctx, cancel := context.WithCancel(life)
 	s.mu.Lock()
-	b := s.busyState() // made by lifetime already
-	_, dup := b.handling[key]
-	busy := len(b.handling) >= maxServerRequests
+	_, dup := s.handling[key]
+	busy := len(s.handling) >= maxServerRequests
 	if !dup && !busy {
-		if b.handling == nil {
-			b.handling = make(map[string]context.CancelFunc)
+		if s.handling == nil {
+			s.handling = make(map[string]context.CancelFunc)
 		}
-		b.handling[key] = cancel
+		s.handling[key] = cancel
 	}
 	s.mu.Unlock()
 	switch {
@@ -99,7 +98,7 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 		defer func() {
 			cancel()
 			s.mu.Lock()
-			delete(b.handling, key)
+			delete(s.handling, key)
 			s.mu.Unlock()
 		}()
 		result, err := runRequestHandler(ctx, h, m.Params)
@@ -131,11 +130,8 @@ func (s *session) cancelServerRequest(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}
-	var cancel context.CancelFunc
 	s.mu.Lock()
-	if s.busy != nil {
-		cancel = s.busy.handling[p.RequestID.JSON()]
-	}
+	cancel := s.handling[p.RequestID.JSON()]
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()

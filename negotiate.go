@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -23,9 +22,8 @@ func (c *Client) boundHandshake(ctx context.Context) (context.Context, context.C
 	if _, ok := ctx.Deadline(); ok || c.cfg.handshake <= 0 {
 		return ctx, func() {}
 	}
-	// The cause points at the client's setting rather than holding a copy, which every
-	// handshake would allocate and almost none reads.
-	return context.WithTimeoutCause(ctx, c.cfg.handshake, (*handshakeTimeout)(&c.cfg.handshake))
+	d := c.cfg.handshake
+	return context.WithTimeoutCause(ctx, d, handshakeTimeout(d))
 }
 
 // handshakeTimeout is the cause of a handshake that ran out of its bound: ErrHandshakeTimeout
@@ -123,9 +121,7 @@ func (c *Client) adoptStateless(s *session, lc lifecycle) {
 	if sc, ok := s.conn.(transport.SessionConn); ok {
 		sc.SetProtocolVersion(lc.version)
 	}
-	if c.log.Enabled(context.Background(), slog.LevelDebug) { // the attributes cost allocations
-		c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
-	}
+	c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
 }
 
 // open connects a new session. The connection delivers to the session from the start.
@@ -198,15 +194,15 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 		}
 		return err // a transport failure: the caller dials again
 	}
-	// Decoded in place: a session whose answer is refused is killed, never published.
-	if err := json.Unmarshal(raw, &s.init); err != nil {
+	var res InitializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
 		return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
 	}
-	res := &s.init
 	if !isSupportedVersion(res.ProtocolVersion) || isStateless(res.ProtocolVersion) {
 		return &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
 			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
 	}
+	s.init = res
 	if r, ok := res.Capabilities.RequestReceipts(); ok {
 		s.receipts, s.receiptEpoch = r.Scope, r.Epoch
 	} else {
@@ -232,9 +228,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	if sc, ok := s.conn.(transport.SessionConn); ok && c.cfg.listens() { // sessions of the older revisions only: stateless ones have no such stream
 		sc.Listen()
 	}
-	if c.log.Enabled(ctx, slog.LevelDebug) { // the attributes cost allocations
-		c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
-	}
+	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
 	return nil
 }
 

@@ -96,10 +96,8 @@ func (c ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
 		return RequestReceipts{}, false
 	}
 	r = RequestReceipts{Scope: d.Scope, MaxReceipts: d.MaxReceipts, RetentionMs: d.RetentionMs, Disconnect: d.Disconnect}
-	// Decoded apart, so that r itself stays off the heap for a server that declares no receipts.
-	var epoch string
-	if json.Unmarshal(d.Epoch, &epoch) == nil {
-		r.Epoch = epoch
+	if json.Unmarshal(d.Epoch, &r.Epoch) != nil {
+		r.Epoch = ""
 	}
 	return r, true
 }

@@ -103,14 +103,17 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 	if t == nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("nil transport")}
 	}
-	c := &Client{transport: t}
-	c.cfg.apply(opts)
-	if err := c.cfg.err(); err != nil {
+	cfg := newConfig(opts)
+	if err := cfg.err(); err != nil {
 		return nil, err
 	}
-	c.log = c.cfg.logger
-	if c.cfg.roots != nil {
-		c.roots = &rootsState{roots: c.cfg.roots}
+	c := &Client{
+		transport: t,
+		cfg:       cfg,
+		log:       cfg.logger,
+	}
+	if cfg.roots != nil {
+		c.roots = &rootsState{roots: cfg.roots}
 	}
 	ctx, stop := c.boundHandshake(ctx)
 	defer stop()
@@ -118,9 +121,9 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		c.Close()
 		return nil, err
 	}
-	if c.cfg.keepalive > 0 {
+	if cfg.keepalive > 0 {
 		c.wg.Add(1)
-		go c.keepalive(c.cfg.keepalive)
+		go c.keepalive(cfg.keepalive)
 	}
 	return c, nil
 }

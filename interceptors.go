@@ -98,8 +98,7 @@ func WithInterceptors(ics ...Interceptor) Option {
 	return optionFunc(func(c *config) {
 		for _, ic := range ics {
 			if ic != nil {
-				hs := c.ownHandlers()
-				hs.interceptors = append(hs.interceptors, ic)
+				c.interceptors = append(c.interceptors, ic)
 			}
 		}
 	})
@@ -304,9 +303,9 @@ func WithAttemptHook(h func(ctx context.Context, ev AttemptEvent)) Option {
 		switch prev := c.onAttempt; {
 		case h == nil:
 		case prev == nil:
-			c.ownHandlers().onAttempt = h
+			c.onAttempt = h
 		default:
-			c.ownHandlers().onAttempt = func(ctx context.Context, ev AttemptEvent) {
+			c.onAttempt = func(ctx context.Context, ev AttemptEvent) {
 				prev(ctx, ev)
 				h(ctx, ev)
 			}

@@ -47,8 +47,8 @@ type config struct {
 	*testHooks
 }
 
-// handlers are what the client does with what the server sends unprompted. Options write them,
-// through ownHandlers, while the config is applied; they are read-only after.
+// handlers are what the client does with what the server sends unprompted. Options write them
+// while newConfig runs; they are read-only after.
 type handlers struct {
 	notifications   map[string]NotificationHandler
 	requestHandlers map[string]RequestHandler
@@ -72,18 +72,8 @@ func (h *handlers) none() bool {
 		h.interceptors == nil && h.onAttempt == nil
 }
 
-// noHandlers is the handler set of every client configured with none. Never written: options
-// write through ownHandlers.
+// noHandlers is the handler set of every client configured with none. Never written.
 var noHandlers handlers
-
-// ownHandlers returns the client's own handler set, for an option to write, made on the first
-// write: a client configured with no handler shares noHandlers from the start.
-func (c *config) ownHandlers() *handlers {
-	if c.handlers == &noHandlers {
-		c.handlers = new(handlers)
-	}
-	return c.handlers
-}
 
 type testHooks struct {
 	inbox            inboxLimits
@@ -91,19 +81,8 @@ type testHooks struct {
 	onJoin           func(ID) // runs when a caller joins the attempt loop already running for an id
 }
 
-// defaultHooks are the hooks of every client no test configured. Never written: the options of
-// tests write through ownHooks.
+// defaultHooks are the hooks of every client no test configured. Never written.
 var defaultHooks = testHooks{inbox: inboxLimits{soft: inboxSoftLimit, softBytes: inboxSoftLimitBytes, hardBytes: inboxHardLimitBytes}}
-
-// ownHooks returns the client's own hooks, for a test's option to write, made from the defaults
-// on the first write.
-func (c *config) ownHooks() *testHooks {
-	if c.testHooks == &defaultHooks {
-		h := defaultHooks
-		c.testHooks = &h
-	}
-	return c.testHooks
-}
 
 func (h *testHooks) isDefault() bool {
 	return h.inbox == defaultHooks.inbox && h.onSupersedeBuilt == nil && h.onJoin == nil
@@ -151,22 +130,21 @@ func (c *config) declaredExtensions() map[string]json.RawMessage {
 	return extensions
 }
 
-// apply makes c the configuration opts give, in place: c is the Client's own, so that building
-// it copies and allocates nothing that a client with default settings does not keep.
-func (c *config) apply(opts []Option) {
-	*c = config{
+func newConfig(opts []Option) config {
+	c := config{
 		retry:     DefaultRetryPolicy(),
 		ledgerCap: DefaultLedgerCapacity,
 		idVersion: UUIDv4,
-		logger:    discardLogger,
+		logger:    slog.New(slog.DiscardHandler),
 		info:      Implementation{Name: "mcpclient", Version: Version},
 		handshake: DefaultHandshakeTimeout,
-		handlers:  &noHandlers,
-		testHooks: &defaultHooks,
+		handlers:  new(handlers),
+		testHooks: new(testHooks),
 	}
+	*c.testHooks = defaultHooks
 	for _, o := range opts {
 		if o != nil {
-			o.applyOption(c)
+			o.applyOption(&c)
 		}
 	}
 	p := c.retry
@@ -188,10 +166,8 @@ func (c *config) apply(opts []Option) {
 	if c.testHooks.isDefault() {
 		c.testHooks = &defaultHooks
 	}
+	return c
 }
-
-// discardLogger is the logger of clients given none.
-var discardLogger = slog.New(slog.DiscardHandler)
 
 // err returns the invalid option values, joined, as the *Error Connect fails with; nil when
 // there are none.
@@ -297,11 +273,10 @@ type NotificationHandler func(ctx context.Context, method string, params json.Ra
 // handler of their own. Default: notifications are logged at debug level and dropped.
 func WithNotificationHandler(method string, h NotificationHandler) Option {
 	return optionFunc(func(c *config) {
-		hs := c.ownHandlers()
-		if hs.notifications == nil {
-			hs.notifications = make(map[string]NotificationHandler)
+		if c.notifications == nil {
+			c.notifications = make(map[string]NotificationHandler)
 		}
-		hs.notifications[method] = h
+		c.notifications[method] = h
 	})
 }
 
@@ -368,7 +343,7 @@ func WithProtocolVersion(v string) Option {
 // WithSamplingHandler declares the sampling capability and answers sampling/createMessage with
 // h. Default: no sampling.
 func WithSamplingHandler(h SamplingHandler) Option {
-	return optionFunc(func(c *config) { c.ownHandlers().sampling = h })
+	return optionFunc(func(c *config) { c.sampling = h })
 }
 
 // WithElicitationHandler declares the elicitation capability in form mode and answers
@@ -378,7 +353,7 @@ func WithSamplingHandler(h SamplingHandler) Option {
 // with invalid params (-32602). Like every server request handler, h runs at most 16 at a time
 // (see RequestHandler). Default: no elicitation.
 func WithElicitationHandler(h ElicitationHandler) Option {
-	return optionFunc(func(c *config) { c.ownHandlers().elicitation = h })
+	return optionFunc(func(c *config) { c.elicitation = h })
 }
 
 // WithURLElicitationHandler declares the elicitation capability in URL mode and answers URL-mode
@@ -389,14 +364,14 @@ func WithElicitationHandler(h ElicitationHandler) Option {
 // thereby refused. Like every server request handler, h runs at most 16 at a time (see
 // RequestHandler). Default: URL mode not declared, and its requests refused.
 func WithURLElicitationHandler(h URLElicitationHandler) Option {
-	return optionFunc(func(c *config) { c.ownHandlers().urlElicitation = h })
+	return optionFunc(func(c *config) { c.urlElicitation = h })
 }
 
 // WithRoots declares the roots capability (with list_changed) and answers roots/list with
 // roots, which SetRoots replaces later. Default: no roots capability.
 func WithRoots(roots ...Root) Option {
 	return optionFunc(func(c *config) {
-		c.ownHandlers().roots = append([]Root{}, roots...)
+		c.roots = append([]Root{}, roots...)
 	})
 }
 
@@ -406,22 +381,21 @@ func WithRoots(roots ...Root) Option {
 // how many run at once. Default: method not found.
 func WithRequestHandler(method string, h RequestHandler) Option {
 	return optionFunc(func(c *config) {
-		hs := c.ownHandlers()
-		if hs.requestHandlers == nil {
-			hs.requestHandlers = make(map[string]RequestHandler)
+		if c.requestHandlers == nil {
+			c.requestHandlers = make(map[string]RequestHandler)
 		}
-		hs.requestHandlers[method] = h
+		c.requestHandlers[method] = h
 	})
 }
 
 // WithLogHandler receives the server's log records. Default: they are dropped.
 func WithLogHandler(h LogHandler) Option {
-	return optionFunc(func(c *config) { c.ownHandlers().logHandler = h })
+	return optionFunc(func(c *config) { c.logHandler = h })
 }
 
 // WithResourceUpdatedHandler receives notifications/resources/updated. Default: dropped.
 func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
-	return optionFunc(func(c *config) { c.ownHandlers().resourceUpdated = h })
+	return optionFunc(func(c *config) { c.resourceUpdated = h })
 }
 
 // WithExtension declares support for the protocol extension id (such as skills.Extension) in the

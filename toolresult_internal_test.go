@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/northstar-mcp/mcpclient/internal/cputime"
 	"reflect"
 	"strings"
 	"testing"
@@ -184,13 +185,13 @@ func BenchmarkDecodeAnswer(b *testing.B) {
 					}
 					b.SetBytes(int64(len(frame)))
 					b.ReportAllocs()
-					cpu0, cpuOK := processCPU()
+					cpu0, cpuOK := cputime.Process()
 					for b.Loop() {
 						if n, err := client.decode(frame); err != nil || n != size {
 							b.Fatalf("%d bytes of text, %v", n, err)
 						}
 					}
-					if cpu1, _ := processCPU(); cpuOK {
+					if cpu1, _ := cputime.Process(); cpuOK {
 						b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 					}
 				})

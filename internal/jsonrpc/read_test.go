@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/northstar-mcp/mcpclient/internal/cputime"
 	"regexp"
 	"strings"
 	"testing"
@@ -129,13 +130,13 @@ func BenchmarkString(b *testing.B) {
 		quoted, _ := json.Marshal(text)
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(quoted)))
-			cpu0, cpuOK := processCPU()
+			cpu0, cpuOK := cputime.Process()
 			for b.Loop() {
 				if _, s, ok := String(quoted, 0); !ok || len(s) != len(text) {
 					b.Fatal(ok, len(s))
 				}
 			}
-			if cpu1, _ := processCPU(); cpuOK {
+			if cpu1, _ := cputime.Process(); cpuOK {
 				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 			}
 		})

@@ -400,17 +400,13 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 
 	// A response stream outlives Send: it lives as long as the connection and the caller's
 	// interest in the answer. It keeps the caller's values, for HeaderFunc and RoundTrippers.
-	// Ending the request names the caller's cause, if the caller's context ended (a call's
-	// timeout), so that a failure read later says what ended it.
 	reqCtx, abort := context.WithCancelCause(context.WithoutCancel(ctx))
-	cancel := func() { abort(context.Cause(ctx)) }
-	x := c.track(cancel)
+	x := c.track(ctx, abort)
 	if x == nil {
-		cancel()
+		abort(context.Cause(ctx))
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: ErrClosed}
 	}
-	stop := context.AfterFunc(ctx, cancel)
-	release := func() { stop(); c.untrack(x); cancel() }
+	x.unbind = context.AfterFunc(ctx, x.cancel)
 
 	// A refusal for want of credentials came before the server ran anything: once authorized,
 	// the same bytes go again under the same id.
@@ -422,21 +418,21 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 			err = authorize(reqCtx, c.t.Authorizer, req)
 		}
 		if err != nil {
-			release()
+			c.release(x)
 			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
 		}
 		resp, err = c.client.Do(req)
 		trace.done()
 		if err != nil {
 			err = timedOut(reqCtx, err)
-			release()
+			c.release(x)
 			return deliveryFailure(ctx, msg.ID, trace.wrote.Load(), redactQuery(err))
 		}
 		if !challenged(resp) {
 			break
 		}
 		if err := reauthorize(reqCtx, c.t.Authorizer, req, resp, rounds); err != nil {
-			release()
+			c.release(x)
 			return &Error{Outcome: NotDelivered, ID: msg.ID, Err: err}
 		}
 	}
@@ -456,7 +452,7 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 			// A session opened with one is refused, definitely: asking again gets the same
 			// id. The id itself stays out of errors and logs.
 			if msg.Method == "initialize" {
-				release()
+				c.release(x)
 				resp.Body.Close()
 				return &Error{Outcome: Answered, ID: msg.ID, Err: fmt.Errorf("%w (%d bytes, not all visible ASCII)", ErrInvalidSessionID, len(sid))}
 			}
@@ -467,7 +463,7 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	switch code := resp.StatusCode; {
 	case code == http.StatusAccepted:
 		drain(resp.Body)
-		release()
+		c.release(x)
 		if msg.IsRequest() && !c.awaitOnServerStream(msg.ID) {
 			// Nothing will ever carry the answer: waiting would only reach the deadline.
 			return &Error{Outcome: Uncertain, ID: msg.ID, Err: ErrNoAnswerStream}
@@ -476,12 +472,12 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	case code >= 200 && code < 300:
 		if !msg.IsRequest() {
 			drain(resp.Body)
-			release()
+			c.release(x)
 			return nil
 		}
-		return c.readAnswer(reqCtx, release, stop, resp, msg)
+		return c.readAnswer(reqCtx, x, resp, msg)
 	default:
-		defer release()
+		defer c.release(x)
 		return postFailure(resp, msg.ID, sessionKnown)
 	}
 }
@@ -605,9 +601,13 @@ func sessionRefusal(body []byte) bool {
 
 // A requestTrace follows one request through net/http: whether it was written whole (until then,
 // a failure cannot have let the server run it, which needs the whole body), and from then on how
-// long the server takes to begin its response.
+// long the server takes to begin its response. The hooks net/http calls live in it, so that
+// tracing a request costs one allocation besides the hooks themselves.
 type requestTrace struct {
-	wrote atomic.Bool
+	hooks         httptrace.ClientTrace
+	headerTimeout time.Duration
+	abort         context.CancelCauseFunc
+	wrote         atomic.Bool
 
 	mu    sync.Mutex
 	timer *time.Timer // the wait for the response; guarded by mu
@@ -618,36 +618,37 @@ type requestTrace struct {
 // abort is called with an error wrapping ErrResponseTimeout when the response has not begun that
 // long after the request (or a redirected one) was written.
 func traceRequest(ctx context.Context, headerTimeout time.Duration, abort context.CancelCauseFunc) (*requestTrace, context.Context) {
-	rt := new(requestTrace)
-	trace := &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err != nil {
-				return
-			}
-			rt.wrote.Store(true)
-			if headerTimeout > 0 {
-				rt.await(headerTimeout, abort)
-			}
-		},
-	}
+	rt := &requestTrace{headerTimeout: headerTimeout, abort: abort}
+	rt.hooks.WroteRequest = rt.wroteRequest
 	if headerTimeout > 0 {
-		trace.GotFirstResponseByte = rt.stopWaiting
+		rt.hooks.GotFirstResponseByte = rt.stopWaiting
 	}
-	return rt, httptrace.WithClientTrace(ctx, trace)
+	return rt, httptrace.WithClientTrace(ctx, &rt.hooks)
 }
 
-func (rt *requestTrace) await(d time.Duration, abort context.CancelCauseFunc) {
+func (rt *requestTrace) wroteRequest(info httptrace.WroteRequestInfo) {
+	if info.Err != nil {
+		return
+	}
+	rt.wrote.Store(true)
+	if rt.headerTimeout <= 0 {
+		return
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.over {
 		return // a server may answer before the request was written whole
 	}
-	if rt.timer != nil {
-		rt.timer.Stop()
+	// A redirected request starts the wait again.
+	if rt.timer == nil {
+		rt.timer = time.AfterFunc(rt.headerTimeout, rt.expire)
+	} else {
+		rt.timer.Reset(rt.headerTimeout)
 	}
-	rt.timer = time.AfterFunc(d, func() {
-		abort(fmt.Errorf("%w: no response %v after the request was written", ErrResponseTimeout, d))
-	})
+}
+
+func (rt *requestTrace) expire() {
+	rt.abort(fmt.Errorf("%w: no response %v after the request was written", ErrResponseTimeout, rt.headerTimeout))
 }
 
 func (rt *requestTrace) stopWaiting() {
@@ -675,35 +676,61 @@ func timedOut(ctx context.Context, err error) error {
 	return err
 }
 
-// A watchdog calls bite unless it is fed within its timeout; a nil one watches nothing.
+// A watchdog calls bite when it has not been fed for its timeout; a nil or zero watchdog, or one
+// started with no timeout, watches nothing. Feeding only notes the time: the timer, armed once,
+// looks at that time when it fires and waits again for what remains, so that a body read in
+// many small pieces does not reset a timer for each.
 type watchdog struct {
 	timeout time.Duration
-	timer   *time.Timer
+	bite    func()
+	started time.Time
+	fedAt   atomic.Int64 // since started, in nanoseconds
 	bitten  atomic.Bool
+
+	mu      sync.Mutex
+	timer   *time.Timer // guarded by mu
+	stopped bool        // guarded by mu
 }
 
-func newWatchdog(timeout time.Duration, bite func()) *watchdog {
+// start arms w: bite is called once w has gone unfed for timeout. A timeout <= 0 arms nothing.
+func (w *watchdog) start(timeout time.Duration, bite func()) {
 	if timeout <= 0 {
-		return nil
+		return
 	}
-	w := &watchdog{timeout: timeout}
-	w.timer = time.AfterFunc(timeout, func() {
-		w.bitten.Store(true)
-		bite()
-	})
-	return w
+	w.timeout, w.bite, w.started = timeout, bite, time.Now()
+	w.timer = time.AfterFunc(timeout, w.expire)
 }
 
 func (w *watchdog) feed() {
-	if w != nil {
-		w.timer.Reset(w.timeout)
+	if w != nil && w.timeout > 0 {
+		w.fedAt.Store(int64(time.Since(w.started)))
 	}
 }
 
-func (w *watchdog) stop() {
-	if w != nil {
-		w.timer.Stop()
+func (w *watchdog) expire() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
 	}
+	if quiet := time.Since(w.started) - time.Duration(w.fedAt.Load()); quiet < w.timeout {
+		w.timer.Reset(w.timeout - quiet)
+		w.mu.Unlock()
+		return
+	}
+	w.bitten.Store(true)
+	w.mu.Unlock()
+	w.bite()
+}
+
+func (w *watchdog) stop() {
+	if w == nil || w.timeout <= 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.timer.Stop()
 }
 
 // silenced wraps err, which ended what w watched, with ErrResponseTimeout if w bit.
@@ -712,20 +739,6 @@ func (w *watchdog) silenced(err error, what string) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s for %v: %w", ErrResponseTimeout, what, w.timeout, err)
-}
-
-// fedReader feeds a watchdog with every read that brings bytes.
-type fedReader struct {
-	r io.Reader
-	w *watchdog
-}
-
-func (f fedReader) Read(p []byte) (int, error) {
-	n, err := f.r.Read(p)
-	if n > 0 {
-		f.w.feed()
-	}
-	return n, err
 }
 
 // deliveryFailure reads an error of http.Client.Do as a delivery outcome. A refused redirect
@@ -777,21 +790,21 @@ func postFailure(resp *http.Response, id string, sessionKnown bool) error {
 	return &Error{Outcome: Answered, ID: id, Reply: reply, Err: status}
 }
 
-// readAnswer reads a 2xx answer to a request, by its media type. release ends the exchange;
-// unbind stops the caller's context from ending it.
-func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func() bool, resp *http.Response, msg *Message) error {
+// readAnswer reads a 2xx answer to the request of exchange x, by its media type.
+func (c *httpConn) readAnswer(ctx context.Context, x *exchange, resp *http.Response, msg *Message) error {
 	id := msg.ID
 	mediaType := mediaTypeOf(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
-		defer release()
+		defer c.release(x)
 		// Closing the body ends a read in progress.
-		silence := newWatchdog(c.idleTimeout, func() { resp.Body.Close() })
-		body, err := readLimited(fedReader{resp.Body, silence}, resp.ContentLength, c.maxSize)
-		silence.stop()
+		x.body = resp.Body
+		x.silence.start(c.idleTimeout, x.closeBody)
+		body, err := readLimited(x, resp.ContentLength, c.maxSize)
+		x.silence.stop()
 		if err != nil {
 			// The server answered; the answer could not be read.
-			return &Error{Outcome: Uncertain, ID: id, Err: silence.silenced(err, "no byte of the answer")}
+			return &Error{Outcome: Uncertain, ID: id, Err: x.silence.silenced(err, "no byte of the answer")}
 		}
 		if len(bytes.TrimSpace(body)) == 0 {
 			return &Error{Outcome: Uncertain, ID: id, Err: errors.New("transport: empty answer body")}
@@ -804,7 +817,7 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 		return nil
 	case "text/event-stream":
 		if !c.startStream() {
-			release()
+			c.release(x)
 			resp.Body.Close()
 			return &Error{Outcome: Uncertain, ID: id, Err: ErrClosed}
 		}
@@ -816,25 +829,25 @@ func (c *httpConn) readAnswer(ctx context.Context, release func(), unbind func()
 		rest := c.responseStream(ctx, resp.Body, id, msg.Header)
 		if rest == nil {
 			c.streams.Done()
-			release()
+			c.release(x)
 			return nil
 		}
 		// The caller has its answer and will likely cancel its context as it returns: reading
 		// to the end keeps the connection for the next request.
-		unbind()
+		x.unbind()
 		go func() {
 			defer c.streams.Done()
-			defer release()
+			defer c.release(x)
 			// Nothing is meant to follow an answer: a stream that stays open after it is not
 			// kept for long.
-			t := time.AfterFunc(c.afterAnswer, release)
+			t := time.AfterFunc(c.afterAnswer, func() { c.release(x) })
 			defer t.Stop()
 			rest()
 		}()
 		return nil
 	}
 	body := readStart(resp.Body)
-	release()
+	c.release(x)
 	return &Error{Outcome: Uncertain, ID: id, Err: fmt.Errorf("transport: unexpected Content-Type %q: %w",
 		resp.Header.Get("Content-Type"), &StatusError{resp.StatusCode, body})}
 }
@@ -857,16 +870,46 @@ func mediaTypeOf(contentType string) string {
 // afterAnswerTimeout bounds how long the rest of a response stream is read after its answer.
 const afterAnswerTimeout = 10 * time.Second
 
-// An exchange is a request whose response is being read: Close ends it.
+// An exchange is a POST whose response is being read. Its request runs under a context of its
+// own, which a response stream outlives the caller's with, and which abort ends; Close ends it.
+// What the exchange needs lives in this one value, so that a request costs few allocations.
 type exchange struct {
-	cancel     func()
+	caller context.Context
+	abort  context.CancelCauseFunc
+	unbind func() bool // stops the caller's context from ending the exchange
+
+	body    io.ReadCloser // a JSON answer being read
+	silence watchdog      // the silence of that body
+
 	prev, next *exchange
 }
 
-// track lists an exchange that cancel ends, unless the connection is closed: then it returns
-// nil.
-func (c *httpConn) track(cancel func()) *exchange {
-	x := &exchange{cancel: cancel}
+// cancel ends the exchange, naming the caller's cause if the caller's context ended (a call's
+// timeout), so that a failure read later says what ended it.
+func (x *exchange) cancel() { x.abort(context.Cause(x.caller)) }
+
+func (x *exchange) closeBody() { x.body.Close() }
+
+// Read reads the JSON answer, feeding the watchdog with every read that brings bytes.
+func (x *exchange) Read(p []byte) (int, error) {
+	n, err := x.body.Read(p)
+	if n > 0 {
+		x.silence.feed()
+	}
+	return n, err
+}
+
+// release ends the exchange and takes it off the list; it may be called more than once.
+func (c *httpConn) release(x *exchange) {
+	x.unbind()
+	c.untrack(x)
+	x.cancel()
+}
+
+// track lists an exchange of the caller's context, whose request abort ends, unless the
+// connection is closed: then it returns nil.
+func (c *httpConn) track(caller context.Context, abort context.CancelCauseFunc) *exchange {
+	x := &exchange{caller: caller, abort: abort}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -1002,7 +1045,8 @@ func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
 	opened, lastID := time.Now(), st.lastID
 	if st.id != "" {
 		// Closing the body ends a read in progress.
-		st.silence = newWatchdog(st.c.idleTimeout, func() { body.Close() })
+		st.silence = new(watchdog)
+		st.silence.start(st.c.idleTimeout, func() { body.Close() })
 	}
 	err := st.events(ctx, r)
 	st.silence.stop()

@@ -350,6 +350,30 @@ func TestResponseIdleTimeout(t *testing.T) {
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
 		}, DefaultResponseIdleTimeout},
+		// The watchdog notes each read and looks at the time only when its timer fires: a body
+		// trickling for longer than the bound is not cut, and one that stalls after trickling
+		// is cut the bound after its last byte, not after its first.
+		{"json body trickles", 0, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0",`)
+			for range 10 {
+				w.(http.Flusher).Flush()
+				time.Sleep(2 * time.Minute)
+				io.WriteString(w, " ")
+			}
+			io.WriteString(w, `"id":1,"result":{}}`)
+		}, 0},
+		{"json body stalls after trickling", 0, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0",`)
+			for range 3 {
+				w.(http.Flusher).Flush()
+				time.Sleep(2 * time.Minute)
+				io.WriteString(w, " ")
+			}
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}, 6*time.Minute + DefaultResponseIdleTimeout},
 		{"sse comments", 0, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			keepalives(w, r, time.Second, ": keepalive\n\n")

@@ -496,8 +496,7 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 	}
 	r.attempts++
 	c.Ledger().attempted(r.cur.key)
-	var malformed *errMalformedAnswer
-	if errors.As(err, &malformed) || errors.Is(err, transport.ErrMessageTooLarge) {
+	if err != nil && (isMalformedAnswer(err) || errors.Is(err, transport.ErrMessageTooLarge)) {
 		// The server answered the id with something that is no usable answer (both result and
 		// error, an error that is no object, more bytes than the limit): the request may have
 		// run, and a resend would only fetch the same thing again.
@@ -518,7 +517,7 @@ func (r *attemptLoop) attempt(ctx context.Context) step {
 		if err != nil {
 			state = StateFailed
 		}
-		if rpc := (*RPCError)(nil); errors.As(err, &rpc) && rpc.ReceiptInDoubt() {
+		if err != nil && receiptInDoubt(err) {
 			// The server that holds the request's receipt cannot say how it ended, and will
 			// not run it again: the outcome is unknown, for good.
 			return stepEnd(StateUncertain, r.fail(CodeOutcomeUnknown, err))
@@ -1062,4 +1061,19 @@ func (c *Client) newSupersedingRequest(prev *Request, inspection Inspection, par
 	}
 	spec.supersedes, spec.reason, spec.automatic = prev.id, inspection.String(), false
 	return c.buildWith(spec, opts)
+}
+
+// isMalformedAnswer reports whether err says the server answered with something that is no
+// usable answer. It is a function of its own, like receiptInDoubt, so that the variable
+// errors.As needs is made only for a failure, not for every answer.
+func isMalformedAnswer(err error) bool {
+	var malformed *errMalformedAnswer
+	return errors.As(err, &malformed)
+}
+
+// receiptInDoubt reports whether err is the answer of a server that holds the request's receipt
+// and cannot say how it ended.
+func receiptInDoubt(err error) bool {
+	var rpc *RPCError
+	return errors.As(err, &rpc) && rpc.ReceiptInDoubt()
 }

@@ -73,7 +73,7 @@ func (id ID) appendJSON(b []byte) []byte {
 
 // plainJSONString reports whether s needs no escaping as a JSON string, which is true of every
 // UUID and lets the common case skip the encoder.
-func plainJSONString(s string) bool {
+func plainJSONString[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
@@ -91,7 +91,7 @@ func (id ID) MarshalJSON() ([]byte, error) { return id.appendJSON(nil), nil }
 // (plain strings: UUIDs) are read without encoding/json.
 func idKey(raw []byte) (string, error) {
 	raw = bytes.Trim(raw, " \t\r\n") // JSON's white space: TrimSpace takes more
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainJSONString(string(raw[1:len(raw)-1])) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainJSONString(raw[1:len(raw)-1]) {
 		return string(raw), nil
 	}
 	var id ID

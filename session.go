@@ -130,10 +130,24 @@ func withHeaders(own, extra http.Header) http.Header {
 	return h
 }
 
-// A pendingCall waits for the answer to one request sent on the session. ch is buffered and
-// receives exactly one reply; whoever removes the call from the pending map sends it.
+// A pendingCall waits for the answer to one request sent on the session. It gets exactly one
+// reply: whoever removes the call from the pending map delivers it, and the call reads it once
+// done is closed.
 type pendingCall struct {
-	ch chan reply
+	done  chan struct{}
+	reply reply
+}
+
+// deliver hands r to the call; only the one who removed the call from the pending map may.
+func (p *pendingCall) deliver(r reply) {
+	p.reply = r
+	close(p.done)
+}
+
+// wait returns the reply once it was delivered.
+func (p *pendingCall) wait() reply {
+	<-p.done
+	return p.reply
 }
 
 type reply struct {
@@ -235,7 +249,7 @@ func (s *session) end(cause error, detach bool) {
 	if len(pending) > 0 {
 		lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
 		for _, p := range pending {
-			p.ch <- reply{err: lost}
+			p.deliver(reply{err: lost})
 		}
 	}
 	s.inbound.close()
@@ -289,7 +303,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	if err := ctx.Err(); err != nil {
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 	}
-	p := &pendingCall{ch: make(chan reply, 1)}
+	p := &pendingCall{done: make(chan struct{})}
 	s.mu.Lock()
 	if s.dead {
 		cause := s.cause
@@ -317,7 +331,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 			// Something was routed to the call before Send gave up (an answer on a legacy
 			// stream, then a 502 for the POST): an answer is the request's outcome, and the
 			// later send error cannot undo it.
-			if r := <-p.ch; isAnswer(r) {
+			if r := p.wait(); isAnswer(r) {
 				return r.result, withReply(r.err)
 			}
 		}
@@ -335,14 +349,15 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 		return nil, withReply(err)
 	}
 	select {
-	case r := <-p.ch:
+	case <-p.done:
+		r := p.reply
 		s.awaitNamed(ctx, req.key)
 		return r.result, withReply(r.err)
 	case <-ctx.Done():
 		if !s.forget(req.key, p) {
 			// The reply won the race; an answer is still the answer, and any other reply
 			// says as much about the exchange as the context does.
-			r := <-p.ch
+			r := p.wait()
 			return r.result, withReply(r.err)
 		}
 		cause := context.Cause(ctx)
@@ -432,8 +447,11 @@ func connEnded(err error) bool {
 // withReply puts the JSON-RPC error a transport failure carried (an HTTP 400 or 409 with a
 // JSON-RPC body) in the error's chain, so that it is classified as the server's answer.
 func withReply(err error) error {
+	if err == nil {
+		return nil // before the variable below, which errors.As makes escape
+	}
 	var te *transport.Error
-	if err == nil || !errors.As(err, &te) || te.Reply == nil {
+	if !errors.As(err, &te) || te.Reply == nil {
 		return err
 	}
 	rpc := new(RPCError)
@@ -444,7 +462,7 @@ func withReply(err error) error {
 }
 
 // forget removes p from the pending map if it is still there under key, and reports whether it
-// was: when it was not, a reply is on its way to p.ch, or there already.
+// was: when it was not, a reply is on its way to p, or there already.
 func (s *session) forget(key string, p *pendingCall) bool {
 	s.mu.Lock()
 	removed := s.pending[key] == p
@@ -469,7 +487,7 @@ func isAnswer(r reply) bool {
 func (s *session) resolve(key string, r reply) bool {
 	p := s.take(key)
 	if p != nil {
-		p.ch <- r
+		p.deliver(r)
 	}
 	return p != nil
 }
@@ -519,7 +537,7 @@ func (s *session) Fail(err error) {
 		// session goes on for the calls still awaiting answers.
 		s.retire(err)
 		if p := s.take(te.ID); p != nil {
-			p.ch <- reply{err: err}
+			p.deliver(reply{err: err})
 		}
 		return
 	}

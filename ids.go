@@ -53,7 +53,12 @@ func (id ID) String() string {
 
 // JSON returns the id's JSON encoding, which is also its key in the ledger: "7" and 7 are two
 // different ids.
-func (id ID) JSON() string { return string(id.appendJSON(nil)) }
+func (id ID) JSON() string {
+	if id.kind == idString && plainJSONString(id.str) {
+		return `"` + id.str + `"` // one allocation, where appending takes three
+	}
+	return string(id.appendJSON(nil))
+}
 
 func (id ID) appendJSON(b []byte) []byte {
 	switch id.kind {

@@ -231,15 +231,25 @@ func (c *Client) newRequest(method string, params any, opts []CallOption) (*Requ
 	return c.buildWith(spec, opts)
 }
 
+// callConfigOf applies a call's options. Options write through a pointer, which puts the
+// config on the heap: a call without options makes none.
+func callConfigOf(opts []CallOption) callConfig {
+	if len(opts) == 0 {
+		return callConfig{}
+	}
+	cc := new(callConfig)
+	for _, o := range opts {
+		if o != nil {
+			o.applyCall(cc)
+		}
+	}
+	return *cc
+}
+
 // buildWith applies a caller's options to spec and builds it; a pinned id is checked against
 // the ledger.
 func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error) {
-	var cc callConfig
-	for _, o := range opts {
-		if o != nil {
-			o.applyCall(&cc)
-		}
-	}
+	cc := callConfigOf(opts)
 	if len(cc.invalid) > 0 {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.Join(cc.invalid...)}
 	}

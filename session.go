@@ -136,6 +136,9 @@ func withHeaders(own, extra http.Header) http.Header {
 type pendingCall struct {
 	done  chan struct{}
 	reply reply
+	// message is the request as the transport sends it, kept here to share the call's
+	// allocation.
+	message transport.Message
 }
 
 // deliver hands r to the call; only the one who removed the call from the pending map may.
@@ -325,7 +328,8 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	// may come behind the messages it would hold up (see inbox).
 	s.inbound.signal()
 
-	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: withHeaders(req.header, extra)})
+	p.message = transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: withHeaders(req.header, extra)}
+	err := s.conn.Send(ctx, &p.message)
 	if err != nil {
 		if !s.forget(req.key, p) {
 			// Something was routed to the call before Send gave up (an answer on a legacy

@@ -346,6 +346,7 @@ func scenarioInFlight(r *run, url, rev string) {
 		first, again = again, first
 	}
 	r.require("first runs", first.runs() == 1, "%s", first)
+	r.must("original unmarked", !first.marked(), "both deliveries came back marked as replays: %s", first)
 	r.must("resend waits and gets the response", again.runs() == 1 && again.status == http.StatusOK, "%s", again)
 	r.must("resend marked", again.replayMeta() && again.replayHeader(), "%s", again)
 	r.must("tool ran once", p.runsOf(key) == 1, "receipts_runs says %d", p.runsOf(key))

@@ -406,7 +406,9 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 		abort(context.Cause(ctx))
 		return &Error{Outcome: NotDelivered, ID: msg.ID, Err: ErrClosed}
 	}
-	x.unbind = context.AfterFunc(ctx, x.cancel)
+	if ctx.Done() != nil { // a context that cannot end needs no watching
+		x.unbind = context.AfterFunc(ctx, x.cancel)
+	}
 
 	// A refusal for want of credentials came before the server ran anything: once authorized,
 	// the same bytes go again under the same id.
@@ -834,7 +836,9 @@ func (c *httpConn) readAnswer(ctx context.Context, x *exchange, resp *http.Respo
 		}
 		// The caller has its answer and will likely cancel its context as it returns: reading
 		// to the end keeps the connection for the next request.
-		x.unbind()
+		if x.unbind != nil {
+			x.unbind()
+		}
 		go func() {
 			defer c.streams.Done()
 			defer c.release(x)
@@ -876,7 +880,7 @@ const afterAnswerTimeout = 10 * time.Second
 type exchange struct {
 	caller context.Context
 	abort  context.CancelCauseFunc
-	unbind func() bool // stops the caller's context from ending the exchange
+	unbind func() bool // stops the caller's context from ending the exchange; nil if it cannot end
 
 	body    io.ReadCloser // a JSON answer being read
 	silence watchdog      // the silence of that body
@@ -901,7 +905,9 @@ func (x *exchange) Read(p []byte) (int, error) {
 
 // release ends the exchange and takes it off the list; it may be called more than once.
 func (c *httpConn) release(x *exchange) {
-	x.unbind()
+	if x.unbind != nil {
+		x.unbind()
+	}
 	c.untrack(x)
 	x.cancel()
 }

@@ -147,38 +147,51 @@ func decodeAnswer(frame []byte) (*CallToolResult, error) {
 	return &res, nil
 }
 
-// BenchmarkDecodeAnswer compares the client's decoding of a whole tools/call answer with the
-// floor's: one json.Unmarshal of the frame into a small struct. Besides wall time it reports the
-// process's CPU time per answer (cpu-ns/op), garbage collection included.
-func BenchmarkDecodeAnswer(b *testing.B) {
-	floor := func(frame []byte) (int, error) {
-		var answer struct {
-			Result struct {
-				Content []struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				} `json:"content"`
-			} `json:"result"`
-		}
-		if err := json.Unmarshal(frame, &answer); err != nil || len(answer.Result.Content) != 1 {
-			return 0, fmt.Errorf("%v, %d blocks", err, len(answer.Result.Content))
-		}
-		return len(answer.Result.Content[0].Text), nil
-	}
-	ours := func(frame []byte) (int, error) {
+// An answerDecoder decodes a tools/call answer of one text block and returns the text's length.
+type answerDecoder struct {
+	name   string
+	decode func(frame []byte) (int, error)
+}
+
+// answerDecoders are the decoders BenchmarkDecodeAnswer compares: the client's, and the floor's,
+// one json.Unmarshal of the frame into a small struct. Where the standard library has
+// encoding/json/jsontext (Go 1.27 and later), its token reader and
+// encoding/json/v2 join them.
+var answerDecoders = []answerDecoder{
+	{"ours", func(frame []byte) (int, error) {
 		res, err := decodeAnswer(frame)
 		if err != nil || len(res.Content) != 1 {
 			return 0, fmt.Errorf("%v, %+v", err, res)
 		}
 		return len(res.Content[0].Text), nil
-	}
+	}},
+	{"floor", func(frame []byte) (int, error) {
+		var answer textAnswer
+		if err := json.Unmarshal(frame, &answer); err != nil || len(answer.Result.Content) != 1 {
+			return 0, fmt.Errorf("%v, %d blocks", err, len(answer.Result.Content))
+		}
+		return len(answer.Result.Content[0].Text), nil
+	}},
+}
+
+// textAnswer is what the floor decodes of a tools/call answer.
+type textAnswer struct {
+	Result struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"result"`
+}
+
+// BenchmarkDecodeAnswer compares the client's decoding of a whole tools/call answer with others
+// (answerDecoders). Besides wall time it reports the
+// process's CPU time per answer (cpu-ns/op), garbage collection included.
+func BenchmarkDecodeAnswer(b *testing.B) {
 	for _, size := range []int{1 << 10, 1 << 20, 16 << 20} {
 		for _, text := range []string{"plain", "lines", "json"} {
 			var frame []byte // built for the benchmarks that run
-			for _, client := range []struct {
-				name   string
-				decode func([]byte) (int, error)
-			}{{"ours", ours}, {"floor", floor}} {
+			for _, client := range answerDecoders {
 				b.Run(fmt.Sprintf("size=%dKiB/text=%s/client=%s", size>>10, text, client.name), func(b *testing.B) {
 					if frame == nil {
 						frame = answerFrame(size, text)

@@ -93,8 +93,9 @@ func WithRetention(d time.Duration) Option { return func(o *options) { o.retenti
 // with ErrLocked. Default DefaultLockTimeout.
 func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
 
-// A File is an mcpclient.Journal in one local file. Each new request is on disk, synced, when
-// Claim returns, before its first byte is sent; state changes are written with the next write.
+// A File is an mcpclient.Journal in one local file, with a log beside it (the file's path with
+// "-wal" appended) that must stay with it. Each new request is on disk, synced, when Claim
+// returns, before its first byte is sent; state changes are written with the next write.
 // Concurrent callers share writes (group commit): while one write is being synced, the requests
 // that arrive queue up and go to disk together in the next, so that many callers pay for a few
 // syncs rather than one each.
@@ -115,8 +116,8 @@ type File struct {
 	// request as it was before. guarded by mu.
 	settling map[string]settling
 	seq      uint64 // numbers the settles. guarded by mu.
-	// committed, set by tests only, runs on the writer between a transaction's commit and the
-	// removal of its settles from settling.
+	// committed, set by tests only, runs on the writer between a batch's write and the removal
+	// of its settles from settling.
 	committed func()
 	// queue is what the next write carries; wake tells the writer it is not empty. guarded by
 	// mu.
@@ -127,6 +128,22 @@ type File struct {
 	numbers map[string]uint64
 	// count is the number of requests in the file; written by the writer only.
 	count int
+
+	// The writer's own: the transaction that holds every change since the last checkpoint, the
+	// log, and the changes made in tx (changes), of which the first logged are in the log.
+	tx             *bolt.Tx
+	log            *os.File
+	wal            walState
+	logEnd         int64
+	changes        []byte
+	logged         int
+	unloggedSince  time.Time
+	lastCheckpoint time.Time
+	interval       time.Duration // checkpointInterval; longer in tests that checkpoint themselves
+	closeErr       error
+	// broken, once set, fails every write: see rebuild.
+	broken error
+	record []byte // the record being logged, kept for the next
 
 	wake   chan struct{}
 	exited chan struct{}
@@ -144,6 +161,8 @@ type op struct {
 	// settle's number.
 	settles string
 	seq     uint64
+	// read marks an op that only reads: it runs after the writes of its batch are on disk.
+	read bool
 }
 
 // settling is a settle not yet written.
@@ -193,17 +212,38 @@ func OpenFile(path string, opts ...Option) (*File, error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j := &File{db: db, opts: o, claimed: map[string]bool{}, settling: map[string]settling{}, wake: make(chan struct{}, 1), exited: make(chan struct{})}
-	err = createBuckets(db)
+	j.wal, err = recoverLog(db, walPath(path), o.mode)
+	if err == nil {
+		err = createBuckets(db)
+	}
 	if err == nil {
 		err = renumber(db)
 	}
 	if err == nil {
 		err = j.index()
 	}
+	if err == nil {
+		// Named last, by the transaction that is then the file's last: the log matches the
+		// file from here on.
+		err = db.Update(func(tx *bolt.Tx) error {
+			j.wal.txid = uint64(tx.ID())
+			return writeWALState(tx, j.wal)
+		})
+	}
+	if err == nil {
+		j.log, err = openLog(walPath(path), o.mode)
+	}
+	if err == nil {
+		j.tx, err = db.Begin(true)
+	}
 	if err != nil {
+		if j.log != nil {
+			j.log.Close()
+		}
 		db.Close()
 		return nil, fmt.Errorf("journal: %w", err)
 	}
+	j.lastCheckpoint, j.interval = time.Now(), checkpointInterval
 	go j.write()
 	return j, nil
 }
@@ -353,7 +393,14 @@ func (j *File) Close() error {
 	j.mu.Unlock()
 	j.signal()
 	<-j.exited
-	return j.db.Close()
+	err := j.closeErr
+	if cerr := j.log.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := j.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Path returns the file's path.
@@ -373,9 +420,13 @@ type Stats struct {
 // Stats returns the File's counts.
 func (j *File) Stats() Stats {
 	var held int
-	j.db.View(func(tx *bolt.Tx) error {
-		held = tx.Bucket(statesBucket).Stats().KeyN
-		return nil
+	j.read(func(tx *bolt.Tx) {
+		// Counted by a cursor: a bucket's Stats read the committed pages only, not the
+		// writer's changes since.
+		c := tx.Bucket(statesBucket).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			held++
+		}
 	})
 	return Stats{Commits: j.commits.Load(), Requests: j.requests.Load(), Held: held}
 }
@@ -440,7 +491,7 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 			return fmt.Errorf("%w: request %s was superseded by %s", mcpclient.ErrAlreadySuperseded, key, known.st.SupersededBy.JSON())
 		}
 		if known.st.SettledAt != 0 {
-			if err := tx.Bucket(settledBucket).Delete(settledKey(known.st.SettledAt, key)); err != nil {
+			if err := j.del(tx, inSettled, settledKey(known.st.SettledAt, key)); err != nil {
 				return err
 			}
 			known.st.SettledAt = 0
@@ -496,12 +547,11 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 			return err
 		}
 	}
-	frozenB := frozenBuckets(tx)
-	num, err := frozenB.NextSequence()
+	num, err := frozenBuckets(tx).NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := frozenB.Put(numberKey(num), frozen); err != nil {
+	if err := j.put(tx, inFrozen, numberKey(num), frozen); err != nil {
 		return err
 	}
 	e := entry{key: key, num: num, st: standing{State: mcpclient.StatePending, Open: true, Receipts: rec.Receipts, Updated: now}}
@@ -567,13 +617,11 @@ func (j *File) find(tx *bolt.Tx, key string) (e entry, ok bool, err error) {
 func (j *File) writeStanding(tx *bolt.Tx, e *entry, now time.Time) error {
 	if rec := e.st.record(); e.st.SettledAt == 0 && rec.Settled() {
 		e.st.SettledAt = now.UnixNano()
-		if err := tx.Bucket(settledBucket).Put(settledKey(e.st.SettledAt, e.key), nil); err != nil {
+		if err := j.put(tx, inSettled, settledKey(e.st.SettledAt, e.key), nil); err != nil {
 			return err
 		}
 	}
-	states := tx.Bucket(statesBucket)
-	states.FillPercent = 0.9 // written at the end, rewritten near it: pages mostly full, with room for a settle
-	return states.Put(statesKey(e.num, e.key), appendStanding(nil, &e.st))
+	return j.put(tx, inStates, statesKey(e.num, e.key), appendStanding(nil, &e.st))
 }
 
 // remove deletes the request under key: its frozen record, how it stands and its place in the
@@ -586,14 +634,14 @@ func (j *File) remove(tx *bolt.Tx, key string) error {
 	states, sk := tx.Bucket(statesBucket), statesKey(num, key)
 	var st standing
 	if raw := states.Get(sk); raw != nil && decodeStanding(raw, &st) == nil && st.SettledAt != 0 {
-		if err := tx.Bucket(settledBucket).Delete(settledKey(st.SettledAt, key)); err != nil {
+		if err := j.del(tx, inSettled, settledKey(st.SettledAt, key)); err != nil {
 			return err
 		}
 	}
-	if err := states.Delete(sk); err != nil {
+	if err := j.del(tx, inStates, sk); err != nil {
 		return err
 	}
-	if err := tx.Bucket(frozenBucket).Delete(numberKey(num)); err != nil {
+	if err := j.del(tx, inFrozen, numberKey(num)); err != nil {
 		return err
 	}
 	j.mu.Lock()
@@ -609,7 +657,7 @@ func (j *File) removeSettled(tx *bolt.Tx, k []byte) error {
 	if err := j.remove(tx, string(k[8:])); err != nil {
 		return err
 	}
-	return tx.Bucket(settledBucket).Delete(k)
+	return j.del(tx, inSettled, k)
 }
 
 // prune removes the requests settled before now less the retention, a bounded number per write
@@ -663,20 +711,22 @@ func (j *File) isClaimed(key string) bool {
 }
 
 // Unresolved yields the requests to server that are unresolved and that no attempt loop of this
-// process holds; see mcpclient.Journal. It reads them in one transaction and yields them after it,
-// so that what the caller does with each (a Resend) does not wait for the read.
+// process holds; see mcpclient.Journal. The writer reads them, between two writes, and they are
+// yielded after, so that what the caller does with each (a Resend) does not wait for the read.
 //
 // The read and the look at the claims and the settles not yet written are made under the lock
 // that claims and settles take: a request settled while the file was read is found in the
-// settles not yet written (their removal waits for the lock), and one claimed before is found
-// held, so that no request of a live loop is taken for a dead one's.
+// settles not yet written, and one claimed before is found held, so that no request of a live
+// loop is taken for a dead one's.
 func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclient.JournalRecord, error] {
 	return func(yield func(mcpclient.JournalRecord, error) bool) {
 		var found []mcpclient.JournalRecord
 		var unreadable []unreadableRecord
-		j.mu.Lock()
-		err := j.db.View(func(tx *bolt.Tx) error {
-			return tx.Bucket(statesBucket).ForEach(func(k, v []byte) error {
+		var err error
+		rerr := j.read(func(tx *bolt.Tx) {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			err = tx.Bucket(statesBucket).ForEach(func(k, v []byte) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
@@ -708,7 +758,9 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 				return nil
 			})
 		})
-		j.mu.Unlock()
+		if rerr != nil {
+			err = rerr
+		}
 		if err != nil {
 			yield(mcpclient.JournalRecord{}, err)
 			return
@@ -736,15 +788,18 @@ func (j *File) Unresolved(ctx context.Context, server string) iter.Seq2[mcpclien
 // Lookup returns what the file holds of id: for a look at a request after a restart, before
 // deciding what to do with it.
 func (j *File) Lookup(ctx context.Context, id mcpclient.ID) (rec mcpclient.JournalRecord, ok bool, err error) {
-	err = j.db.View(func(tx *bolt.Tx) error {
-		e, found, err := j.find(tx, id.JSON())
-		if err != nil || !found {
-			return err
+	rerr := j.read(func(tx *bolt.Tx) {
+		e, found, ferr := j.find(tx, id.JSON())
+		if ferr != nil || !found {
+			err = ferr
+			return
 		}
 		rec, err = readRecord(tx, &e)
 		ok = err == nil
-		return err
 	})
+	if rerr != nil {
+		return rec, false, rerr
+	}
 	j.mu.Lock()
 	if pending, settling := j.settling[id.JSON()]; ok && settling {
 		pending.apply(&rec)
@@ -779,84 +834,106 @@ func (j *File) signal() {
 	}
 }
 
-// write is the one writer: each transaction carries everything queued since the last began, so
-// that the callers who queued while a sync was under way share the next one. It exits once the
-// File is closed and its queue written.
+// read runs f in the writer, on everything written before it, and waits for it: the changes
+// since the last checkpoint are in the writer's transaction only.
+func (j *File) read(f func(tx *bolt.Tx)) error {
+	o := &op{done: make(chan struct{}), read: true, apply: func(tx *bolt.Tx, _ time.Time) error {
+		f(tx)
+		return nil
+	}}
+	if err := j.enqueue(o); err != nil {
+		return err
+	}
+	<-o.done
+	return o.err
+}
+
+// write is the one writer: each batch carries everything queued since the last began, so that
+// the callers who queued while a sync was under way share the next one. It exits once the File
+// is closed and its queue written and checkpointed.
 func (j *File) write() {
 	defer close(j.exited)
-	for range j.wake {
-		for {
-			j.mu.Lock()
-			batch, closed := j.queue, j.closed
-			j.queue = nil
-			j.mu.Unlock()
-			if len(batch) == 0 {
-				if closed {
-					return
-				}
-				break
-			}
-			if !closed && !waitedFor(batch) {
-				// Only settles, which no one waits for: they ride with the next request's
-				// write if one comes soon, rather than cost a sync of their own.
-				t := time.NewTimer(settleDelay)
-				select {
-				case <-j.wake:
-				case <-t.C:
-				}
-				t.Stop()
-				j.mu.Lock()
-				batch = append(batch, j.queue...)
-				j.queue = nil
-				j.mu.Unlock()
-			}
-			j.commit(batch)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		j.mu.Lock()
+		batch, closed := j.queue, j.closed
+		j.queue = nil
+		j.mu.Unlock()
+		if len(batch) > 0 {
+			j.run(batch)
+			j.tidy(time.Now())
+			continue
 		}
+		if closed {
+			j.closeErr = j.checkpoint()
+			if j.tx != nil {
+				j.tx.Rollback() // what the checkpoint could not commit is in the log
+			}
+			return
+		}
+		next := j.tidy(time.Now())
+		if next.IsZero() {
+			<-j.wake
+			continue
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-j.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
 }
 
-// settleDelay is how long a settle waits for a request's write to ride with. A process that dies
-// within it leaves the request unresolved in the file: resent or reported unknown after the
-// restart, never lost.
+// settleDelay is how long a change no one waits for (a settle) waits for a request's write to
+// ride with. A process that dies within it leaves the request unresolved in the file: resent or
+// reported unknown after the restart, never lost.
 const settleDelay = 20 * time.Millisecond
 
-// waitedFor reports whether someone waits for an op of batch.
-func waitedFor(batch []*op) bool {
+// errBroken reports a File whose writer lost changes it had logged from its transaction: it
+// writes nothing more, and the next open reads them from the log.
+var errBroken = errors.New("journal: the writer failed; reopen the file")
+
+// run applies batch's writes in the writer's transaction and, if someone waits for one, logs
+// every change not yet logged; then it runs batch's reads. An op's refusal, made before it wrote
+// anything, spoils only that op; any other error, or a failed log write, undoes the batch's
+// changes, and every write in it fails.
+func (j *File) run(batch []*op) {
+	now := time.Now()
+	mark := len(j.changes)
+	err := j.broken
+	if err == nil && j.tx == nil {
+		j.tx, err = j.db.Begin(true)
+	}
+	wrote, waited := false, false
 	for _, o := range batch {
-		if o.done != nil {
-			return true
+		if o.read || err != nil {
+			continue
+		}
+		wrote, waited = true, waited || o.done != nil
+		if o.err = o.apply(j.tx, now); o.err != nil && !isRefusal(o.err) {
+			err = o.err // the transaction may be half-written: undo the batch
 		}
 	}
-	return false
-}
-
-// commit writes batch in one transaction. An op's refusal, made before it wrote anything, spoils
-// only that op; any other error abandons the whole transaction, and every op in it fails.
-func (j *File) commit(batch []*op) {
-	now := time.Now()
-	count := j.count
-	err := j.db.Update(func(tx *bolt.Tx) error {
-		for _, o := range batch {
-			o.err = o.apply(tx, now)
-			if o.err != nil && !isRefusal(o.err) {
-				return o.err // the transaction may be half-written: abandon all of it
-			}
-		}
-		return j.prune(tx, now)
-	})
+	if err == nil && wrote {
+		err = j.prune(j.tx, now)
+	}
+	if err == nil && j.logged == mark && len(j.changes) > mark {
+		j.unloggedSince = now
+	}
+	if err == nil && waited && j.logged < len(j.changes) {
+		err = j.flush()
+	}
 	if err != nil {
-		j.count = count
 		for _, o := range batch {
-			if o.err == nil || !isRefusal(o.err) {
+			if !o.read && (o.err == nil || !isRefusal(o.err)) {
 				o.err = fmt.Errorf("journal: write failed: %w", err)
 			}
 		}
-		j.db.View(func(tx *bolt.Tx) error {
-			j.readNumbers(tx)
-			return nil
-		})
-	} else {
-		j.commits.Add(1)
+		if err != j.broken {
+			j.rebuild(mark)
+		}
 	}
 	if j.committed != nil {
 		j.committed()
@@ -869,10 +946,131 @@ func (j *File) commit(batch []*op) {
 	}
 	j.mu.Unlock()
 	for _, o := range batch {
-		if o.done != nil {
+		if !o.read && o.done != nil {
 			close(o.done)
 		}
 	}
+	for _, o := range batch {
+		if !o.read {
+			continue
+		}
+		if j.tx == nil {
+			o.err = j.broken
+			if o.err == nil {
+				o.err = ErrClosed
+			}
+		} else {
+			o.apply(j.tx, now)
+		}
+		close(o.done)
+	}
+}
+
+// flush appends the changes not yet logged to the log, as one record, and syncs it; a record
+// that does not fit in what is left of the log is written by a checkpoint instead.
+func (j *File) flush() error {
+	j.record = appendRecord(j.record[:0], j.wal.salt, j.wal.gen+1, j.changes[j.logged:])
+	if j.logEnd+int64(len(j.record)) > walSize {
+		return j.checkpoint()
+	}
+	walHook(walAppend, j)
+	if _, err := j.log.WriteAt(j.record, j.logEnd); err != nil {
+		return err
+	}
+	if err := fdatasync(j.log); err != nil {
+		return err
+	}
+	walHook(walSynced, j)
+	j.logEnd += int64(len(j.record))
+	j.logged = len(j.changes)
+	j.commits.Add(1)
+	return nil
+}
+
+// checkpoint commits the writer's transaction, naming the log's generation as checkpointed in
+// it, and starts the next generation at the log's start. On failure the transaction is rebuilt
+// from the changes: the caller's to do, as only it knows which to keep.
+func (j *File) checkpoint() error {
+	if j.broken != nil {
+		return j.broken
+	}
+	if len(j.changes) == 0 || j.tx == nil {
+		j.lastCheckpoint = time.Now()
+		return nil
+	}
+	st := j.wal
+	st.gen, st.txid = st.gen+1, uint64(j.tx.ID())
+	err := writeWALState(j.tx, st)
+	if err == nil {
+		walHook(walCheckpoint, j)
+		err = j.tx.Commit()
+	}
+	if err != nil {
+		return err
+	}
+	walHook(walCheckpointed, j)
+	j.wal, j.logEnd, j.changes, j.logged, j.lastCheckpoint = st, 0, j.changes[:0], 0, time.Now()
+	j.commits.Add(1)
+	if j.tx, err = j.db.Begin(true); err != nil {
+		j.tx = nil // begun again by the next write: nothing is lost
+	}
+	return nil
+}
+
+// tidy checkpoints when the log is half full or the last checkpoint is checkpointInterval old,
+// and logs the changes no one waits for once they waited settleDelay. It returns when it has
+// something to do next, or zero.
+func (j *File) tidy(now time.Time) time.Time {
+	if len(j.changes) == 0 || j.broken != nil {
+		return time.Time{}
+	}
+	if j.logEnd >= walSize/2 || now.Sub(j.lastCheckpoint) >= j.interval {
+		if err := j.checkpoint(); err != nil {
+			j.rebuild(len(j.changes))
+			j.lastCheckpoint = now // tried again after an interval
+		}
+		return time.Time{}
+	}
+	if j.logged < len(j.changes) && now.Sub(j.unloggedSince) >= settleDelay {
+		if err := j.flush(); err != nil {
+			j.unloggedSince = now // tried again after a delay; the checkpoint writes them if not
+			if j.tx == nil {
+				j.rebuild(len(j.changes))
+			}
+		}
+	}
+	next := j.lastCheckpoint.Add(j.interval)
+	if j.logged < len(j.changes) {
+		if t := j.unloggedSince.Add(settleDelay); t.Before(next) {
+			next = t
+		}
+	}
+	return next
+}
+
+// rebuild replaces the writer's transaction by one holding the first upTo changes since the
+// last checkpoint, those before the batch that failed, and reads the requests' numbers from
+// it. Should that fail, the File is broken: a checkpoint without the logged changes would
+// retire the log that holds them.
+func (j *File) rebuild(upTo int) {
+	if j.tx != nil {
+		j.tx.Rollback()
+		j.tx = nil
+	}
+	j.changes = j.changes[:upTo]
+	j.logged = min(j.logged, upTo)
+	tx, err := j.db.Begin(true)
+	if err == nil {
+		if err = replay(tx, j.changes); err != nil {
+			tx.Rollback()
+		}
+	}
+	if err != nil {
+		j.broken = fmt.Errorf("%w: %w", errBroken, err)
+		return
+	}
+	j.tx = tx
+	j.readNumbers(tx)
 }
 
 // isRefusal reports whether err is an op's refusal made before it wrote anything.

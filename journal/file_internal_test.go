@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,8 +72,8 @@ func TestFailedWriteLeavesNoNumber(t *testing.T) {
 	}
 }
 
-// A settle is in the file and still among those not yet written between its transaction's
-// commit and the writer's next step: a Lookup then must count it once.
+// A settle is in the writer's transaction and still among those not yet written between its
+// batch and the writer's next step: a Lookup queued then must count it once.
 func TestLookupCountsASettleOnce(t *testing.T) {
 	j, err := OpenFile(filepath.Join(t.TempDir(), "journal.db"))
 	if err != nil {
@@ -87,14 +89,33 @@ func TestLookupCountsASettleOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	committed, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	j.committed = func() {
-		close(committed)
-		<-resume
+		once.Do(func() {
+			close(committed)
+			<-resume
+		})
 	}
 	c.Settle(mcpclient.StateAnswered, true, 1)
 	<-committed
-	got, ok, err := j.Lookup(ctx, rec.ID)
+	type found struct {
+		rec mcpclient.JournalRecord
+		ok  bool
+		err error
+	}
+	read := make(chan found)
+	go func() {
+		got, ok, err := j.Lookup(ctx, rec.ID)
+		read <- found{got, ok, err}
+	}()
+	for queued := false; !queued; runtime.Gosched() { // the lookup queued while the writer is held
+		j.mu.Lock()
+		queued = len(j.queue) > 0
+		j.mu.Unlock()
+	}
 	close(resume)
+	f := <-read
+	got, ok, err := f.rec, f.ok, f.err
 	if err != nil || !ok {
 		t.Fatalf("lookup: %v, %v", ok, err)
 	}

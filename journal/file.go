@@ -931,7 +931,7 @@ func (j *File) run(batch []*op) {
 				o.err = fmt.Errorf("journal: write failed: %w", err)
 			}
 		}
-		if err != j.broken {
+		if j.broken == nil {
 			j.rebuild(mark)
 		}
 	}
@@ -975,10 +975,10 @@ func (j *File) flush() error {
 	}
 	walHook(walAppend, j)
 	if _, err := j.log.WriteAt(j.record, j.logEnd); err != nil {
-		return err
+		return j.fail(err)
 	}
 	if err := fdatasync(j.log); err != nil {
-		return err
+		return j.fail(err)
 	}
 	walHook(walSynced, j)
 	j.logEnd += int64(len(j.record))
@@ -988,8 +988,7 @@ func (j *File) flush() error {
 }
 
 // checkpoint commits the writer's transaction, naming the log's generation as checkpointed in
-// it, and starts the next generation at the log's start. On failure the transaction is rebuilt
-// from the changes: the caller's to do, as only it knows which to keep.
+// it, and starts the next generation at the log's start.
 func (j *File) checkpoint() error {
 	if j.broken != nil {
 		return j.broken
@@ -1006,7 +1005,7 @@ func (j *File) checkpoint() error {
 		err = j.tx.Commit()
 	}
 	if err != nil {
-		return err
+		return j.fail(err)
 	}
 	walHook(walCheckpointed, j)
 	j.wal, j.logEnd, j.changes, j.logged, j.lastCheckpoint = st, 0, j.changes[:0], 0, time.Now()
@@ -1025,18 +1024,12 @@ func (j *File) tidy(now time.Time) time.Time {
 		return time.Time{}
 	}
 	if j.logEnd >= walSize/2 || now.Sub(j.lastCheckpoint) >= j.interval {
-		if err := j.checkpoint(); err != nil {
-			j.rebuild(len(j.changes))
-			j.lastCheckpoint = now // tried again after an interval
-		}
+		j.checkpoint()
 		return time.Time{}
 	}
 	if j.logged < len(j.changes) && now.Sub(j.unloggedSince) >= settleDelay {
-		if err := j.flush(); err != nil {
-			j.unloggedSince = now // tried again after a delay; the checkpoint writes them if not
-			if j.tx == nil {
-				j.rebuild(len(j.changes))
-			}
+		if j.flush() != nil {
+			return time.Time{}
 		}
 	}
 	next := j.lastCheckpoint.Add(j.interval)
@@ -1046,6 +1039,18 @@ func (j *File) tidy(now time.Time) time.Time {
 		}
 	}
 	return next
+}
+
+// fail breaks the File on a failed write of the log or the database: whether what it wrote
+// reached the disk is unknown, and only reading the files again, at the next open, tells. What
+// was logged before stays in the log.
+func (j *File) fail(err error) error {
+	if j.tx != nil {
+		j.tx.Rollback()
+		j.tx = nil
+	}
+	j.broken = fmt.Errorf("%w: %w", errBroken, err)
+	return j.broken
 }
 
 // rebuild replaces the writer's transaction by one holding the first upTo changes since the

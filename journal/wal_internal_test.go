@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -331,5 +332,33 @@ func TestOpenStartsANewGeneration(t *testing.T) {
 	}
 	if n := len(records(before, st.salt, st.gen+1)); n != 0 {
 		t.Fatalf("%d records of the log read as the new generation's", n)
+	}
+}
+
+// A write of the log that fails breaks the File: it and every write after it fail, as whether it
+// reached the disk is unknown, and the next open finds what was logged before.
+func TestFailedLogWriteBreaksTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpointNow(t, j)
+	mustClaim(t, j, logRecord("a1"))
+	j.read(func(*bolt.Tx) { j.log.Close() })
+	if _, err := j.Claim(context.Background(), logRecord("b1")); !errors.Is(err, errBroken) {
+		t.Fatalf("claim with the log failing: %v", err)
+	}
+	if _, err := j.Claim(context.Background(), logRecord("c1")); !errors.Is(err, errBroken) {
+		t.Fatalf("claim after the log failed: %v", err)
+	}
+	if _, _, err := j.Lookup(context.Background(), mcpclient.StringID("a1")); !errors.Is(err, errBroken) {
+		t.Fatalf("lookup after the log failed: %v", err)
+	}
+	if err := j.Close(); err == nil {
+		t.Fatal("Close of a broken File reported no error")
+	}
+	if got := found(t, path, "a1", "b1", "c1"); !got["a1"] || got["c1"] {
+		t.Fatalf("found %v; want a1 and not c1", got)
 	}
 }

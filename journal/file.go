@@ -126,7 +126,7 @@ type File struct {
 	// numbers holds the number of each request the file holds, by key. guarded by mu; changed
 	// by the writer only, in its transaction, and read again from the file when one fails.
 	numbers map[string]uint64
-	// count is the number of requests in the file; written by the writer only.
+	// count is the number of requests in the file; read and written by the writer only.
 	count int
 
 	// The writer's own: the transaction that holds every change since the last checkpoint, the
@@ -420,14 +420,7 @@ type Stats struct {
 // Stats returns the File's counts.
 func (j *File) Stats() Stats {
 	var held int
-	j.read(func(tx *bolt.Tx) {
-		// Counted by a cursor: a bucket's Stats read the committed pages only, not the
-		// writer's changes since.
-		c := tx.Bucket(statesBucket).Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			held++
-		}
-	})
+	j.read(func(*bolt.Tx) { held = j.count })
 	return Stats{Commits: j.commits.Load(), Requests: j.requests.Load(), Held: held}
 }
 

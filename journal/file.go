@@ -212,7 +212,7 @@ func OpenFile(path string, opts ...Option) (*File, error) {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
 	j := &File{db: db, opts: o, claimed: map[string]bool{}, settling: map[string]settling{}, wake: make(chan struct{}, 1), exited: make(chan struct{})}
-	j.wal, err = recoverLog(db, walPath(path), o.mode)
+	j.wal, err = recoverLog(db, walPath(path))
 	if err == nil {
 		err = createBuckets(db)
 	}

@@ -239,7 +239,7 @@ func records(log []byte, salt [8]byte, gen uint64) (changes [][]byte) {
 // recoverLog commits to db what the log at path holds beyond db's last checkpoint, then names a
 // new generation, so that no record now in the log is read again, and returns the log's state.
 // It runs before anything else commits to db, so that a log db still matches is found matching.
-func recoverLog(db *bolt.DB, path string, mode os.FileMode) (walState, error) {
+func recoverLog(db *bolt.DB, path string) (walState, error) {
 	var st walState
 	var known, matches bool
 	err := db.View(func(tx *bolt.Tx) error {

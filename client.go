@@ -129,27 +129,41 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 }
 
 // firstSession establishes the first session, retrying failed dials with the policy's backoff.
+// As for a call, the backoff is made only once the first attempt failed.
 func (c *Client) firstSession(ctx context.Context) error {
-	p := c.cfg.retry
-	attempts := 0
-	var lastErr error
-	b := backoff.WithContext(backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), ctx)
-	_, err := backoff.RetryNotifyWithData(func() (*session, error) {
-		attempts++
-		s, err := c.session(ctx)
-		if err != nil && isDefinite(err) {
-			return nil, backoff.Permanent(err)
-		}
-		lastErr = err
-		return s, err
-	}, b, func(err error, d time.Duration) {
-		c.log.Debug("mcpclient: connect failed, retrying", "attempt", attempts, "delay", d, "err", err)
-		if p.OnRetry != nil {
-			p.OnRetry(attempts, err, d)
-		}
-	})
+	_, err := c.session(ctx)
 	if err == nil {
 		return nil
+	}
+	attempts := 1
+	var lastErr error
+	if !isDefinite(err) {
+		lastErr = err
+		p := c.cfg.retry
+		firstErr := err
+		b := backoff.WithContext(backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), ctx)
+		_, err = backoff.RetryNotifyWithData(func() (*session, error) {
+			if firstErr != nil { // the first attempt's, for the backoff to wait after
+				err := firstErr
+				firstErr = nil
+				return nil, err
+			}
+			attempts++
+			s, err := c.session(ctx)
+			if err != nil && isDefinite(err) {
+				return nil, backoff.Permanent(err)
+			}
+			lastErr = err
+			return s, err
+		}, b, func(err error, d time.Duration) {
+			c.log.Debug("mcpclient: connect failed, retrying", "attempt", attempts, "delay", d, "err", err)
+			if p.OnRetry != nil {
+				p.OnRetry(attempts, err, d)
+			}
+		})
+		if err == nil {
+			return nil
+		}
 	}
 	var e *Error
 	if errors.As(err, &e) {

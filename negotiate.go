@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -22,8 +23,9 @@ func (c *Client) boundHandshake(ctx context.Context) (context.Context, context.C
 	if _, ok := ctx.Deadline(); ok || c.cfg.handshake <= 0 {
 		return ctx, func() {}
 	}
-	d := c.cfg.handshake
-	return context.WithTimeoutCause(ctx, d, handshakeTimeout(d))
+	// The cause points at the client's setting rather than holding a copy, which every
+	// handshake would allocate and almost none reads.
+	return context.WithTimeoutCause(ctx, c.cfg.handshake, (*handshakeTimeout)(&c.cfg.handshake))
 }
 
 // handshakeTimeout is the cause of a handshake that ran out of its bound: ErrHandshakeTimeout
@@ -121,7 +123,9 @@ func (c *Client) adoptStateless(s *session, lc lifecycle) {
 	if sc, ok := s.conn.(transport.SessionConn); ok {
 		sc.SetProtocolVersion(lc.version)
 	}
-	c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
+	if c.log.Enabled(context.Background(), slog.LevelDebug) { // the attributes cost allocations
+		c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
+	}
 }
 
 // open connects a new session. The connection delivers to the session from the start.
@@ -194,15 +198,15 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 		}
 		return err // a transport failure: the caller dials again
 	}
-	var res InitializeResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	// Decoded in place: a session whose answer is refused is killed, never published.
+	if err := json.Unmarshal(raw, &s.init); err != nil {
 		return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
 	}
+	res := &s.init
 	if !isSupportedVersion(res.ProtocolVersion) || isStateless(res.ProtocolVersion) {
 		return &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
 			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
 	}
-	s.init = res
 	if r, ok := res.Capabilities.RequestReceipts(); ok {
 		s.receipts, s.receiptEpoch = r.Scope, r.Epoch
 	} else {
@@ -228,7 +232,9 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	if sc, ok := s.conn.(transport.SessionConn); ok && c.cfg.listens() { // sessions of the older revisions only: stateless ones have no such stream
 		sc.Listen()
 	}
-	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
+	if c.log.Enabled(ctx, slog.LevelDebug) { // the attributes cost allocations
+		c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
+	}
 	return nil
 }
 

@@ -432,8 +432,11 @@ func connEnded(err error) bool {
 // withReply puts the JSON-RPC error a transport failure carried (an HTTP 400 or 409 with a
 // JSON-RPC body) in the error's chain, so that it is classified as the server's answer.
 func withReply(err error) error {
+	if err == nil {
+		return nil // before te, which escapes to errors.As
+	}
 	var te *transport.Error
-	if err == nil || !errors.As(err, &te) || te.Reply == nil {
+	if !errors.As(err, &te) || te.Reply == nil {
 		return err
 	}
 	rpc := new(RPCError)

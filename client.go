@@ -61,6 +61,8 @@ type Client struct {
 	mu   sync.Mutex
 	sess *session   // the last session opened, live or dead; nil before the first
 	live []*session // sessions not yet ended: the current one, and those retiring
+	// firstLive holds live while it holds one session.
+	firstLive [1]*session
 	// olderServer is the revision a server that answered server/discover as an older one
 	// accepted in initialize: later dials of the client go straight to initialize, a request
 	// fewer per reconnection. A failed initialize forgets it.

@@ -145,6 +145,9 @@ func (c *Client) open(ctx context.Context) (*session, error) {
 		conn.Close()
 		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
 	}
+	if c.live == nil {
+		c.live = c.firstLive[:0] // most clients never have two sessions live at once
+	}
 	c.live = append(c.live, s)
 	c.wg.Add(1) // the session's own, until it has ended (sessionEnded)
 	c.mu.Unlock()
@@ -207,6 +210,8 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 		return &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
 			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
 	}
+	// The session keeps the client's own string of the revision, not the one decoded.
+	res.ProtocolVersion = supportedVersions[slices.Index(supportedVersions, res.ProtocolVersion)]
 	if r, ok := res.Capabilities.RequestReceipts(); ok {
 		s.receipts, s.receiptEpoch = r.Scope, r.Epoch
 	} else {
@@ -221,8 +226,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	if hc, ok := s.conn.(transport.SessionHeaderConn); ok && header != nil {
 		hc.SetSessionHeader(header)
 	}
-	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
-	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized", Header: header}); err != nil {
+	if err := s.conn.Send(ctx, &transport.Message{Frame: initializedNote, Method: "notifications/initialized", Header: header}); err != nil {
 		err = fmt.Errorf("notifications/initialized: %w", err)
 		if transport.OutcomeOf(err) == transport.Answered {
 			return &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err} // refused: definite
@@ -237,6 +241,10 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	}
 	return nil
 }
+
+// initializedNote is the frame of notifications/initialized, the same for every session:
+// transports neither modify nor keep a frame.
+var initializedNote = jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
 
 // initializeOffer is the revision the client offers in initialize.
 func (c *Client) initializeOffer() string {

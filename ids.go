@@ -53,7 +53,17 @@ func (id ID) String() string {
 
 // JSON returns the id's JSON encoding, which is also its key in the ledger: "7" and 7 are two
 // different ids.
-func (id ID) JSON() string { return string(id.appendJSON(nil)) }
+func (id ID) JSON() string {
+	// Every request's key: built in one allocation where it can be, rather than grown in a
+	// slice and copied.
+	switch {
+	case id.kind == idString && plainJSONString(id.str):
+		return `"` + id.str + `"`
+	case id.kind == idNumber:
+		return strconv.FormatInt(id.num, 10)
+	}
+	return string(id.appendJSON(nil))
+}
 
 func (id ID) appendJSON(b []byte) []byte {
 	switch id.kind {

@@ -330,14 +330,18 @@ const DefaultHandshakeTimeout = time.Minute
 // initialize. Default: server/discover with LatestProtocolVersion, falling back to initialize
 // with LatestStatefulProtocolVersion for servers that do not speak a stateless revision. Connect
 // refuses a revision this client does not speak with CodeInvalidArgument.
-func WithProtocolVersion(v string) Option {
-	return optionFunc(func(c *config) {
-		if !isSupportedVersion(v) {
-			c.refuse("WithProtocolVersion(%q): this client speaks %v", v, supportedVersions)
-			return
-		}
-		c.version = v
-	})
+func WithProtocolVersion(v string) Option { return protocolVersionOption(v) }
+
+// protocolVersionOption is WithProtocolVersion's: a string rather than a closure over one, so
+// that pinning a constant revision allocates nothing.
+type protocolVersionOption string
+
+func (v protocolVersionOption) applyOption(c *config) {
+	if !isSupportedVersion(string(v)) {
+		c.refuse("WithProtocolVersion(%q): this client speaks %v", string(v), supportedVersions)
+		return
+	}
+	c.version = string(v)
 }
 
 // WithSamplingHandler declares the sampling capability and answers sampling/createMessage with

@@ -340,18 +340,28 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 			return older, nil // no answer within reason: an older server
 		}
 		if err == nil {
+			// The revisions first: an older server's answer (one listing no stateless
+			// revision, or an empty result) is not worth decoding whole. An answer that
+			// decodes whole has the same list.
+			var head struct {
+				SupportedVersions []string `json:"supportedVersions"`
+			}
+			if json.Unmarshal(raw, &head) != nil {
+				return older, nil
+			}
+			v := bestVersion(head.SupportedVersions, version, true)
+			if v == "" && !pinned {
+				return older, nil
+			}
 			var res discoverResult
 			if json.Unmarshal(raw, &res) != nil {
 				return older, nil
 			}
-			if v := bestVersion(res.SupportedVersions, version, true); v != "" {
+			if v != "" {
 				return lifecycle{stateless: true, version: v, result: &res, asked: asked, arrived: time.Now()}, nil
 			}
 			// An older server that answers every method with an empty result.
-			if pinned {
-				return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: fmt.Errorf("server/discover named no revision of %v", res.SupportedVersions)}
-			}
-			return older, nil
+			return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: fmt.Errorf("server/discover named no revision of %v", res.SupportedVersions)}
 		}
 		var rpc *RPCError
 		switch {

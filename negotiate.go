@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -340,28 +341,21 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 			return older, nil // no answer within reason: an older server
 		}
 		if err == nil {
-			// The revisions first: an older server's answer (one listing no stateless
-			// revision, or an empty result) is not worth decoding whole. An answer that
-			// decodes whole has the same list.
-			var head struct {
-				SupportedVersions []string `json:"supportedVersions"`
-			}
-			if json.Unmarshal(raw, &head) != nil {
-				return older, nil
-			}
-			v := bestVersion(head.SupportedVersions, version, true)
-			if v == "" && !pinned {
-				return older, nil
+			if !pinned && listsNoStatelessRevision(raw) {
+				return older, nil // an older server's answer, not worth decoding
 			}
 			var res discoverResult
 			if json.Unmarshal(raw, &res) != nil {
 				return older, nil
 			}
-			if v != "" {
+			if v := bestVersion(res.SupportedVersions, version, true); v != "" {
 				return lifecycle{stateless: true, version: v, result: &res, asked: asked, arrived: time.Now()}, nil
 			}
 			// An older server that answers every method with an empty result.
-			return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: fmt.Errorf("server/discover named no revision of %v", res.SupportedVersions)}
+			if pinned {
+				return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: fmt.Errorf("server/discover named no revision of %v", res.SupportedVersions)}
+			}
+			return older, nil
 		}
 		var rpc *RPCError
 		switch {
@@ -387,6 +381,41 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 		return lifecycle{}, fmt.Errorf("server/discover: %w", err) // nothing got through; the caller dials again
 	}
 	return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: errors.New("the server kept refusing the protocol revision it named")}
+}
+
+// listsNoStatelessRevision reports whether an answer to server/discover surely lists no stateless
+// revision this client speaks in its supportedVersions, as decoding it would read them: a look at
+// its JSON, which is all an older server's answer needs. false when that cannot tell: an answer
+// that is no valid object, a key or revision written with escapes, a list of other values.
+func listsNoStatelessRevision(raw []byte) bool {
+	var list []byte // the last supportedVersions, the one a decoder keeps
+	sure := true
+	if !jsonrpc.EachMember(raw, func(key []byte, start, end int) {
+		switch {
+		case string(key) == "supportedVersions":
+			list = raw[start:end]
+		case bytes.EqualFold(key, []byte("supportedVersions")):
+			sure = false // a decoder takes it too, and which one it keeps is its business
+		}
+	}) {
+		return false
+	}
+	if !sure || list == nil || string(list) == "null" {
+		return sure
+	}
+	listed := false
+	if !jsonrpc.EachElement(list, func(start, end int) {
+		v := list[start:end]
+		if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+			sure = false
+			return
+		}
+		revision := string(v[1 : len(v)-1])
+		listed = listed || (isStateless(revision) && isSupportedVersion(revision))
+	}) {
+		return false
+	}
+	return sure && !listed
 }
 
 // freshBinding returns the receipt binding the server declares now on s. A session of an older

@@ -115,6 +115,24 @@ func (c *config) capabilities() ClientCapabilities {
 	return caps
 }
 
+// onlyReceiptsCapabilities is the JSON of the capabilities of a client that declares nothing but
+// the receipts extension (no handler, no WithExtension): in initialize and in the _meta of a
+// stateless revision alike, encoded once rather than through maps at every handshake.
+var onlyReceiptsCapabilities = json.RawMessage(`{"extensions":{"` + requestReceiptsExtension + `":{}}}`)
+
+// declaresOnlyReceipts reports whether the client's capabilities are onlyReceiptsCapabilities.
+func (c *config) declaresOnlyReceipts() bool {
+	return c.roots == nil && c.sampling == nil && c.elicitationCapability() == nil && len(c.extensions) == 0
+}
+
+// initializeCapabilities returns the JSON of what the client declares in initialize.
+func (c *config) initializeCapabilities() (json.RawMessage, error) {
+	if c.declaresOnlyReceipts() {
+		return onlyReceiptsCapabilities, nil
+	}
+	return json.Marshal(c.capabilities())
+}
+
 // declaredExtensions are the extensions the client declares: those WithExtension named, and the
 // receipts extension, which opts every request into receipts (per session in initialize, per
 // request in a stateless revision): a server that keeps them answers a resend of the same bytes

@@ -18,9 +18,12 @@ func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, erro
 	}
 	m := c.meta.Load()
 	if m == nil || m.version != version || m.level != level {
-		caps, err := json.Marshal(c.cfg.statelessCapabilities())
-		if err != nil {
-			return nil, err
+		caps := onlyReceiptsCapabilities
+		if !c.cfg.declaresOnlyReceipts() {
+			var err error
+			if caps, err = json.Marshal(c.cfg.statelessCapabilities()); err != nil {
+				return nil, err
+			}
 		}
 		info, err := json.Marshal(c.cfg.info)
 		if err != nil {

@@ -154,7 +154,7 @@ func newConfig(opts []Option) config {
 		ledgerCap: DefaultLedgerCapacity,
 		idVersion: UUIDv4,
 		logger:    slog.New(slog.DiscardHandler),
-		info:      Implementation{Name: "mcpclient", Version: Version},
+		info:      defaultClientInfo,
 		handshake: DefaultHandshakeTimeout,
 		handlers:  new(handlers),
 		testHooks: new(testHooks),
@@ -195,6 +195,12 @@ func (c *config) err() error {
 	}
 	return &Error{Code: CodeInvalidArgument, Err: c.invalid}
 }
+
+// defaultClientInfo is the clientInfo of every client WithClientInfo gave none.
+var defaultClientInfo = Implementation{Name: "mcpclient", Version: Version}
+
+// defaultClientInfoJSON is defaultClientInfo encoded, as a stateless revision's _meta carries it.
+var defaultClientInfoJSON, _ = json.Marshal(&defaultClientInfo)
 
 // Version is this module's version, sent as clientInfo.version unless WithClientInfo says
 // otherwise.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 )
 
 // The capabilities of a client that declares nothing but the receipts extension are encoded once,
@@ -43,6 +45,28 @@ func TestOnlyReceiptsCapabilitiesAreTheEncodedOnes(t *testing.T) {
 		want, _ := json.Marshal(c.capabilities())
 		if c.declaresOnlyReceipts() || string(got) != string(want) {
 			t.Errorf("%s: initialize capabilities %s, want %s", name, got, want)
+		}
+	}
+}
+
+// A stateless revision's _meta carries the client's clientInfo and revision as json.Marshal
+// encodes them, whether the client's clientInfo is the default one, encoded once, or its own.
+func TestStatelessMetaEncodesInfoAndRevision(t *testing.T) {
+	for _, opts := range [][]Option{nil, {WithClientInfo(Implementation{Name: "a<b>\"c", Version: "1"})}} {
+		c := &Client{cfg: newConfig(opts)}
+		for _, v := range []string{"2026-07-28", "x\"<y>"} {
+			m, err := c.statelessMeta(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, _ := json.Marshal(c.cfg.info)
+			rev, _ := json.Marshal(v)
+			if got := m[metakeys.ClientInfo]; string(got) != string(info) {
+				t.Errorf("clientInfo %s, want %s", got, info)
+			}
+			if got := m[metakeys.ProtocolVersion]; string(got) != string(rev) {
+				t.Errorf("revision %s, want %s", got, rev)
+			}
 		}
 	}
 }

@@ -25,11 +25,19 @@ func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, erro
 				return nil, err
 			}
 		}
-		info, err := json.Marshal(c.cfg.info)
-		if err != nil {
-			return nil, err
+		info := defaultClientInfoJSON
+		if c.cfg.info != defaultClientInfo {
+			var err error
+			if info, err = json.Marshal(c.cfg.info); err != nil {
+				return nil, err
+			}
 		}
-		v, _ := json.Marshal(version) // a Go string always marshals
+		var v json.RawMessage
+		if plainJSONString(version) { // every revision this client speaks
+			v = append(append(append(make(json.RawMessage, 0, len(version)+2), '"'), version...), '"')
+		} else {
+			v, _ = json.Marshal(version) // a Go string always marshals
+		}
 		m = &statelessMetaCache{version: version, level: level, set: map[string]json.RawMessage{
 			metakeys.ProtocolVersion:    v,
 			metakeys.ClientCapabilities: caps,

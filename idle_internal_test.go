@@ -11,8 +11,9 @@ import (
 )
 
 // An idle session holds only what a session needs: what the handshake used, the probe's
-// stateless _meta, the map of calls awaiting answers, the inbox's channel, the contexts of the
-// client and the session and the ledger are made again by the first work that needs them.
+// stateless _meta, the map of calls awaiting answers, the inbox's channel, the client's context,
+// the session's busy state (its context among it) and the ledger are made again by the first
+// work that needs them.
 // Thousands of idle sessions (an agent host with a client per user) pay for each of these.
 func TestIdleSessionHoldsNoLazyState(t *testing.T) {
 	peer := testpeer.NewHTTP(t, nil)
@@ -30,7 +31,7 @@ func TestIdleSessionHoldsNoLazyState(t *testing.T) {
 	}
 	s := c.current()
 	s.mu.Lock()
-	pending, sctx := s.pending, s.ctx
+	pending, busy := s.pending, s.busy
 	s.mu.Unlock()
 	s.inbound.mu.Lock()
 	changed := s.inbound.changed
@@ -41,7 +42,7 @@ func TestIdleSessionHoldsNoLazyState(t *testing.T) {
 	for what, held := range map[string]bool{
 		"the probe's stateless _meta":       c.meta.Load() != nil,
 		"the map of calls awaiting answers": pending != nil,
-		"the session's context":             sctx != nil,
+		"the session's busy state":          busy != nil,
 		"the inbox's channel":               changed != nil,
 		"the client's context":              cctx != nil,
 		"the ledger":                        c.ledger.Load() != nil,

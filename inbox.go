@@ -19,7 +19,7 @@ import (
 // ErrInboundOverflow. An empty inbox takes any message: the transport has already bounded its
 // size, and a message larger than the limits must still reach its handler.
 type inbox struct {
-	limits  inboxLimits
+	limits  *inboxLimits // the client's
 	mu      sync.Mutex
 	msgs    []jsonrpc.Message // oldest first; guarded by mu
 	bytes   int               // the sizes of msgs; guarded by mu
@@ -48,10 +48,6 @@ const (
 
 // inboxOverhead is what a queued message costs beyond its raw fields.
 const inboxOverhead = 128
-
-func newInbox(limits inboxLimits) *inbox {
-	return &inbox{limits: limits}
-}
 
 // signal wakes a reader waiting for room.
 func (b *inbox) signal() {

@@ -11,6 +11,9 @@ import (
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 )
 
+// newInbox returns an inbox bounded by limits, as a session's is by its client's.
+func newInbox(limits inboxLimits) *inbox { return &inbox{limits: &limits} }
+
 // inboxMsg is a notification whose params take n bytes.
 func inboxMsg(n int) jsonrpc.Message {
 	return jsonrpc.Message{Method: "notifications/message", Params: []byte(`"` + strings.Repeat("x", n-2) + `"`)}

@@ -28,17 +28,10 @@ type session struct {
 	c *Client
 	// conn is set by attach, under mu, once Connect returned it. Code that runs after open
 	// returned the session, or on a dispatcher, reads it without mu.
-	conn transport.Conn
-	mu   sync.Mutex
-	// ctx ends when the session ends; deliveries, the dispatcher and handlers run under it.
-	// Made by the first of them (see lifetime): an idle session has none. guarded by mu.
-	ctx     context.Context
-	cancel  context.CancelFunc
+	conn    transport.Conn
+	mu      sync.Mutex
 	pending map[string]*pendingCall // guarded by mu
 	cause   error                   // why it died; guarded by mu
-	// closed, made when a delivery waits for the connection of the ended session to be
-	// closed, is closed then. guarded by mu.
-	closed chan struct{}
 	// dead: the session takes no new requests. ended: its connection is closed and every
 	// pending call was failed. A retired session is dead but not ended until its pending calls
 	// have their answers. guarded by mu.
@@ -51,13 +44,13 @@ type session struct {
 	detach bool
 	// closing: the connection of the ended session is being closed. guarded by mu.
 	closing bool
+	// Written once by dial before the session is published, read only after.
+	stateless bool // a stateless revision: requests carry their version and capabilities
 
 	// serial names the session among all sessions of the process, so that a record can say
 	// which one a request went out on without keeping it alive.
 	serial uint64
 
-	// Written once by dial before the session is published, read only after.
-	stateless bool // a stateless revision: requests carry their version and capabilities
 	// init is what the session opened with. Its revision and receipt binding hold for the
 	// session's life; the rest, in a stateless revision, is the last answer to server/discover
 	// (discovered, see settled).
@@ -72,31 +65,53 @@ type session struct {
 	discovered atomic.Pointer[discovery]
 
 	// inbound carries notifications and server requests from the connection to the dispatcher.
-	inbound *inbox
-
-	// handling holds the cancellation of each server request being handled, by id: at most
-	// maxServerRequests. Made by the first request, so that a session the server never asks
-	// anything keeps none. guarded by mu.
-	handling map[string]context.CancelFunc
-
-	// cancelling holds, by request key, the notifications/cancelled being sent; each channel is
-	// closed once its notice is out. guarded by mu.
-	cancelling map[string]chan struct{}
-	// abandoned holds the keys of the last requests the client stopped waiting for: a response
-	// that comes for one of them is late, not a stray. guarded by mu.
-	abandoned recentKeys
-
-	// named counts, by the key of a call awaiting its answer, the notifications naming the call
-	// by io.modelcontextprotocol/subscriptionId that the dispatcher has not handled yet (see
-	// awaitNamed); namedHandled is closed, and forgotten, when one of the counts reaches zero.
-	// guarded by mu.
-	named        map[string]int
-	namedHandled chan struct{}
+	inbound inbox
 
 	// header holds the headers the interceptors gave the handshake, which the session's
 	// messages that belong to no call carry (see setHeader); nil when they gave none. Never
 	// modified once set. guarded by mu.
 	header http.Header
+
+	// busy is what a session needs only once it does more than carry calls and their answers:
+	// made by the first work that needs it (see busyState), so that the thousands of idle
+	// sessions of an agent host do not each carry it empty. guarded by mu.
+	busy *sessionBusy
+}
+
+// sessionBusy is the state of a session that heard from the server unprompted, handled its
+// requests or stopped waiting for an answer. Its fields are guarded by the session's mu.
+type sessionBusy struct {
+	// ctx ends when the session ends; deliveries, the dispatcher and handlers run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// closed, made when a delivery waits for the connection of the ended session to be
+	// closed, is closed then.
+	closed chan struct{}
+
+	// handling holds the cancellation of each server request being handled, by id: at most
+	// maxServerRequests.
+	handling map[string]context.CancelFunc
+
+	// cancelling holds, by request key, the notifications/cancelled being sent; each channel is
+	// closed once its notice is out.
+	cancelling map[string]chan struct{}
+	// abandoned holds the keys of the last requests the client stopped waiting for: a response
+	// that comes for one of them is late, not a stray.
+	abandoned recentKeys
+
+	// named counts, by the key of a call awaiting its answer, the notifications naming the call
+	// by io.modelcontextprotocol/subscriptionId that the dispatcher has not handled yet (see
+	// awaitNamed); namedHandled is closed, and forgotten, when one of the counts reaches zero.
+	named        map[string]int
+	namedHandled chan struct{}
+}
+
+// busyState returns the session's busy state, made on first need. s.mu is held.
+func (s *session) busyState() *sessionBusy {
+	if s.busy == nil {
+		s.busy = new(sessionBusy)
+	}
+	return s.busy
 }
 
 // setHeader makes h the headers of the session's messages that belong to no call:
@@ -142,7 +157,9 @@ type reply struct {
 }
 
 func newSession(c *Client) *session {
-	return &session{c: c, inbound: newInbox(c.cfg.inbox), serial: sessionSerials.Add(1)}
+	s := &session{c: c, serial: sessionSerials.Add(1)}
+	s.inbound.limits = &c.cfg.inbox
+	return s
 }
 
 // sessionSerials numbers the sessions of the process, from 1.
@@ -152,13 +169,14 @@ var sessionSerials atomic.Uint64
 func (s *session) lifetime() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ctx == nil {
-		s.ctx, s.cancel = context.WithCancel(context.Background())
+	b := s.busyState()
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithCancel(context.Background())
 		if s.ended {
-			s.cancel()
+			b.cancel()
 		}
 	}
-	return s.ctx
+	return b.ctx
 }
 
 // opened lets go of what the handshake needed and an idle session does not: the map of calls
@@ -224,7 +242,10 @@ func (s *session) end(cause error, detach bool) {
 	attached := s.attached
 	pending := s.pending
 	s.pending = nil
-	cancel := s.cancel
+	var cancel context.CancelFunc
+	if s.busy != nil {
+		cancel = s.busy.cancel
+	}
 	s.mu.Unlock()
 
 	if cancel != nil {
@@ -361,16 +382,17 @@ func (s *session) abandon(req *Request, extra http.Header, cause error) {
 	sc, ok := s.conn.(transport.SessionConn)
 	notify := req.method != "initialize" && !(ok && sc.CancelsByClosing())
 	s.mu.Lock()
-	s.abandoned.add(req.key)
+	b := s.busyState()
+	b.abandoned.add(req.key)
 	if s.ended || !notify {
 		s.mu.Unlock()
 		return
 	}
 	sent := make(chan struct{})
-	if s.cancelling == nil {
-		s.cancelling = make(map[string]chan struct{})
+	if b.cancelling == nil {
+		b.cancelling = make(map[string]chan struct{})
 	}
-	s.cancelling[req.key] = sent
+	b.cancelling[req.key] = sent
 	s.c.wg.Add(1) // while the session's own count is held: it has not ended
 	s.mu.Unlock()
 	extra = extra.Clone() // an interceptor's goroutine may still hold the exchange's
@@ -378,8 +400,8 @@ func (s *session) abandon(req *Request, extra http.Header, cause error) {
 		defer s.c.wg.Done()
 		s.sendCancelled(req, extra, cause)
 		s.mu.Lock()
-		if s.cancelling[req.key] == sent {
-			delete(s.cancelling, req.key)
+		if b.cancelling[req.key] == sent {
+			delete(b.cancelling, req.key)
 		}
 		s.mu.Unlock()
 		close(sent)
@@ -389,8 +411,11 @@ func (s *session) abandon(req *Request, extra http.Header, cause error) {
 // awaitCancelNotice waits until a notifications/cancelled for key, if one is being sent, has
 // been, or ctx ends.
 func (s *session) awaitCancelNotice(ctx context.Context, key string) error {
+	var sent chan struct{}
 	s.mu.Lock()
-	sent := s.cancelling[key]
+	if s.busy != nil {
+		sent = s.busy.cancelling[key]
+	}
 	s.mu.Unlock()
 	if sent == nil {
 		return nil
@@ -539,9 +564,12 @@ func (s *session) hasEnded() bool {
 
 // startClosing lets the deliveries that wait in awaitClosing go: the connection is being closed.
 func (s *session) startClosing() {
+	var closed chan struct{}
 	s.mu.Lock()
 	s.closing = true
-	closed := s.closed
+	if s.busy != nil {
+		closed = s.busy.closed
+	}
 	s.mu.Unlock()
 	if closed != nil {
 		close(closed)
@@ -557,10 +585,11 @@ func (s *session) awaitClosing() {
 		s.mu.Unlock()
 		return
 	}
-	if s.closed == nil {
-		s.closed = make(chan struct{})
+	b := s.busyState()
+	if b.closed == nil {
+		b.closed = make(chan struct{})
 	}
-	closed := s.closed
+	closed := b.closed
 	s.mu.Unlock()
 	<-closed
 }
@@ -688,7 +717,7 @@ func (s *session) routeResponse(m jsonrpc.Message) (key string) {
 	}
 	if !s.resolve(key, r) {
 		s.mu.Lock()
-		late := s.abandoned.has(key)
+		late := s.busy != nil && s.busy.abandoned.has(key)
 		s.mu.Unlock()
 		if late {
 			// A server may answer before it learns of the cancellation, or not heed it.
@@ -789,10 +818,11 @@ func (s *session) countNamed(params json.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, awaiting := s.pending[key]; awaiting {
-		if s.named == nil {
-			s.named = make(map[string]int)
+		b := s.busyState()
+		if b.named == nil {
+			b.named = make(map[string]int)
 		}
-		s.named[key]++
+		b.named[key]++
 	}
 }
 
@@ -801,7 +831,7 @@ func (s *session) countNamed(params json.RawMessage) {
 // ones, which the dispatcher handled first.
 func (s *session) handledNamed(params json.RawMessage) {
 	s.mu.Lock()
-	counting := len(s.named) > 0
+	counting := s.busy != nil && len(s.busy.named) > 0
 	s.mu.Unlock()
 	if !counting {
 		return
@@ -809,16 +839,17 @@ func (s *session) handledNamed(params json.RawMessage) {
 	key := namedCall(params)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, ok := s.named[key]
+	b := s.busy
+	n, ok := b.named[key]
 	switch {
 	case !ok:
 	case n > 1:
-		s.named[key] = n - 1
+		b.named[key] = n - 1
 	default:
-		delete(s.named, key)
-		if s.namedHandled != nil {
-			close(s.namedHandled)
-			s.namedHandled = nil
+		delete(b.named, key)
+		if b.namedHandled != nil {
+			close(b.namedHandled)
+			b.namedHandled = nil
 		}
 	}
 }
@@ -830,14 +861,15 @@ func (s *session) awaitNamed(ctx context.Context, key string) {
 	var ended <-chan struct{} // the session's context is made only for a call that waits
 	for {
 		s.mu.Lock()
-		if s.named[key] == 0 {
+		b := s.busy
+		if b == nil || b.named[key] == 0 {
 			s.mu.Unlock()
 			return
 		}
-		if s.namedHandled == nil {
-			s.namedHandled = make(chan struct{})
+		if b.namedHandled == nil {
+			b.namedHandled = make(chan struct{})
 		}
-		handled := s.namedHandled
+		handled := b.namedHandled
 		s.mu.Unlock()
 		if ended == nil {
 			ended = s.lifetime().Done()

@@ -49,8 +49,9 @@ type Client struct {
 	// taskInputs remembers the input requests of tasks the client answered (tasks/get).
 	taskInputs taskInputs
 	// unfinished holds, by request key, the exchanges whose interceptors returned while they
-	// were being sent, until the sending ends: the next sending of the id waits for it.
-	unfinished sync.Map
+	// were being sent, until the sending ends: the next sending of the id waits for it. Made
+	// by Connect for a client with interceptors, the only one that uses it.
+	unfinished *sync.Map
 
 	// dials is the dial under way, if any: concurrent calls that need a session share it.
 	dials flightgroup.Group[struct{}, *session]
@@ -113,6 +114,9 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		transport: t,
 		cfg:       cfg,
 		log:       cfg.logger,
+	}
+	if cfg.intercept != nil {
+		c.unfinished = new(sync.Map)
 	}
 	if cfg.roots != nil {
 		c.roots = &rootsState{roots: cfg.roots}

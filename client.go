@@ -73,10 +73,9 @@ type Client struct {
 	exitsAtStart int32
 	closed       bool
 
-	// ctx ends at Close and Detach; the client's own background work runs under it. Made by
+	// life ends at Close and Detach; the client's own background work runs under it. Made by
 	// the first work that needs it (see lifetime): an idle client has none. guarded by mu.
-	ctx    context.Context
-	cancel context.CancelFunc
+	life *clientLife
 
 	closeOnce sync.Once
 	// wg counts every session until it has ended, the goroutines of sessions (dispatcher,
@@ -322,11 +321,11 @@ func (c *Client) shutdown(detach bool) error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		cancel := c.cancel
+		life := c.life
 		live := slices.Clone(c.live)
 		c.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		if life != nil {
+			life.cancel()
 		}
 		for _, s := range live {
 			s.end(ErrClosed, detach)
@@ -341,13 +340,20 @@ func (c *Client) shutdown(detach bool) error {
 func (c *Client) lifetime() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ctx == nil {
-		c.ctx, c.cancel = context.WithCancel(context.Background())
+	if c.life == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		c.life = &clientLife{ctx, cancel}
 		if c.closed {
-			c.cancel()
+			cancel()
 		}
 	}
-	return c.ctx
+	return c.life.ctx
+}
+
+// clientLife is the context that ends at Close and Detach, and its cancellation.
+type clientLife struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // keepalive pings the server every interval until the client closes, so that a dead connection

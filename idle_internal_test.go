@@ -37,7 +37,7 @@ func TestIdleSessionHoldsNoLazyState(t *testing.T) {
 	changed := s.inbound.changed
 	s.inbound.mu.Unlock()
 	c.mu.Lock()
-	cctx := c.ctx
+	cctx := c.life
 	c.mu.Unlock()
 	for what, held := range map[string]bool{
 		"the probe's stateless _meta":       c.meta.Load() != nil,

@@ -170,7 +170,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	spec, err := specOf("initialize", initializeParams{
 		ProtocolVersion: offer,
 		Capabilities:    caps,
-		ClientInfo:      &c.cfg.info,
+		ClientInfo:      c.cfg.info,
 	})
 	if err != nil {
 		return err

@@ -27,7 +27,8 @@ type config struct {
 	serverIdentity string
 	idVersion      IDVersion
 	logger         *slog.Logger
-	info           Implementation
+	// info is the clientInfo to send; clients that set none share defaultClientInfo.
+	info *Implementation
 	// handlers are reached through the embedded pointer; a client with none shares one empty
 	// set, so that an idle Client does not carry a dozen nil fields.
 	*handlers
@@ -154,7 +155,7 @@ func newConfig(opts []Option) config {
 		ledgerCap: DefaultLedgerCapacity,
 		idVersion: UUIDv4,
 		logger:    slog.New(slog.DiscardHandler),
-		info:      defaultClientInfo,
+		info:      &defaultClientInfo,
 		handshake: DefaultHandshakeTimeout,
 		handlers:  new(handlers),
 		testHooks: new(testHooks),
@@ -196,7 +197,7 @@ func (c *config) err() error {
 	return &Error{Code: CodeInvalidArgument, Err: c.invalid}
 }
 
-// defaultClientInfo is the clientInfo of every client WithClientInfo gave none.
+// defaultClientInfo is the clientInfo of every client WithClientInfo gave none. Never written.
 var defaultClientInfo = Implementation{Name: "mcpclient", Version: Version}
 
 // defaultClientInfoJSON is defaultClientInfo encoded, as a stateless revision's _meta carries it.
@@ -283,7 +284,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClientInfo sets the clientInfo sent in initialize. Default {"mcpclient", Version}.
 func WithClientInfo(info Implementation) Option {
-	return optionFunc(func(c *config) { c.info = info })
+	return optionFunc(func(c *config) { c.info = &info })
 }
 
 // A NotificationHandler receives one server notification. Handlers run one at a time, in arrival

@@ -26,7 +26,7 @@ func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, erro
 			}
 		}
 		info := defaultClientInfoJSON
-		if c.cfg.info != defaultClientInfo {
+		if c.cfg.info != &defaultClientInfo {
 			var err error
 			if info, err = json.Marshal(c.cfg.info); err != nil {
 				return nil, err

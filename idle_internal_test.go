@@ -41,7 +41,7 @@ func TestIdleSessionHoldsNoLazyState(t *testing.T) {
 	c.mu.Unlock()
 	for what, held := range map[string]bool{
 		"the probe's stateless _meta":       c.meta.Load() != nil,
-		"the map of calls awaiting answers": pending != nil,
+		"the map of calls awaiting answers": pending.more != nil,
 		"the session's busy state":          busy != nil,
 		"the inbox's channel":               changed != nil,
 		"the client's context":              cctx != nil,

@@ -30,8 +30,8 @@ type session struct {
 	// returned the session, or on a dispatcher, reads it without mu.
 	conn    transport.Conn
 	mu      sync.Mutex
-	pending map[string]*pendingCall // guarded by mu
-	cause   error                   // why it died; guarded by mu
+	pending pendingCalls // guarded by mu
+	cause   error        // why it died; guarded by mu
 	// dead: the session takes no new requests. ended: its connection is closed and every
 	// pending call was failed. A retired session is dead but not ended until its pending calls
 	// have their answers. guarded by mu.
@@ -145,10 +145,56 @@ func withHeaders(own, extra http.Header) http.Header {
 	return h
 }
 
-// A pendingCall waits for the answer to one request sent on the session. ch is buffered and
-// receives exactly one reply; whoever removes the call from the pending map sends it.
+// A pendingCall waits for the answer to the request key sent on the session. ch is buffered and
+// receives exactly one reply; whoever removes the call from the pending calls sends it.
 type pendingCall struct {
-	ch chan reply
+	key string
+	ch  chan reply
+}
+
+// pendingCalls are the calls awaiting answers on a session, by request key. The first is held
+// apart from the map, which is made for a second: the handshake, and a client that makes one call
+// at a time, never need it.
+type pendingCalls struct {
+	one  *pendingCall
+	more map[string]*pendingCall
+}
+
+// get returns the call awaiting key, or nil.
+func (pc *pendingCalls) get(key string) *pendingCall {
+	if pc.one != nil && pc.one.key == key {
+		return pc.one
+	}
+	return pc.more[key]
+}
+
+// add adds p, whose key no call awaits.
+func (pc *pendingCalls) add(p *pendingCall) {
+	if pc.one == nil {
+		pc.one = p
+		return
+	}
+	if pc.more == nil {
+		pc.more = make(map[string]*pendingCall)
+	}
+	pc.more[p.key] = p
+}
+
+// remove removes p, which awaits.
+func (pc *pendingCalls) remove(p *pendingCall) {
+	if pc.one == p {
+		pc.one = nil
+		return
+	}
+	delete(pc.more, p.key)
+}
+
+func (pc *pendingCalls) len() int {
+	n := len(pc.more)
+	if pc.one != nil {
+		n++
+	}
+	return n
 }
 
 type reply struct {
@@ -180,11 +226,11 @@ func (s *session) lifetime() context.Context {
 }
 
 // opened lets go of what the handshake needed and an idle session does not: the map of calls
-// awaiting answers, made again by the first call.
+// awaiting answers, if the handshake made one, made again when calls need it.
 func (s *session) opened() {
 	s.mu.Lock()
-	if len(s.pending) == 0 {
-		s.pending = nil
+	if s.pending.len() == 0 {
+		s.pending.more = nil
 	}
 	s.mu.Unlock()
 }
@@ -210,7 +256,7 @@ func (s *session) retire(cause error) {
 		return
 	}
 	s.dead, s.cause = true, cause
-	drained := len(s.pending) == 0
+	drained := s.pending.len() == 0
 	s.mu.Unlock()
 	if drained {
 		s.end(cause, false)
@@ -220,7 +266,7 @@ func (s *session) retire(cause error) {
 // endIfDrained ends a retired session once no call awaits an answer on it.
 func (s *session) endIfDrained() {
 	s.mu.Lock()
-	drained := s.dead && !s.ended && len(s.pending) == 0
+	drained := s.dead && !s.ended && s.pending.len() == 0
 	cause := s.cause
 	s.mu.Unlock()
 	if drained {
@@ -241,7 +287,7 @@ func (s *session) end(cause error, detach bool) {
 	s.ended, s.detach = true, detach
 	attached := s.attached
 	pending := s.pending
-	s.pending = nil
+	s.pending = pendingCalls{}
 	var cancel context.CancelFunc
 	if s.busy != nil {
 		cancel = s.busy.cancel
@@ -253,9 +299,12 @@ func (s *session) end(cause error, detach bool) {
 	}
 	// Pending calls learn their fate first: closing a process transport may take its shutdown
 	// timeouts.
-	if len(pending) > 0 {
+	if pending.len() > 0 {
 		lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
-		for _, p := range pending {
+		if pending.one != nil {
+			pending.one.ch <- reply{err: lost}
+		}
+		for _, p := range pending.more {
 			p.ch <- reply{err: lost}
 		}
 	}
@@ -310,23 +359,20 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	if err := ctx.Err(); err != nil {
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 	}
-	p := &pendingCall{ch: make(chan reply, 1)}
+	p := &pendingCall{key: req.key, ch: make(chan reply, 1)}
 	s.mu.Lock()
 	if s.dead {
 		cause := s.cause
 		s.mu.Unlock()
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
 	}
-	if _, dup := s.pending[req.key]; dup {
+	if s.pending.get(req.key) != nil {
 		s.mu.Unlock()
 		// The ledger lets one flight run per id, so this is a bug, and sending would make two
 		// answers indistinguishable.
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("request %s is already awaiting an answer", req.key)}
 	}
-	if s.pending == nil {
-		s.pending = make(map[string]*pendingCall)
-	}
-	s.pending[req.key] = p
+	s.pending.add(p)
 	s.mu.Unlock()
 	// A reader waiting for room in the inbox must not wait any longer: this call's answer
 	// may come behind the messages it would hold up (see inbox).
@@ -334,7 +380,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 
 	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: withHeaders(req.header, extra)})
 	if err != nil {
-		if !s.forget(req.key, p) {
+		if !s.forget(p) {
 			// Something was routed to the call before Send gave up (an answer on a legacy
 			// stream, then a 502 for the POST): an answer is the request's outcome, and the
 			// later send error cannot undo it.
@@ -360,7 +406,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 		s.awaitNamed(ctx, req.key)
 		return r.result, withReply(r.err)
 	case <-ctx.Done():
-		if !s.forget(req.key, p) {
+		if !s.forget(p) {
 			// The reply won the race; an answer is still the answer, and any other reply
 			// says as much about the exchange as the context does.
 			r := <-p.ch
@@ -471,13 +517,13 @@ func withReply(err error) error {
 	return fmt.Errorf("%w (%w)", rpc, err)
 }
 
-// forget removes p from the pending map if it is still there under key, and reports whether it
-// was: when it was not, a reply is on its way to p.ch, or there already.
-func (s *session) forget(key string, p *pendingCall) bool {
+// forget removes p from the pending calls if it is still there, and reports whether it was: when
+// it was not, a reply is on its way to p.ch, or there already.
+func (s *session) forget(p *pendingCall) bool {
 	s.mu.Lock()
-	removed := s.pending[key] == p
+	removed := s.pending.get(p.key) == p
 	if removed {
-		delete(s.pending, key)
+		s.pending.remove(p)
 	}
 	s.mu.Unlock()
 	s.endIfDrained()
@@ -505,12 +551,12 @@ func (s *session) resolve(key string, r reply) bool {
 // take removes and returns the call awaiting key, or nil.
 func (s *session) take(key string) *pendingCall {
 	s.mu.Lock()
-	p, ok := s.pending[key]
-	if ok {
-		delete(s.pending, key)
+	p := s.pending.get(key)
+	if p != nil {
+		s.pending.remove(p)
 	}
 	s.mu.Unlock()
-	if ok {
+	if p != nil {
 		s.endIfDrained()
 	}
 	return p
@@ -612,7 +658,7 @@ func (s *session) startDispatcher() {
 func (s *session) awaitingAnswers() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.pending) > 0
+	return s.pending.len() > 0
 }
 
 // route hands what the server sent to the calls awaiting answers and to the dispatcher, and
@@ -817,7 +863,7 @@ func (s *session) countNamed(params json.RawMessage) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, awaiting := s.pending[key]; awaiting {
+	if s.pending.get(key) != nil {
 		b := s.busyState()
 		if b.named == nil {
 			b.named = make(map[string]int)

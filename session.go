@@ -145,11 +145,29 @@ func withHeaders(own, extra http.Header) http.Header {
 	return h
 }
 
-// A pendingCall waits for the answer to the request key sent on the session. ch is buffered and
-// receives exactly one reply; whoever removes the call from the pending calls sends it.
+// A pendingCall waits for the answer to the request key sent on the session. Whoever removes the
+// call from the pending calls gives it its one reply (give); the caller takes it after answered
+// (reply). A channel of replies would take a buffer of its own, since a reply holds pointers.
 type pendingCall struct {
-	key string
-	ch  chan reply
+	key      string
+	r        reply         // written once, by give, before answered receives
+	answered chan struct{} // buffered: give never waits
+}
+
+func newPendingCall(key string) *pendingCall {
+	return &pendingCall{key: key, answered: make(chan struct{}, 1)}
+}
+
+// give hands p its reply. It is called once, by whoever removed p from the pending calls.
+func (p *pendingCall) give(r reply) {
+	p.r = r
+	p.answered <- struct{}{}
+}
+
+// reply waits for p's reply, once p was removed from the pending calls.
+func (p *pendingCall) reply() reply {
+	<-p.answered
+	return p.r
 }
 
 // pendingCalls are the calls awaiting answers on a session, by request key. The first is held
@@ -302,10 +320,10 @@ func (s *session) end(cause error, detach bool) {
 	if pending.len() > 0 {
 		lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
 		if pending.one != nil {
-			pending.one.ch <- reply{err: lost}
+			pending.one.give(reply{err: lost})
 		}
 		for _, p := range pending.more {
-			p.ch <- reply{err: lost}
+			p.give(reply{err: lost})
 		}
 	}
 	s.inbound.close()
@@ -359,7 +377,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	if err := ctx.Err(); err != nil {
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 	}
-	p := &pendingCall{key: req.key, ch: make(chan reply, 1)}
+	p := newPendingCall(req.key)
 	s.mu.Lock()
 	if s.dead {
 		cause := s.cause
@@ -384,7 +402,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 			// Something was routed to the call before Send gave up (an answer on a legacy
 			// stream, then a 502 for the POST): an answer is the request's outcome, and the
 			// later send error cannot undo it.
-			if r := <-p.ch; isAnswer(r) {
+			if r := p.reply(); isAnswer(r) {
 				return r.result, withReply(r.err)
 			}
 		}
@@ -402,14 +420,15 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 		return nil, withReply(err)
 	}
 	select {
-	case r := <-p.ch:
+	case <-p.answered:
+		r := p.r
 		s.awaitNamed(ctx, req.key)
 		return r.result, withReply(r.err)
 	case <-ctx.Done():
 		if !s.forget(p) {
 			// The reply won the race; an answer is still the answer, and any other reply
 			// says as much about the exchange as the context does.
-			r := <-p.ch
+			r := p.reply()
 			return r.result, withReply(r.err)
 		}
 		cause := context.Cause(ctx)
@@ -518,7 +537,7 @@ func withReply(err error) error {
 }
 
 // forget removes p from the pending calls if it is still there, and reports whether it was: when
-// it was not, a reply is on its way to p.ch, or there already.
+// it was not, a reply is on its way to p, or there already.
 func (s *session) forget(p *pendingCall) bool {
 	s.mu.Lock()
 	removed := s.pending.get(p.key) == p
@@ -543,7 +562,7 @@ func isAnswer(r reply) bool {
 func (s *session) resolve(key string, r reply) bool {
 	p := s.take(key)
 	if p != nil {
-		p.ch <- r
+		p.give(r)
 	}
 	return p != nil
 }
@@ -593,7 +612,7 @@ func (s *session) Fail(err error) {
 		// session goes on for the calls still awaiting answers.
 		s.retire(err)
 		if p := s.take(te.ID); p != nil {
-			p.ch <- reply{err: err}
+			p.give(reply{err: err})
 		}
 		return
 	}

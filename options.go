@@ -154,7 +154,7 @@ func newConfig(opts []Option) config {
 		retry:     DefaultRetryPolicy(),
 		ledgerCap: DefaultLedgerCapacity,
 		idVersion: UUIDv4,
-		logger:    slog.New(slog.DiscardHandler),
+		logger:    discardLogger,
 		info:      &defaultClientInfo,
 		handshake: DefaultHandshakeTimeout,
 		handlers:  new(handlers),
@@ -187,6 +187,10 @@ func newConfig(opts []Option) config {
 	}
 	return c
 }
+
+// discardLogger is the logger of every client WithLogger gave none; a *slog.Logger is never
+// modified, so one serves them all.
+var discardLogger = slog.New(slog.DiscardHandler)
 
 // err returns the invalid option values, joined, as the *Error Connect fails with; nil when
 // there are none.

@@ -2,6 +2,8 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -67,5 +69,26 @@ func TestIdleSessionHoldsNoLazyState(t *testing.T) {
 	}
 	if err := s.lifetime().Err(); err == nil {
 		t.Error("a session context made after its end has not ended")
+	}
+}
+
+// A session keeps why it died, and the header its handshake's interceptors gave it, with the
+// state only a busy session carries: an idle one has neither. A request on the dead session is
+// refused as never sent, with the cause in its chain.
+func TestSessionKeepsItsCauseAndHeaderOnceItHasThem(t *testing.T) {
+	s := newSession(&Client{cfg: newConfig(nil)})
+	if s.ownHeader() != nil || s.busy != nil {
+		t.Fatal("a new session holds a header or busy state")
+	}
+	h := http.Header{"X-A": {"1"}}
+	s.setHeader(h)
+	if got := s.ownHeader(); got.Get("X-A") != "1" {
+		t.Errorf("header %v after setHeader(%v)", got, h)
+	}
+	cause := errors.New("the cause")
+	s.retire(cause)
+	_, err := s.exchange(context.Background(), &Request{key: `"k"`}, nil)
+	if !errors.Is(err, cause) || !errors.Is(err, ErrSessionLost) || transport.OutcomeOf(err) != transport.NotDelivered {
+		t.Errorf("exchange on the dead session: %v, want NotDelivered with ErrSessionLost and the cause", err)
 	}
 }

@@ -31,7 +31,6 @@ type session struct {
 	conn    transport.Conn
 	mu      sync.Mutex
 	pending pendingCalls // guarded by mu
-	cause   error        // why it died; guarded by mu
 	// dead: the session takes no new requests. ended: its connection is closed and every
 	// pending call was failed. A retired session is dead but not ended until its pending calls
 	// have their answers. guarded by mu.
@@ -67,11 +66,6 @@ type session struct {
 	// inbound carries notifications and server requests from the connection to the dispatcher.
 	inbound inbox
 
-	// header holds the headers the interceptors gave the handshake, which the session's
-	// messages that belong to no call carry (see setHeader); nil when they gave none. Never
-	// modified once set. guarded by mu.
-	header http.Header
-
 	// busy is what a session needs only once it does more than carry calls and their answers:
 	// made by the first work that needs it (see busyState), so that the thousands of idle
 	// sessions of an agent host do not each carry it empty. guarded by mu.
@@ -79,8 +73,11 @@ type session struct {
 }
 
 // sessionBusy is the state of a session that heard from the server unprompted, handled its
-// requests or stopped waiting for an answer. Its fields are guarded by the session's mu.
+// requests, stopped waiting for an answer, took headers from its handshake's interceptors, or
+// died. Its fields are guarded by the session's mu.
 type sessionBusy struct {
+	// cause is why the session died, set when it does.
+	cause error
 	// ctx ends when the session ends; deliveries, the dispatcher and handlers run under it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -104,6 +101,11 @@ type sessionBusy struct {
 	// awaitNamed); namedHandled is closed, and forgotten, when one of the counts reaches zero.
 	named        map[string]int
 	namedHandled chan struct{}
+
+	// header holds the headers the interceptors gave the handshake, which the session's
+	// messages that belong to no call carry (see setHeader); nil when they gave none. Never
+	// modified once set.
+	header http.Header
 }
 
 // busyState returns the session's busy state, made on first need. s.mu is held.
@@ -119,7 +121,7 @@ func (s *session) busyState() *sessionBusy {
 // and, on a connection that has them, its own requests (the GET stream, the DELETE at Close).
 func (s *session) setHeader(h http.Header) {
 	s.mu.Lock()
-	s.header = h
+	s.busyState().header = h
 	s.mu.Unlock()
 }
 
@@ -127,7 +129,10 @@ func (s *session) setHeader(h http.Header) {
 func (s *session) ownHeader() http.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.header
+	if s.busy == nil {
+		return nil
+	}
+	return s.busy.header
 }
 
 // withHeaders returns the headers that name a request, with extra's besides; the request's win.
@@ -221,9 +226,7 @@ type reply struct {
 }
 
 func newSession(c *Client) *session {
-	s := &session{c: c, serial: sessionSerials.Add(1)}
-	s.inbound.limits = &c.cfg.inbox
-	return s
+	return &session{c: c, serial: sessionSerials.Add(1)}
 }
 
 // sessionSerials numbers the sessions of the process, from 1.
@@ -273,7 +276,8 @@ func (s *session) retire(cause error) {
 		s.mu.Unlock()
 		return
 	}
-	s.dead, s.cause = true, cause
+	s.dead = true
+	s.busyState().cause = cause
 	drained := s.pending.len() == 0
 	s.mu.Unlock()
 	if drained {
@@ -285,7 +289,10 @@ func (s *session) retire(cause error) {
 func (s *session) endIfDrained() {
 	s.mu.Lock()
 	drained := s.dead && !s.ended && s.pending.len() == 0
-	cause := s.cause
+	var cause error
+	if s.dead {
+		cause = s.busy.cause // made when it died
+	}
 	s.mu.Unlock()
 	if drained {
 		s.end(cause, false)
@@ -300,7 +307,8 @@ func (s *session) end(cause error, detach bool) {
 		return
 	}
 	if !s.dead {
-		s.dead, s.cause = true, cause
+		s.dead = true
+		s.busyState().cause = cause
 	}
 	s.ended, s.detach = true, detach
 	attached := s.attached
@@ -380,7 +388,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	p := newPendingCall(req.key)
 	s.mu.Lock()
 	if s.dead {
-		cause := s.cause
+		cause := s.busy.cause // made when it died
 		s.mu.Unlock()
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
 	}
@@ -720,7 +728,7 @@ func (s *session) route(frame []byte, awaited string) (answered bool, err error)
 			if m.Kind() == jsonrpc.KindNotification {
 				s.countNamed(m.Params)
 			}
-			if err := s.inbound.put(s.lifetime(), m, s.awaitingAnswers, s.startDispatcher); err != nil {
+			if err := s.inbound.put(s.lifetime(), m, &s.c.cfg.inbox, s.awaitingAnswers, s.startDispatcher); err != nil {
 				return answered, err
 			}
 		default:

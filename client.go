@@ -105,20 +105,17 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 	if t == nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("nil transport")}
 	}
-	cfg := newConfig(opts)
-	if err := cfg.err(); err != nil {
+	c := &Client{transport: t}
+	c.cfg.apply(opts)
+	if err := c.cfg.err(); err != nil {
 		return nil, err
 	}
-	c := &Client{
-		transport: t,
-		cfg:       cfg,
-		log:       cfg.logger,
-	}
-	if cfg.intercept != nil {
+	c.log = c.cfg.logger
+	if c.cfg.intercept != nil {
 		c.unfinished = new(sync.Map)
 	}
-	if cfg.roots != nil {
-		c.roots = &rootsState{roots: cfg.roots}
+	if c.cfg.roots != nil {
+		c.roots = &rootsState{roots: c.cfg.roots}
 	}
 	ctx, stop := c.boundHandshake(ctx)
 	defer stop()
@@ -126,9 +123,9 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		c.Close()
 		return nil, err
 	}
-	if cfg.keepalive > 0 {
+	if c.cfg.keepalive > 0 {
 		c.wg.Add(1)
-		go c.keepalive(cfg.keepalive)
+		go c.keepalive(c.cfg.keepalive)
 	}
 	return c, nil
 }

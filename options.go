@@ -48,8 +48,8 @@ type config struct {
 	*testHooks
 }
 
-// handlers are what the client does with what the server sends unprompted. Options write them
-// while newConfig runs; they are read-only after.
+// handlers are what the client does with what the server sends unprompted. Options write them,
+// through ownHandlers, while the config is applied; they are read-only after.
 type handlers struct {
 	notifications   map[string]NotificationHandler
 	requestHandlers map[string]RequestHandler
@@ -73,8 +73,18 @@ func (h *handlers) none() bool {
 		h.interceptors == nil && h.onAttempt == nil
 }
 
-// noHandlers is the handler set of every client configured with none. Never written.
+// noHandlers is the handler set of every client configured with none. Never written: options
+// write through ownHandlers.
 var noHandlers handlers
+
+// ownHandlers returns the client's own handler set, for an option to write, made on the first
+// write: a client configured with no handler shares noHandlers from the start.
+func (c *config) ownHandlers() *handlers {
+	if c.handlers == &noHandlers {
+		c.handlers = new(handlers)
+	}
+	return c.handlers
+}
 
 type testHooks struct {
 	inbox            inboxLimits
@@ -82,8 +92,19 @@ type testHooks struct {
 	onJoin           func(ID) // runs when a caller joins the attempt loop already running for an id
 }
 
-// defaultHooks are the hooks of every client no test configured. Never written.
+// defaultHooks are the hooks of every client no test configured. Never written: the options of
+// tests write through ownHooks.
 var defaultHooks = testHooks{inbox: inboxLimits{soft: inboxSoftLimit, softBytes: inboxSoftLimitBytes, hardBytes: inboxHardLimitBytes}}
+
+// ownHooks returns the client's own hooks, for a test's option to write, made from the defaults
+// on the first write.
+func (c *config) ownHooks() *testHooks {
+	if c.testHooks == &defaultHooks {
+		h := defaultHooks
+		c.testHooks = &h
+	}
+	return c.testHooks
+}
 
 func (h *testHooks) isDefault() bool {
 	return h.inbox == defaultHooks.inbox && h.onSupersedeBuilt == nil && h.onJoin == nil
@@ -149,21 +170,22 @@ func (c *config) declaredExtensions() map[string]json.RawMessage {
 	return extensions
 }
 
-func newConfig(opts []Option) config {
-	c := config{
+// apply makes c the configuration opts give, in place: c is the Client's own, so that building
+// it copies and allocates nothing that a client with default settings does not keep.
+func (c *config) apply(opts []Option) {
+	*c = config{
 		retry:     DefaultRetryPolicy(),
 		ledgerCap: DefaultLedgerCapacity,
 		idVersion: UUIDv4,
 		logger:    discardLogger,
 		info:      &defaultClientInfo,
 		handshake: DefaultHandshakeTimeout,
-		handlers:  new(handlers),
-		testHooks: new(testHooks),
+		handlers:  &noHandlers,
+		testHooks: &defaultHooks,
 	}
-	*c.testHooks = defaultHooks
 	for _, o := range opts {
 		if o != nil {
-			o.applyOption(&c)
+			o.applyOption(c)
 		}
 	}
 	p := c.retry
@@ -185,7 +207,6 @@ func newConfig(opts []Option) config {
 	if c.testHooks.isDefault() {
 		c.testHooks = &defaultHooks
 	}
-	return c
 }
 
 // discardLogger is the logger of every client WithLogger gave none; a *slog.Logger is never
@@ -302,10 +323,11 @@ type NotificationHandler func(ctx context.Context, method string, params json.Ra
 // handler of their own. Default: notifications are logged at debug level and dropped.
 func WithNotificationHandler(method string, h NotificationHandler) Option {
 	return optionFunc(func(c *config) {
-		if c.notifications == nil {
-			c.notifications = make(map[string]NotificationHandler)
+		hs := c.ownHandlers()
+		if hs.notifications == nil {
+			hs.notifications = make(map[string]NotificationHandler)
 		}
-		c.notifications[method] = h
+		hs.notifications[method] = h
 	})
 }
 
@@ -376,7 +398,7 @@ func (v protocolVersionOption) applyOption(c *config) {
 // WithSamplingHandler declares the sampling capability and answers sampling/createMessage with
 // h. Default: no sampling.
 func WithSamplingHandler(h SamplingHandler) Option {
-	return optionFunc(func(c *config) { c.sampling = h })
+	return optionFunc(func(c *config) { c.ownHandlers().sampling = h })
 }
 
 // WithElicitationHandler declares the elicitation capability in form mode and answers
@@ -386,7 +408,7 @@ func WithSamplingHandler(h SamplingHandler) Option {
 // with invalid params (-32602). Like every server request handler, h runs at most 16 at a time
 // (see RequestHandler). Default: no elicitation.
 func WithElicitationHandler(h ElicitationHandler) Option {
-	return optionFunc(func(c *config) { c.elicitation = h })
+	return optionFunc(func(c *config) { c.ownHandlers().elicitation = h })
 }
 
 // WithURLElicitationHandler declares the elicitation capability in URL mode and answers URL-mode
@@ -397,14 +419,14 @@ func WithElicitationHandler(h ElicitationHandler) Option {
 // thereby refused. Like every server request handler, h runs at most 16 at a time (see
 // RequestHandler). Default: URL mode not declared, and its requests refused.
 func WithURLElicitationHandler(h URLElicitationHandler) Option {
-	return optionFunc(func(c *config) { c.urlElicitation = h })
+	return optionFunc(func(c *config) { c.ownHandlers().urlElicitation = h })
 }
 
 // WithRoots declares the roots capability (with list_changed) and answers roots/list with
 // roots, which SetRoots replaces later. Default: no roots capability.
 func WithRoots(roots ...Root) Option {
 	return optionFunc(func(c *config) {
-		c.roots = append([]Root{}, roots...)
+		c.ownHandlers().roots = append([]Root{}, roots...)
 	})
 }
 
@@ -414,21 +436,22 @@ func WithRoots(roots ...Root) Option {
 // how many run at once. Default: method not found.
 func WithRequestHandler(method string, h RequestHandler) Option {
 	return optionFunc(func(c *config) {
-		if c.requestHandlers == nil {
-			c.requestHandlers = make(map[string]RequestHandler)
+		hs := c.ownHandlers()
+		if hs.requestHandlers == nil {
+			hs.requestHandlers = make(map[string]RequestHandler)
 		}
-		c.requestHandlers[method] = h
+		hs.requestHandlers[method] = h
 	})
 }
 
 // WithLogHandler receives the server's log records. Default: they are dropped.
 func WithLogHandler(h LogHandler) Option {
-	return optionFunc(func(c *config) { c.logHandler = h })
+	return optionFunc(func(c *config) { c.ownHandlers().logHandler = h })
 }
 
 // WithResourceUpdatedHandler receives notifications/resources/updated. Default: dropped.
 func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
-	return optionFunc(func(c *config) { c.resourceUpdated = h })
+	return optionFunc(func(c *config) { c.ownHandlers().resourceUpdated = h })
 }
 
 // WithExtension declares support for the protocol extension id (such as skills.Extension) in the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/internal/testpeer"
 	"github.com/northstar-mcp/mcpclient/transport"
 )
@@ -90,5 +91,34 @@ func TestSessionKeepsItsCauseAndHeaderOnceItHasThem(t *testing.T) {
 	_, err := s.exchange(context.Background(), &Request{key: `"k"`}, nil)
 	if !errors.Is(err, cause) || !errors.Is(err, ErrSessionLost) || transport.OutcomeOf(err) != transport.NotDelivered {
 		t.Errorf("exchange on the dead session: %v, want NotDelivered with ErrSessionLost and the cause", err)
+	}
+}
+
+// An answer whose id is a plain JSON string, as every id the client makes is, reaches its call
+// under the call's own key, white space around the id or not, without a copy of the id; an
+// answer for no call is still told apart.
+func TestAnswerReachesItsCallWithoutACopyOfItsID(t *testing.T) {
+	s := newSession(&Client{cfg: newConfig(nil), log: discardLogger})
+	const key = `"0cdcd2a3-2a17-4c6f-be57-a4fe57eac2ba"`
+	for _, id := range []string{key, " " + key + "\n"} {
+		p := newPendingCall(key)
+		s.pending.add(p)
+		if got := s.routeResponse(jsonrpc.Message{ID: []byte(id), Result: []byte(`{}`)}); got != key {
+			t.Errorf("routeResponse(%s) = %s, want %s", id, got, key)
+		}
+		if r := p.reply(); string(r.result) != `{}` || r.err != nil {
+			t.Errorf("the call's reply: %s, %v", r.result, r.err)
+		}
+	}
+	if got := s.routeResponse(jsonrpc.Message{ID: []byte(`"other"`), Result: []byte(`{}`)}); got != `"other"` {
+		t.Errorf("an answer for no call: key %s", got)
+	}
+	m := jsonrpc.Message{ID: []byte(key), Result: []byte(`{}`)}
+	allocs := testing.AllocsPerRun(100, func() {
+		s.pending.add(newPendingCall(key)) // two allocations: the call and its channel
+		s.routeResponse(m)
+	})
+	if allocs > 2 {
+		t.Errorf("%v allocations to route an answer to a call made for it, want 2 (the call's own)", allocs)
 	}
 }

@@ -191,6 +191,14 @@ func (pc *pendingCalls) get(key string) *pendingCall {
 	return pc.more[key]
 }
 
+// getRaw is get for a key given as bytes, which it does not copy.
+func (pc *pendingCalls) getRaw(key []byte) *pendingCall {
+	if pc.one != nil && pc.one.key == string(key) {
+		return pc.one
+	}
+	return pc.more[string(key)]
+}
+
 // add adds p, whose key no call awaits.
 func (pc *pendingCalls) add(p *pendingCall) {
 	if pc.one == nil {
@@ -589,6 +597,20 @@ func (s *session) take(key string) *pendingCall {
 	return p
 }
 
+// takeRaw is take for a key given as bytes, which it does not copy.
+func (s *session) takeRaw(key []byte) *pendingCall {
+	s.mu.Lock()
+	p := s.pending.getRaw(key)
+	if p != nil {
+		s.pending.remove(p)
+	}
+	s.mu.Unlock()
+	if p != nil {
+		s.endIfDrained()
+	}
+	return p
+}
+
 // Deliver routes a frame the connection read (see transport.Receiver), and reports whether it
 // held the response to awaited.
 func (s *session) Deliver(frame []byte, awaited string) (answered bool) {
@@ -772,10 +794,13 @@ func (e *errMalformedAnswer) Is(target error) bool { return target == ErrMalform
 // routeResponse hands a response to the call awaiting it, and returns its id's key ("" for an
 // unusable id).
 func (s *session) routeResponse(m jsonrpc.Message) (key string) {
-	key, err := idKey(m.ID)
-	if err != nil {
-		s.c.log.Warn("mcpclient: dropped a response with an unusable id", "id", truncate(m.ID, 80), "err", err)
-		return ""
+	raw, plain := plainIDKey(m.ID)
+	if !plain {
+		var err error
+		if key, err = idKey(m.ID); err != nil {
+			s.c.log.Warn("mcpclient: dropped a response with an unusable id", "id", truncate(m.ID, 80), "err", err)
+			return ""
+		}
 	}
 	var r reply
 	if m.Error != nil {
@@ -788,16 +813,27 @@ func (s *session) routeResponse(m jsonrpc.Message) (key string) {
 	} else {
 		r.result = m.Result
 	}
-	if !s.resolve(key, r) {
-		s.mu.Lock()
-		late := s.busy != nil && s.busy.abandoned.has(key)
-		s.mu.Unlock()
-		if late {
-			// A server may answer before it learns of the cancellation, or not heed it.
-			s.c.log.Debug("mcpclient: dropped a late response to a request the client stopped waiting for", "id", key)
-		} else {
-			s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", key)
-		}
+	var p *pendingCall
+	if plain {
+		p = s.takeRaw(raw) // the call's own key, rather than a copy of the id's
+	} else {
+		p = s.take(key)
+	}
+	if p != nil {
+		p.give(r)
+		return p.key
+	}
+	if plain {
+		key = string(raw)
+	}
+	s.mu.Lock()
+	late := s.busy != nil && s.busy.abandoned.has(key)
+	s.mu.Unlock()
+	if late {
+		// A server may answer before it learns of the cancellation, or not heed it.
+		s.c.log.Debug("mcpclient: dropped a late response to a request the client stopped waiting for", "id", key)
+	} else {
+		s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", key)
 	}
 	return key
 }

@@ -162,20 +162,12 @@ func (c *Client) open(ctx context.Context) (*session, error) {
 // and a ledger full of the caller's uncertain requests must not keep the client from
 // reconnecting to settle them.
 func (c *Client) initialize(ctx context.Context, s *session, offer string) error {
-	caps, err := c.cfg.initializeCapabilities()
+	base, err := c.cfg.initializeParams(offer)
 	if err != nil {
 		return &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of initialize: %w", err)}
 	}
 	// Built for no stateless revision, whatever the session this one replaces spoke.
-	spec, err := specOf("initialize", initializeParams{
-		ProtocolVersion: offer,
-		Capabilities:    caps,
-		ClientInfo:      c.cfg.info,
-	})
-	if err != nil {
-		return err
-	}
-	req, err := c.build(spec)
+	req, err := c.build(requestSpec{method: "initialize", base: base})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -154,6 +155,37 @@ func (c *config) initializeCapabilities() (json.RawMessage, error) {
 	}
 	return json.Marshal(c.capabilities())
 }
+
+// initializeParams returns the params of initialize offering offer. Those of a client that
+// declares only receipts under the default clientInfo are the same for every such client: they
+// are encoded once per revision (defaultInitializeParams).
+func (c *config) initializeParams(offer string) (json.RawMessage, error) {
+	if c.info == &defaultClientInfo && c.declaresOnlyReceipts() {
+		if i := slices.Index(supportedVersions, offer); i >= 0 {
+			return defaultInitializeParams[i], nil
+		}
+	}
+	caps, err := c.initializeCapabilities()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(initializeParams{ProtocolVersion: offer, Capabilities: caps, ClientInfo: c.info})
+}
+
+// defaultInitializeParams are the params of initialize of a client that declares only receipts
+// under the default clientInfo, by the revision offered (supportedVersions'). Each is cut to its
+// length, so that no append writes into what every such client shares.
+var defaultInitializeParams = func() []json.RawMessage {
+	all := make([]json.RawMessage, len(supportedVersions))
+	for i, v := range supportedVersions {
+		b, err := json.Marshal(initializeParams{ProtocolVersion: v, Capabilities: onlyReceiptsCapabilities, ClientInfo: &defaultClientInfo})
+		if err != nil {
+			panic(err)
+		}
+		all[i] = b[:len(b):len(b)]
+	}
+	return all
+}()
 
 // declaredExtensions are the extensions the client declares: those WithExtension named, and the
 // receipts extension, which opts every request into receipts (per session in initialize, per

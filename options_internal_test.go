@@ -144,3 +144,31 @@ func TestStatelessMetaEncodesInfoAndRevision(t *testing.T) {
 		}
 	}
 }
+
+// The params of initialize of a client that declares only receipts under the default clientInfo
+// are encoded once per revision, and must be what encoding them for the client would give; other
+// clients encode their own.
+func TestInitializeParamsOfTheDefaultClientAreTheEncodedOnes(t *testing.T) {
+	for _, opts := range [][]Option{
+		nil,
+		{WithClientInfo(Implementation{Name: "other", Version: "1"})},
+		{WithExtension("example/x", map[string]int{"n": 1})},
+		{WithRoots(Root{URI: "file:///tmp"})},
+	} {
+		c := newConfig(opts)
+		for _, v := range append(slices.Clone(supportedVersions), "1999-01-01") {
+			got, err := c.initializeParams(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			caps, _ := json.Marshal(c.capabilities())
+			want, _ := json.Marshal(initializeParams{ProtocolVersion: v, Capabilities: caps, ClientInfo: c.info})
+			if string(got) != string(want) {
+				t.Errorf("initialize params offering %s: %s, want %s", v, got, want)
+			}
+			if c.info == &defaultClientInfo && c.declaresOnlyReceipts() && slices.Contains(supportedVersions, v) && cap(got) != len(got) {
+				t.Errorf("the shared initialize params offering %s have room to append into", v)
+			}
+		}
+	}
+}

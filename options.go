@@ -141,7 +141,11 @@ func (c *config) capabilities() ClientCapabilities {
 // onlyReceiptsCapabilities is the JSON of the capabilities of a client that declares nothing but
 // the receipts extension (no handler, no WithExtension): in initialize and in the _meta of a
 // stateless revision alike, encoded once rather than through maps at every handshake.
-var onlyReceiptsCapabilities = json.RawMessage(`{"extensions":{"` + requestReceiptsExtension + `":{}}}`)
+var onlyReceiptsCapabilities = capped(json.RawMessage(`{"extensions":{"` + requestReceiptsExtension + `":{}}}`))
+
+// capped returns b without room past its length, so that no append writes into it: for bytes
+// every client shares.
+func capped(b []byte) []byte { return b[:len(b):len(b)] }
 
 // declaresOnlyReceipts reports whether the client's capabilities are onlyReceiptsCapabilities.
 func (c *config) declaresOnlyReceipts() bool {
@@ -182,7 +186,7 @@ var defaultInitializeParams = func() []json.RawMessage {
 		if err != nil {
 			panic(err)
 		}
-		all[i] = b[:len(b):len(b)]
+		all[i] = capped(b)
 	}
 	return all
 }()
@@ -258,7 +262,10 @@ func (c *config) err() error {
 var defaultClientInfo = Implementation{Name: "mcpclient", Version: Version}
 
 // defaultClientInfoJSON is defaultClientInfo encoded, as a stateless revision's _meta carries it.
-var defaultClientInfoJSON, _ = json.Marshal(&defaultClientInfo)
+var defaultClientInfoJSON = func() json.RawMessage {
+	b, _ := json.Marshal(&defaultClientInfo) // plain strings
+	return capped(b)
+}()
 
 // Version is this module's version, sent as clientInfo.version unless WithClientInfo says
 // otherwise.

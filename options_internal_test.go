@@ -172,3 +172,32 @@ func TestInitializeParamsOfTheDefaultClientAreTheEncodedOnes(t *testing.T) {
 		}
 	}
 }
+
+// Clients that declare only receipts under the default clientInfo, with no log level, share
+// one _meta per stateless revision; a client with a log level, or an identity of its own, has
+// its own.
+func TestDefaultClientsShareTheirStatelessMeta(t *testing.T) {
+	a, b := &Client{cfg: newConfig(nil)}, &Client{cfg: newConfig(nil)}
+	ma, err := a.statelessMeta("2026-07-28")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := b.statelessMeta("2026-07-28")
+	if reflect.ValueOf(ma).Pointer() != reflect.ValueOf(mb).Pointer() {
+		t.Error("two default clients encoded their _meta each")
+	}
+	for what, v := range ma {
+		if cap(v) != len(v) {
+			t.Errorf("the shared _meta's %s has room to append into", what)
+		}
+	}
+	level := "debug"
+	b.logLevel.Store(&level)
+	if mb, _ = b.statelessMeta("2026-07-28"); reflect.ValueOf(ma).Pointer() == reflect.ValueOf(mb).Pointer() || string(mb[metakeys.LogLevel]) != `"debug"` {
+		t.Errorf("a client with a log level shares the default _meta, or lacks its level: %s", mb)
+	}
+	own := &Client{cfg: newConfig([]Option{WithClientInfo(Implementation{Name: "own", Version: "1"})})}
+	if mo, _ := own.statelessMeta("2026-07-28"); reflect.ValueOf(ma).Pointer() == reflect.ValueOf(mo).Pointer() {
+		t.Error("a client with its own clientInfo shares the default _meta")
+	}
+}

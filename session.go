@@ -157,6 +157,9 @@ type pendingCall struct {
 	key      string
 	r        reply         // written once, by give, before answered receives
 	answered chan struct{} // buffered: give never waits
+	// msg is the message sent for the call, made with it rather than apart: Send takes a
+	// pointer, which would put a message of its own on the heap for every exchange.
+	msg transport.Message
 }
 
 func newPendingCall(key string) *pendingCall {
@@ -394,6 +397,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 	}
 	p := newPendingCall(req.key)
+	p.msg = transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: withHeaders(req.header, extra)}
 	s.mu.Lock()
 	if s.dead {
 		cause := s.busy.cause // made when it died
@@ -412,7 +416,7 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	// may come behind the messages it would hold up (see inbox).
 	s.inbound.signal()
 
-	err := s.conn.Send(ctx, &transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: withHeaders(req.header, extra)})
+	err := s.conn.Send(ctx, &p.msg)
 	if err != nil {
 		if !s.forget(p) {
 			// Something was routed to the call before Send gave up (an answer on a legacy

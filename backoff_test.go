@@ -594,7 +594,8 @@ func boFlakyDial(srv *mcptest.Server, fail func(n int) bool) (transport.Transpor
 
 // TestBackoffConnectRetriesReportToOnRetry: Connect's failed dials are retried under the policy
 // and reported to OnRetry as a call's attempts are, numbered from 1, with the waits the fake
-// clock sees; when they run out, the error counts the dials.
+// clock sees; when they run out, the error counts the dials. As for a call, a Connect settled by
+// its first dial asks the policy for no BackOff, and one that needs more asks for one.
 func TestBackoffConnectRetriesReportToOnRetry(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -602,6 +603,7 @@ func TestBackoffConnectRetriesReportToOnRetry(t *testing.T) {
 		maxAttempts int
 		wantErr     bool
 	}{
+		{"succeeds on the first dial", 0, 4, false},
 		{"succeeds on the third dial", 2, 4, false},
 		{"out of attempts", 10, 3, true},
 	} {
@@ -611,7 +613,9 @@ func TestBackoffConnectRetriesReportToOnRetry(t *testing.T) {
 				defer srv.Close()
 				tr, dials := boFlakyDial(srv, func(n int) bool { return n <= tc.failures })
 				rec := &boRecorder{}
-				policy := mcpclient.RetryPolicy{MaxAttempts: tc.maxAttempts, NewBackOff: boConstant(time.Second), OnRetry: rec.onRetry}
+				made := 0
+				newBackOff := func() backoff.BackOff { made++; return boConstant(time.Second)() }
+				policy := mcpclient.RetryPolicy{MaxAttempts: tc.maxAttempts, NewBackOff: newBackOff, OnRetry: rec.onRetry}
 				start := time.Now()
 				c, err := mcpclient.Connect(context.Background(), tr, mcpclient.WithLogger(mcptest.TestLogger(t)), mcpclient.WithRetryPolicy(policy),
 					mcpclient.WithProtocolVersion(mcpclient.LatestStatefulProtocolVersion)) // no probe: one dial a session
@@ -644,6 +648,9 @@ func TestBackoffConnectRetriesReportToOnRetry(t *testing.T) {
 				}
 				if elapsed != boSum(waits) || elapsed != time.Duration(wantDials-1)*time.Second {
 					t.Errorf("Connect took %v on the fake clock; OnRetry reported waits %v", elapsed, waits)
+				}
+				if wantMade := min(tc.failures, 1); made != wantMade {
+					t.Errorf("Connect made %d BackOffs, want %d", made, wantMade)
 				}
 			})
 		})

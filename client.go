@@ -49,8 +49,9 @@ type Client struct {
 	// taskInputs remembers the input requests of tasks the client answered (tasks/get).
 	taskInputs taskInputs
 	// unfinished holds, by request key, the exchanges whose interceptors returned while they
-	// were being sent, until the sending ends: the next sending of the id waits for it.
-	unfinished sync.Map
+	// were being sent, until the sending ends: the next sending of the id waits for it. Made
+	// by Connect for a client with interceptors, the only one that uses it.
+	unfinished *sync.Map
 
 	// dials is the dial under way, if any: concurrent calls that need a session share it.
 	dials flightgroup.Group[struct{}, *session]
@@ -61,6 +62,8 @@ type Client struct {
 	mu   sync.Mutex
 	sess *session   // the last session opened, live or dead; nil before the first
 	live []*session // sessions not yet ended: the current one, and those retiring
+	// firstLive holds live while it holds one session.
+	firstLive [1]*session
 	// olderServer is the revision a server that answered server/discover as an older one
 	// accepted in initialize: later dials of the client go straight to initialize, a request
 	// fewer per reconnection. A failed initialize forgets it.
@@ -70,10 +73,9 @@ type Client struct {
 	exitsAtStart int32
 	closed       bool
 
-	// ctx ends at Close and Detach; the client's own background work runs under it. Made by
+	// life ends at Close and Detach; the client's own background work runs under it. Made by
 	// the first work that needs it (see lifetime): an idle client has none. guarded by mu.
-	ctx    context.Context
-	cancel context.CancelFunc
+	life *clientLife
 
 	closeOnce sync.Once
 	// wg counts every session until it has ended, the goroutines of sessions (dispatcher,
@@ -103,17 +105,17 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 	if t == nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: errors.New("nil transport")}
 	}
-	cfg := newConfig(opts)
-	if err := cfg.err(); err != nil {
+	c := &Client{transport: t}
+	c.cfg.apply(opts)
+	if err := c.cfg.err(); err != nil {
 		return nil, err
 	}
-	c := &Client{
-		transport: t,
-		cfg:       cfg,
-		log:       cfg.logger,
+	c.log = c.cfg.logger
+	if c.cfg.intercept != nil {
+		c.unfinished = new(sync.Map)
 	}
-	if cfg.roots != nil {
-		c.roots = &rootsState{roots: cfg.roots}
+	if c.cfg.roots != nil {
+		c.roots = &rootsState{roots: c.cfg.roots}
 	}
 	ctx, stop := c.boundHandshake(ctx)
 	defer stop()
@@ -121,35 +123,49 @@ func connect(ctx context.Context, t transport.Transport, opts []Option) (*Client
 		c.Close()
 		return nil, err
 	}
-	if cfg.keepalive > 0 {
+	if c.cfg.keepalive > 0 {
 		c.wg.Add(1)
-		go c.keepalive(cfg.keepalive)
+		go c.keepalive(c.cfg.keepalive)
 	}
 	return c, nil
 }
 
 // firstSession establishes the first session, retrying failed dials with the policy's backoff.
+// As for a call, the backoff is made only once the first attempt failed.
 func (c *Client) firstSession(ctx context.Context) error {
-	p := c.cfg.retry
-	attempts := 0
-	var lastErr error
-	b := backoff.WithContext(backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), ctx)
-	_, err := backoff.RetryNotifyWithData(func() (*session, error) {
-		attempts++
-		s, err := c.session(ctx)
-		if err != nil && isDefinite(err) {
-			return nil, backoff.Permanent(err)
-		}
-		lastErr = err
-		return s, err
-	}, b, func(err error, d time.Duration) {
-		c.log.Debug("mcpclient: connect failed, retrying", "attempt", attempts, "delay", d, "err", err)
-		if p.OnRetry != nil {
-			p.OnRetry(attempts, err, d)
-		}
-	})
+	_, err := c.session(ctx)
 	if err == nil {
 		return nil
+	}
+	attempts := 1
+	var lastErr error
+	if !isDefinite(err) {
+		lastErr = err
+		p := c.cfg.retry
+		firstErr := err
+		b := backoff.WithContext(backoff.WithMaxRetries(p.NewBackOff(), uint64(p.MaxAttempts-1)), ctx)
+		_, err = backoff.RetryNotifyWithData(func() (*session, error) {
+			if firstErr != nil { // the first attempt's, for the backoff to wait after
+				err := firstErr
+				firstErr = nil
+				return nil, err
+			}
+			attempts++
+			s, err := c.session(ctx)
+			if err != nil && isDefinite(err) {
+				return nil, backoff.Permanent(err)
+			}
+			lastErr = err
+			return s, err
+		}, b, func(err error, d time.Duration) {
+			c.log.Debug("mcpclient: connect failed, retrying", "attempt", attempts, "delay", d, "err", err)
+			if p.OnRetry != nil {
+				p.OnRetry(attempts, err, d)
+			}
+		})
+		if err == nil {
+			return nil
+		}
 	}
 	var e *Error
 	if errors.As(err, &e) {
@@ -302,11 +318,11 @@ func (c *Client) shutdown(detach bool) error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		cancel := c.cancel
+		life := c.life
 		live := slices.Clone(c.live)
 		c.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		if life != nil {
+			life.cancel()
 		}
 		for _, s := range live {
 			s.end(ErrClosed, detach)
@@ -321,13 +337,20 @@ func (c *Client) shutdown(detach bool) error {
 func (c *Client) lifetime() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ctx == nil {
-		c.ctx, c.cancel = context.WithCancel(context.Background())
+	if c.life == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		c.life = &clientLife{ctx, cancel}
 		if c.closed {
-			c.cancel()
+			cancel()
 		}
 	}
-	return c.ctx
+	return c.life.ctx
+}
+
+// clientLife is the context that ends at Close and Detach, and its cancellation.
+type clientLife struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // keepalive pings the server every interval until the client closes, so that a dead connection

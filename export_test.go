@@ -35,13 +35,13 @@ func UntypedErrors() []string {
 // WithInboxHardLimitForTest lowers the bytes a session queues for its handlers while calls
 // await answers.
 func WithInboxHardLimitForTest(n int) Option {
-	return optionFunc(func(c *config) { c.inbox.hardBytes = n })
+	return optionFunc(func(c *config) { c.ownHooks().inbox.hardBytes = n })
 }
 
 // WithJoinHookForTest makes f run, under the ledger's lock, whenever a caller joins the attempt
 // loop already running for an id.
 func WithJoinHookForTest(f func(ID)) Option {
-	return optionFunc(func(c *config) { c.onJoin = f })
+	return optionFunc(func(c *config) { c.ownHooks().onJoin = f })
 }
 
 // MaxServerRequestsForTest is the number of server requests a session handles at once.
@@ -66,5 +66,5 @@ func EncodeToolCallForTest(name string, args json.RawMessage) []byte {
 // WithSupersedeHookForTest makes f run between the building of a superseding request and its
 // sending.
 func WithSupersedeHookForTest(f func()) Option {
-	return optionFunc(func(c *config) { c.onSupersedeBuilt = f })
+	return optionFunc(func(c *config) { c.ownHooks().onSupersedeBuilt = f })
 }

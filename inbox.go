@@ -19,7 +19,6 @@ import (
 // ErrInboundOverflow. An empty inbox takes any message: the transport has already bounded its
 // size, and a message larger than the limits must still reach its handler.
 type inbox struct {
-	limits  inboxLimits
 	mu      sync.Mutex
 	msgs    []jsonrpc.Message // oldest first; guarded by mu
 	bytes   int               // the sizes of msgs; guarded by mu
@@ -49,10 +48,6 @@ const (
 // inboxOverhead is what a queued message costs beyond its raw fields.
 const inboxOverhead = 128
 
-func newInbox(limits inboxLimits) *inbox {
-	return &inbox{limits: limits}
-}
-
 // signal wakes a reader waiting for room.
 func (b *inbox) signal() {
 	b.mu.Lock()
@@ -70,10 +65,11 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// put queues m for the dispatcher, waiting for room while awaiting reports that no call awaits
-// an answer, and calls start when no dispatcher is running: an idle session keeps no goroutine.
-// It fails with ctx's error, or with ErrInboundOverflow. A closed inbox drops m.
-func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool, start func()) error {
+// put queues m for the dispatcher within limits (the client's, which the inbox does not keep:
+// every session would carry the pointer), waiting for room while awaiting reports that no call
+// awaits an answer, and calls start when no dispatcher is running: an idle session keeps no
+// goroutine. It fails with ctx's error, or with ErrInboundOverflow. A closed inbox drops m.
+func (b *inbox) put(ctx context.Context, m jsonrpc.Message, limits *inboxLimits, awaiting func() bool, start func()) error {
 	size := len(m.ID) + len(m.Method) + len(m.Params) + inboxOverhead
 	for {
 		spill := awaiting()
@@ -86,8 +82,8 @@ func (b *inbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool
 			b.changed = make(chan struct{}, 1)
 		}
 		changed := b.changed
-		roomy := len(b.msgs) < b.limits.soft && b.bytes+size <= b.limits.softBytes
-		if len(b.msgs) == 0 || roomy || (spill && b.bytes+size <= b.limits.hardBytes) {
+		roomy := len(b.msgs) < limits.soft && b.bytes+size <= limits.softBytes
+		if len(b.msgs) == 0 || roomy || (spill && b.bytes+size <= limits.hardBytes) {
 			b.msgs = append(b.msgs, m)
 			b.bytes += size
 			if !b.running {

@@ -11,6 +11,18 @@ import (
 	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 )
 
+// limitedInbox is an inbox bounded by limits of its own, as a session's is by its client's.
+type limitedInbox struct {
+	inbox
+	limits inboxLimits
+}
+
+func newInbox(limits inboxLimits) *limitedInbox { return &limitedInbox{limits: limits} }
+
+func (b *limitedInbox) put(ctx context.Context, m jsonrpc.Message, awaiting func() bool, start func()) error {
+	return b.inbox.put(ctx, m, &b.limits, awaiting, start)
+}
+
 // inboxMsg is a notification whose params take n bytes.
 func inboxMsg(n int) jsonrpc.Message {
 	return jsonrpc.Message{Method: "notifications/message", Params: []byte(`"` + strings.Repeat("x", n-2) + `"`)}

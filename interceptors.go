@@ -98,7 +98,8 @@ func WithInterceptors(ics ...Interceptor) Option {
 	return optionFunc(func(c *config) {
 		for _, ic := range ics {
 			if ic != nil {
-				c.interceptors = append(c.interceptors, ic)
+				hs := c.ownHandlers()
+				hs.interceptors = append(hs.interceptors, ic)
 			}
 		}
 	})
@@ -303,9 +304,9 @@ func WithAttemptHook(h func(ctx context.Context, ev AttemptEvent)) Option {
 		switch prev := c.onAttempt; {
 		case h == nil:
 		case prev == nil:
-			c.onAttempt = h
+			c.ownHandlers().onAttempt = h
 		default:
-			c.onAttempt = func(ctx context.Context, ev AttemptEvent) {
+			c.ownHandlers().onAttempt = func(ctx context.Context, ev AttemptEvent) {
 				prev(ctx, ev)
 				h(ctx, ev)
 			}

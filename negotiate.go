@@ -1,10 +1,12 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -22,8 +24,9 @@ func (c *Client) boundHandshake(ctx context.Context) (context.Context, context.C
 	if _, ok := ctx.Deadline(); ok || c.cfg.handshake <= 0 {
 		return ctx, func() {}
 	}
-	d := c.cfg.handshake
-	return context.WithTimeoutCause(ctx, d, handshakeTimeout(d))
+	// The cause points at the client's setting rather than holding a copy, which every
+	// handshake would allocate and almost none reads.
+	return context.WithTimeoutCause(ctx, c.cfg.handshake, (*handshakeTimeout)(&c.cfg.handshake))
 }
 
 // handshakeTimeout is the cause of a handshake that ran out of its bound: ErrHandshakeTimeout
@@ -121,7 +124,9 @@ func (c *Client) adoptStateless(s *session, lc lifecycle) {
 	if sc, ok := s.conn.(transport.SessionConn); ok {
 		sc.SetProtocolVersion(lc.version)
 	}
-	c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
+	if c.log.Enabled(context.Background(), slog.LevelDebug) { // the attributes cost allocations
+		c.log.Debug("mcpclient: stateless session", "protocol", lc.version, "server", s.init.ServerInfo.Name, "receipts", s.receipts)
+	}
 }
 
 // open connects a new session. The connection delivers to the session from the start.
@@ -141,6 +146,9 @@ func (c *Client) open(ctx context.Context) (*session, error) {
 		conn.Close()
 		return nil, &Error{Code: CodeClosed, Err: ErrClosed}
 	}
+	if c.live == nil {
+		c.live = c.firstLive[:0] // most clients never have two sessions live at once
+	}
 	c.live = append(c.live, s)
 	c.wg.Add(1) // the session's own, until it has ended (sessionEnded)
 	c.mu.Unlock()
@@ -154,16 +162,12 @@ func (c *Client) open(ctx context.Context) (*session, error) {
 // and a ledger full of the caller's uncertain requests must not keep the client from
 // reconnecting to settle them.
 func (c *Client) initialize(ctx context.Context, s *session, offer string) error {
-	// Built for no stateless revision, whatever the session this one replaces spoke.
-	spec, err := specOf("initialize", initializeParams{
-		ProtocolVersion: offer,
-		Capabilities:    c.cfg.capabilities(),
-		ClientInfo:      c.cfg.info,
-	})
+	base, err := c.cfg.initializeParams(offer)
 	if err != nil {
-		return err
+		return &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of initialize: %w", err)}
 	}
-	req, err := c.build(spec)
+	// Built for no stateless revision, whatever the session this one replaces spoke.
+	req, err := c.build(requestSpec{method: "initialize", base: base})
 	if err != nil {
 		return err
 	}
@@ -194,15 +198,17 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 		}
 		return err // a transport failure: the caller dials again
 	}
-	var res InitializeResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	// Decoded in place: a session whose answer is refused is killed, never published.
+	if err := json.Unmarshal(raw, &s.init); err != nil {
 		return &Error{Code: CodeProtocol, Request: req, Attempts: 1, Err: fmt.Errorf("initialize result: %w", err)}
 	}
+	res := &s.init
 	if !isSupportedVersion(res.ProtocolVersion) || isStateless(res.ProtocolVersion) {
 		return &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
 			Err: fmt.Errorf("server chose %q; this client speaks %v", res.ProtocolVersion, supportedVersions)}
 	}
-	s.init = res
+	// The session keeps the client's own string of the revision, not the one decoded.
+	res.ProtocolVersion = supportedVersions[slices.Index(supportedVersions, res.ProtocolVersion)]
 	if r, ok := res.Capabilities.RequestReceipts(); ok {
 		s.receipts, s.receiptEpoch = r.Scope, r.Epoch
 	} else {
@@ -217,8 +223,7 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	if hc, ok := s.conn.(transport.SessionHeaderConn); ok && header != nil {
 		hc.SetSessionHeader(header)
 	}
-	note := jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
-	if err := s.conn.Send(ctx, &transport.Message{Frame: note, Method: "notifications/initialized", Header: header}); err != nil {
+	if err := s.conn.Send(ctx, &transport.Message{Frame: initializedNote, Method: "notifications/initialized", Header: header}); err != nil {
 		err = fmt.Errorf("notifications/initialized: %w", err)
 		if transport.OutcomeOf(err) == transport.Answered {
 			return &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err} // refused: definite
@@ -228,9 +233,15 @@ func (c *Client) initialize(ctx context.Context, s *session, offer string) error
 	if sc, ok := s.conn.(transport.SessionConn); ok && c.cfg.listens() { // sessions of the older revisions only: stateless ones have no such stream
 		sc.Listen()
 	}
-	c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
+	if c.log.Enabled(ctx, slog.LevelDebug) { // the attributes cost allocations
+		c.log.Debug("mcpclient: session initialized", "protocol", res.ProtocolVersion, "server", res.ServerInfo.Name, "receipts", s.receipts)
+	}
 	return nil
 }
+
+// initializedNote is the frame of notifications/initialized, the same for every session:
+// transports neither modify nor keep a frame.
+var initializedNote = jsonrpc.AppendRequest(nil, "", "notifications/initialized", nil)
 
 // initializeOffer is the revision the client offers in initialize.
 func (c *Client) initializeOffer() string {
@@ -326,6 +337,9 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 			return older, nil // no answer within reason: an older server
 		}
 		if err == nil {
+			if !pinned && listsNoStatelessRevision(raw) {
+				return older, nil // an older server's answer, not worth decoding
+			}
 			var res discoverResult
 			if json.Unmarshal(raw, &res) != nil {
 				return older, nil
@@ -363,6 +377,41 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 		return lifecycle{}, fmt.Errorf("server/discover: %w", err) // nothing got through; the caller dials again
 	}
 	return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: errors.New("the server kept refusing the protocol revision it named")}
+}
+
+// listsNoStatelessRevision reports whether an answer to server/discover surely lists no stateless
+// revision this client speaks in its supportedVersions, as decoding it would read them: a look at
+// its JSON, which is all an older server's answer needs. false when that cannot tell: an answer
+// that is no valid object, a key or revision written with escapes, a list of other values.
+func listsNoStatelessRevision(raw []byte) bool {
+	var list []byte // the last supportedVersions, the one a decoder keeps
+	sure := true
+	if !jsonrpc.EachMember(raw, func(key []byte, start, end int) {
+		switch {
+		case string(key) == "supportedVersions":
+			list = raw[start:end]
+		case bytes.EqualFold(key, []byte("supportedVersions")):
+			sure = false // a decoder takes it too, and which one it keeps is its business
+		}
+	}) {
+		return false
+	}
+	if !sure || list == nil || string(list) == "null" {
+		return sure
+	}
+	listed := false
+	if !jsonrpc.EachElement(list, func(start, end int) {
+		v := list[start:end]
+		if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+			sure = false
+			return
+		}
+		revision := string(v[1 : len(v)-1])
+		listed = listed || (isStateless(revision) && isSupportedVersion(revision))
+	}) {
+		return false
+	}
+	return sure && !listed
 }
 
 // freshBinding returns the receipt binding the server declares now on s. A session of an older

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -27,7 +28,8 @@ type config struct {
 	serverIdentity string
 	idVersion      IDVersion
 	logger         *slog.Logger
-	info           Implementation
+	// info is the clientInfo to send; clients that set none share defaultClientInfo.
+	info *Implementation
 	// handlers are reached through the embedded pointer; a client with none shares one empty
 	// set, so that an idle Client does not carry a dozen nil fields.
 	*handlers
@@ -47,8 +49,8 @@ type config struct {
 	*testHooks
 }
 
-// handlers are what the client does with what the server sends unprompted. Options write them
-// while newConfig runs; they are read-only after.
+// handlers are what the client does with what the server sends unprompted. Options write them,
+// through ownHandlers, while the config is applied; they are read-only after.
 type handlers struct {
 	notifications   map[string]NotificationHandler
 	requestHandlers map[string]RequestHandler
@@ -72,8 +74,18 @@ func (h *handlers) none() bool {
 		h.interceptors == nil && h.onAttempt == nil
 }
 
-// noHandlers is the handler set of every client configured with none. Never written.
+// noHandlers is the handler set of every client configured with none. Never written: options
+// write through ownHandlers.
 var noHandlers handlers
+
+// ownHandlers returns the client's own handler set, for an option to write, made on the first
+// write: a client configured with no handler shares noHandlers from the start.
+func (c *config) ownHandlers() *handlers {
+	if c.handlers == &noHandlers {
+		c.handlers = new(handlers)
+	}
+	return c.handlers
+}
 
 type testHooks struct {
 	inbox            inboxLimits
@@ -81,8 +93,19 @@ type testHooks struct {
 	onJoin           func(ID) // runs when a caller joins the attempt loop already running for an id
 }
 
-// defaultHooks are the hooks of every client no test configured. Never written.
+// defaultHooks are the hooks of every client no test configured. Never written: the options of
+// tests write through ownHooks.
 var defaultHooks = testHooks{inbox: inboxLimits{soft: inboxSoftLimit, softBytes: inboxSoftLimitBytes, hardBytes: inboxHardLimitBytes}}
+
+// ownHooks returns the client's own hooks, for a test's option to write, made from the defaults
+// on the first write.
+func (c *config) ownHooks() *testHooks {
+	if c.testHooks == &defaultHooks {
+		h := defaultHooks
+		c.testHooks = &h
+	}
+	return c.testHooks
+}
 
 func (h *testHooks) isDefault() bool {
 	return h.inbox == defaultHooks.inbox && h.onSupersedeBuilt == nil && h.onJoin == nil
@@ -115,6 +138,59 @@ func (c *config) capabilities() ClientCapabilities {
 	return caps
 }
 
+// onlyReceiptsCapabilities is the JSON of the capabilities of a client that declares nothing but
+// the receipts extension (no handler, no WithExtension): in initialize and in the _meta of a
+// stateless revision alike, encoded once rather than through maps at every handshake.
+var onlyReceiptsCapabilities = capped(json.RawMessage(`{"extensions":{"` + requestReceiptsExtension + `":{}}}`))
+
+// capped returns b without room past its length, so that no append writes into it: for bytes
+// every client shares.
+func capped(b []byte) []byte { return b[:len(b):len(b)] }
+
+// declaresOnlyReceipts reports whether the client's capabilities are onlyReceiptsCapabilities.
+func (c *config) declaresOnlyReceipts() bool {
+	return c.roots == nil && c.sampling == nil && c.elicitationCapability() == nil && len(c.extensions) == 0
+}
+
+// initializeCapabilities returns the JSON of what the client declares in initialize.
+func (c *config) initializeCapabilities() (json.RawMessage, error) {
+	if c.declaresOnlyReceipts() {
+		return onlyReceiptsCapabilities, nil
+	}
+	return json.Marshal(c.capabilities())
+}
+
+// initializeParams returns the params of initialize offering offer. Those of a client that
+// declares only receipts under the default clientInfo are the same for every such client: they
+// are encoded once per revision (defaultInitializeParams).
+func (c *config) initializeParams(offer string) (json.RawMessage, error) {
+	if c.info == &defaultClientInfo && c.declaresOnlyReceipts() {
+		if i := slices.Index(supportedVersions, offer); i >= 0 {
+			return defaultInitializeParams[i], nil
+		}
+	}
+	caps, err := c.initializeCapabilities()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(initializeParams{ProtocolVersion: offer, Capabilities: caps, ClientInfo: c.info})
+}
+
+// defaultInitializeParams are the params of initialize of a client that declares only receipts
+// under the default clientInfo, by the revision offered (supportedVersions'). Each is cut to its
+// length, so that no append writes into what every such client shares.
+var defaultInitializeParams = func() []json.RawMessage {
+	all := make([]json.RawMessage, len(supportedVersions))
+	for i, v := range supportedVersions {
+		b, err := json.Marshal(initializeParams{ProtocolVersion: v, Capabilities: onlyReceiptsCapabilities, ClientInfo: &defaultClientInfo})
+		if err != nil {
+			panic(err)
+		}
+		all[i] = capped(b)
+	}
+	return all
+}()
+
 // declaredExtensions are the extensions the client declares: those WithExtension named, and the
 // receipts extension, which opts every request into receipts (per session in initialize, per
 // request in a stateless revision): a server that keeps them answers a resend of the same bytes
@@ -130,21 +206,22 @@ func (c *config) declaredExtensions() map[string]json.RawMessage {
 	return extensions
 }
 
-func newConfig(opts []Option) config {
-	c := config{
+// apply makes c the configuration opts give, in place: c is the Client's own, so that building
+// it copies and allocates nothing that a client with default settings does not keep.
+func (c *config) apply(opts []Option) {
+	*c = config{
 		retry:     DefaultRetryPolicy(),
 		ledgerCap: DefaultLedgerCapacity,
 		idVersion: UUIDv4,
-		logger:    slog.New(slog.DiscardHandler),
-		info:      Implementation{Name: "mcpclient", Version: Version},
+		logger:    discardLogger,
+		info:      &defaultClientInfo,
 		handshake: DefaultHandshakeTimeout,
-		handlers:  new(handlers),
-		testHooks: new(testHooks),
+		handlers:  &noHandlers,
+		testHooks: &defaultHooks,
 	}
-	*c.testHooks = defaultHooks
 	for _, o := range opts {
 		if o != nil {
-			o.applyOption(&c)
+			o.applyOption(c)
 		}
 	}
 	p := c.retry
@@ -166,8 +243,11 @@ func newConfig(opts []Option) config {
 	if c.testHooks.isDefault() {
 		c.testHooks = &defaultHooks
 	}
-	return c
 }
+
+// discardLogger is the logger of every client WithLogger gave none; a *slog.Logger is never
+// modified, so one serves them all.
+var discardLogger = slog.New(slog.DiscardHandler)
 
 // err returns the invalid option values, joined, as the *Error Connect fails with; nil when
 // there are none.
@@ -177,6 +257,15 @@ func (c *config) err() error {
 	}
 	return &Error{Code: CodeInvalidArgument, Err: c.invalid}
 }
+
+// defaultClientInfo is the clientInfo of every client WithClientInfo gave none. Never written.
+var defaultClientInfo = Implementation{Name: "mcpclient", Version: Version}
+
+// defaultClientInfoJSON is defaultClientInfo encoded, as a stateless revision's _meta carries it.
+var defaultClientInfoJSON = func() json.RawMessage {
+	b, _ := json.Marshal(&defaultClientInfo) // plain strings
+	return capped(b)
+}()
 
 // Version is this module's version, sent as clientInfo.version unless WithClientInfo says
 // otherwise.
@@ -259,7 +348,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithClientInfo sets the clientInfo sent in initialize. Default {"mcpclient", Version}.
 func WithClientInfo(info Implementation) Option {
-	return optionFunc(func(c *config) { c.info = info })
+	return optionFunc(func(c *config) { c.info = &info })
 }
 
 // A NotificationHandler receives one server notification. Handlers run one at a time, in arrival
@@ -273,10 +362,11 @@ type NotificationHandler func(ctx context.Context, method string, params json.Ra
 // handler of their own. Default: notifications are logged at debug level and dropped.
 func WithNotificationHandler(method string, h NotificationHandler) Option {
 	return optionFunc(func(c *config) {
-		if c.notifications == nil {
-			c.notifications = make(map[string]NotificationHandler)
+		hs := c.ownHandlers()
+		if hs.notifications == nil {
+			hs.notifications = make(map[string]NotificationHandler)
 		}
-		c.notifications[method] = h
+		hs.notifications[method] = h
 	})
 }
 
@@ -330,20 +420,24 @@ const DefaultHandshakeTimeout = time.Minute
 // initialize. Default: server/discover with LatestProtocolVersion, falling back to initialize
 // with LatestStatefulProtocolVersion for servers that do not speak a stateless revision. Connect
 // refuses a revision this client does not speak with CodeInvalidArgument.
-func WithProtocolVersion(v string) Option {
-	return optionFunc(func(c *config) {
-		if !isSupportedVersion(v) {
-			c.refuse("WithProtocolVersion(%q): this client speaks %v", v, supportedVersions)
-			return
-		}
-		c.version = v
-	})
+func WithProtocolVersion(v string) Option { return protocolVersionOption(v) }
+
+// protocolVersionOption is WithProtocolVersion's: a string rather than a closure over one, so
+// that pinning a constant revision allocates nothing.
+type protocolVersionOption string
+
+func (v protocolVersionOption) applyOption(c *config) {
+	if !isSupportedVersion(string(v)) {
+		c.refuse("WithProtocolVersion(%q): this client speaks %v", string(v), supportedVersions)
+		return
+	}
+	c.version = string(v)
 }
 
 // WithSamplingHandler declares the sampling capability and answers sampling/createMessage with
 // h. Default: no sampling.
 func WithSamplingHandler(h SamplingHandler) Option {
-	return optionFunc(func(c *config) { c.sampling = h })
+	return optionFunc(func(c *config) { c.ownHandlers().sampling = h })
 }
 
 // WithElicitationHandler declares the elicitation capability in form mode and answers
@@ -353,7 +447,7 @@ func WithSamplingHandler(h SamplingHandler) Option {
 // with invalid params (-32602). Like every server request handler, h runs at most 16 at a time
 // (see RequestHandler). Default: no elicitation.
 func WithElicitationHandler(h ElicitationHandler) Option {
-	return optionFunc(func(c *config) { c.elicitation = h })
+	return optionFunc(func(c *config) { c.ownHandlers().elicitation = h })
 }
 
 // WithURLElicitationHandler declares the elicitation capability in URL mode and answers URL-mode
@@ -364,14 +458,14 @@ func WithElicitationHandler(h ElicitationHandler) Option {
 // thereby refused. Like every server request handler, h runs at most 16 at a time (see
 // RequestHandler). Default: URL mode not declared, and its requests refused.
 func WithURLElicitationHandler(h URLElicitationHandler) Option {
-	return optionFunc(func(c *config) { c.urlElicitation = h })
+	return optionFunc(func(c *config) { c.ownHandlers().urlElicitation = h })
 }
 
 // WithRoots declares the roots capability (with list_changed) and answers roots/list with
 // roots, which SetRoots replaces later. Default: no roots capability.
 func WithRoots(roots ...Root) Option {
 	return optionFunc(func(c *config) {
-		c.roots = append([]Root{}, roots...)
+		c.ownHandlers().roots = append([]Root{}, roots...)
 	})
 }
 
@@ -381,21 +475,22 @@ func WithRoots(roots ...Root) Option {
 // how many run at once. Default: method not found.
 func WithRequestHandler(method string, h RequestHandler) Option {
 	return optionFunc(func(c *config) {
-		if c.requestHandlers == nil {
-			c.requestHandlers = make(map[string]RequestHandler)
+		hs := c.ownHandlers()
+		if hs.requestHandlers == nil {
+			hs.requestHandlers = make(map[string]RequestHandler)
 		}
-		c.requestHandlers[method] = h
+		hs.requestHandlers[method] = h
 	})
 }
 
 // WithLogHandler receives the server's log records. Default: they are dropped.
 func WithLogHandler(h LogHandler) Option {
-	return optionFunc(func(c *config) { c.logHandler = h })
+	return optionFunc(func(c *config) { c.ownHandlers().logHandler = h })
 }
 
 // WithResourceUpdatedHandler receives notifications/resources/updated. Default: dropped.
 func WithResourceUpdatedHandler(h ResourceUpdatedHandler) Option {
-	return optionFunc(func(c *config) { c.resourceUpdated = h })
+	return optionFunc(func(c *config) { c.ownHandlers().resourceUpdated = h })
 }
 
 // WithExtension declares support for the protocol extension id (such as skills.Extension) in the

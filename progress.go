@@ -29,11 +29,17 @@ type ProgressHandler func(Progress)
 type progressRegistry struct {
 	mu      sync.Mutex
 	byToken map[string]*progressWatch // guarded by mu
-	// trails are the removals waiting for a call's last reports (see progressTrail); the client
-	// owns them, and Close ends them. guarded by mu.
-	trails  map[*time.Timer]func()
-	running sync.WaitGroup // removals scheduled and not yet done or stopped
-	closed  bool           // guarded by mu
+	closed  bool                      // guarded by mu
+	// trails are the removals waiting for a call's last reports (see progressTrail), made by
+	// the first: a client whose calls never asked for progress has none. guarded by mu.
+	trails *progressTrails
+}
+
+// progressTrails are the removals of a progressRegistry waiting for a call's last reports; the
+// client owns them, and Close ends them.
+type progressTrails struct {
+	waiting map[*time.Timer]func() // guarded by the registry's mu
+	running sync.WaitGroup         // removals scheduled and not yet done or stopped
 }
 
 // removeLater runs remove after d, unless the client closes first, which runs it at once.
@@ -46,18 +52,19 @@ func (r *progressRegistry) removeLater(d time.Duration, remove func()) {
 	}
 	defer r.mu.Unlock()
 	if r.trails == nil {
-		r.trails = make(map[*time.Timer]func())
+		r.trails = &progressTrails{waiting: make(map[*time.Timer]func())}
 	}
-	r.running.Add(1)
+	trails := r.trails
+	trails.running.Add(1)
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
-		defer r.running.Done()
+		defer trails.running.Done()
 		remove()
 		r.mu.Lock()
-		delete(r.trails, t)
+		delete(trails.waiting, t)
 		r.mu.Unlock()
 	})
-	r.trails[t] = remove
+	trails.waiting[t] = remove
 }
 
 // close runs the removals still waiting and waits for those under way.
@@ -65,15 +72,21 @@ func (r *progressRegistry) close() {
 	r.mu.Lock()
 	r.closed = true
 	trails := r.trails
-	r.trails = nil
+	var waiting map[*time.Timer]func()
+	if trails != nil {
+		waiting, trails.waiting = trails.waiting, nil
+	}
 	r.mu.Unlock()
-	for t, remove := range trails {
+	if trails == nil {
+		return
+	}
+	for t, remove := range waiting {
 		if t.Stop() {
 			remove()
-			r.running.Done()
+			trails.running.Done()
 		}
 	}
-	r.running.Wait()
+	trails.running.Wait()
 }
 
 type progressWatch struct {

@@ -91,9 +91,9 @@ type ResourcesCapability struct {
 
 // initializeParams are the params of the initialize request, which Connect sends.
 type initializeParams struct {
-	ProtocolVersion string             `json:"protocolVersion"`
-	Capabilities    ClientCapabilities `json:"capabilities"`
-	ClientInfo      Implementation     `json:"clientInfo"`
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"` // a ClientCapabilities, encoded
+	ClientInfo      *Implementation `json:"clientInfo"`
 }
 
 // InitializeResult is the server's answer to initialize, or, in a stateless revision, what its

@@ -96,8 +96,10 @@ func (c ServerCapabilities) RequestReceipts() (r RequestReceipts, ok bool) {
 		return RequestReceipts{}, false
 	}
 	r = RequestReceipts{Scope: d.Scope, MaxReceipts: d.MaxReceipts, RetentionMs: d.RetentionMs, Disconnect: d.Disconnect}
-	if json.Unmarshal(d.Epoch, &r.Epoch) != nil {
-		r.Epoch = ""
+	// Decoded apart, so that r itself stays off the heap for a server that declares no receipts.
+	var epoch string
+	if json.Unmarshal(d.Epoch, &epoch) == nil {
+		r.Epoch = epoch
 	}
 	return r, true
 }

@@ -45,10 +45,10 @@ type RetryPolicy struct {
 	// DefaultClassify.
 	Classify func(err error, resent bool) transport.Outcome
 
-	// NewBackOff returns a fresh BackOff for each call that needs a second attempt (a call
-	// settled by its first asks for none, so an elapsed-time limit counts from the end of the
-	// first attempt); the client bounds it by MaxAttempts and wraps it with the call's context,
-	// outermost. Default DefaultBackOff.
+	// NewBackOff returns a fresh BackOff for each call, and each Connect, that needs a second
+	// attempt (one settled by its first asks for none, so an elapsed-time limit counts from the
+	// end of the first attempt); the client bounds it by MaxAttempts and wraps it with the
+	// call's context, outermost. Default DefaultBackOff.
 	NewBackOff func() backoff.BackOff
 
 	// RetryAfterIsUncertain makes an HTTP 429 or 503 that carries Retry-After an uncertain

@@ -71,13 +71,14 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 	life := s.lifetime()
 	ctx, cancel := context.WithCancel(life)
 	s.mu.Lock()
-	_, dup := s.handling[key]
-	busy := len(s.handling) >= maxServerRequests
+	b := s.busyState() // made by lifetime already
+	_, dup := b.handling[key]
+	busy := len(b.handling) >= maxServerRequests
 	if !dup && !busy {
-		if s.handling == nil {
-			s.handling = make(map[string]context.CancelFunc)
+		if b.handling == nil {
+			b.handling = make(map[string]context.CancelFunc)
 		}
-		s.handling[key] = cancel
+		b.handling[key] = cancel
 	}
 	s.mu.Unlock()
 	switch {
@@ -98,7 +99,7 @@ func (s *session) startServerRequest(m jsonrpc.Message) {
 		defer func() {
 			cancel()
 			s.mu.Lock()
-			delete(s.handling, key)
+			delete(b.handling, key)
 			s.mu.Unlock()
 		}()
 		result, err := runRequestHandler(ctx, h, m.Params)
@@ -130,8 +131,11 @@ func (s *session) cancelServerRequest(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil {
 		return
 	}
+	var cancel context.CancelFunc
 	s.mu.Lock()
-	cancel := s.handling[p.RequestID.JSON()]
+	if s.busy != nil {
+		cancel = s.busy.handling[p.RequestID.JSON()]
+	}
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()

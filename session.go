@@ -28,17 +28,9 @@ type session struct {
 	c *Client
 	// conn is set by attach, under mu, once Connect returned it. Code that runs after open
 	// returned the session, or on a dispatcher, reads it without mu.
-	conn transport.Conn
-	mu   sync.Mutex
-	// ctx ends when the session ends; deliveries, the dispatcher and handlers run under it.
-	// Made by the first of them (see lifetime): an idle session has none. guarded by mu.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	pending map[string]*pendingCall // guarded by mu
-	cause   error                   // why it died; guarded by mu
-	// closed, made when a delivery waits for the connection of the ended session to be
-	// closed, is closed then. guarded by mu.
-	closed chan struct{}
+	conn    transport.Conn
+	mu      sync.Mutex
+	pending pendingCalls // guarded by mu
 	// dead: the session takes no new requests. ended: its connection is closed and every
 	// pending call was failed. A retired session is dead but not ended until its pending calls
 	// have their answers. guarded by mu.
@@ -51,13 +43,13 @@ type session struct {
 	detach bool
 	// closing: the connection of the ended session is being closed. guarded by mu.
 	closing bool
+	// Written once by dial before the session is published, read only after.
+	stateless bool // a stateless revision: requests carry their version and capabilities
 
 	// serial names the session among all sessions of the process, so that a record can say
 	// which one a request went out on without keeping it alive.
 	serial uint64
 
-	// Written once by dial before the session is published, read only after.
-	stateless bool // a stateless revision: requests carry their version and capabilities
 	// init is what the session opened with. Its revision and receipt binding hold for the
 	// session's life; the rest, in a stateless revision, is the last answer to server/discover
 	// (discovered, see settled).
@@ -72,31 +64,56 @@ type session struct {
 	discovered atomic.Pointer[discovery]
 
 	// inbound carries notifications and server requests from the connection to the dispatcher.
-	inbound *inbox
+	inbound inbox
+
+	// busy is what a session needs only once it does more than carry calls and their answers:
+	// made by the first work that needs it (see busyState), so that the thousands of idle
+	// sessions of an agent host do not each carry it empty. guarded by mu.
+	busy *sessionBusy
+}
+
+// sessionBusy is the state of a session that heard from the server unprompted, handled its
+// requests, stopped waiting for an answer, took headers from its handshake's interceptors, or
+// died. Its fields are guarded by the session's mu.
+type sessionBusy struct {
+	// cause is why the session died, set when it does.
+	cause error
+	// ctx ends when the session ends; deliveries, the dispatcher and handlers run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// closed, made when a delivery waits for the connection of the ended session to be
+	// closed, is closed then.
+	closed chan struct{}
 
 	// handling holds the cancellation of each server request being handled, by id: at most
-	// maxServerRequests. Made by the first request, so that a session the server never asks
-	// anything keeps none. guarded by mu.
+	// maxServerRequests.
 	handling map[string]context.CancelFunc
 
 	// cancelling holds, by request key, the notifications/cancelled being sent; each channel is
-	// closed once its notice is out. guarded by mu.
+	// closed once its notice is out.
 	cancelling map[string]chan struct{}
 	// abandoned holds the keys of the last requests the client stopped waiting for: a response
-	// that comes for one of them is late, not a stray. guarded by mu.
+	// that comes for one of them is late, not a stray.
 	abandoned recentKeys
 
 	// named counts, by the key of a call awaiting its answer, the notifications naming the call
 	// by io.modelcontextprotocol/subscriptionId that the dispatcher has not handled yet (see
 	// awaitNamed); namedHandled is closed, and forgotten, when one of the counts reaches zero.
-	// guarded by mu.
 	named        map[string]int
 	namedHandled chan struct{}
 
 	// header holds the headers the interceptors gave the handshake, which the session's
 	// messages that belong to no call carry (see setHeader); nil when they gave none. Never
-	// modified once set. guarded by mu.
+	// modified once set.
 	header http.Header
+}
+
+// busyState returns the session's busy state, made on first need. s.mu is held.
+func (s *session) busyState() *sessionBusy {
+	if s.busy == nil {
+		s.busy = new(sessionBusy)
+	}
+	return s.busy
 }
 
 // setHeader makes h the headers of the session's messages that belong to no call:
@@ -104,7 +121,7 @@ type session struct {
 // and, on a connection that has them, its own requests (the GET stream, the DELETE at Close).
 func (s *session) setHeader(h http.Header) {
 	s.mu.Lock()
-	s.header = h
+	s.busyState().header = h
 	s.mu.Unlock()
 }
 
@@ -112,7 +129,10 @@ func (s *session) setHeader(h http.Header) {
 func (s *session) ownHeader() http.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.header
+	if s.busy == nil {
+		return nil
+	}
+	return s.busy.header
 }
 
 // withHeaders returns the headers that name a request, with extra's besides; the request's win.
@@ -130,27 +150,85 @@ func withHeaders(own, extra http.Header) http.Header {
 	return h
 }
 
-// A pendingCall waits for the answer to one request sent on the session. It gets exactly one
-// reply: whoever removes the call from the pending map delivers it, and the call reads it once
-// done is closed.
+// A pendingCall waits for the answer to the request key sent on the session. Whoever removes the
+// call from the pending calls gives it its one reply (give); the caller takes it after answered
+// (reply). A channel of replies would take a buffer of its own, since a reply holds pointers.
 type pendingCall struct {
-	done  chan struct{}
-	reply reply
-	// message is the request as the transport sends it, kept here to share the call's
-	// allocation.
-	message transport.Message
+	key      string
+	r        reply         // written once, by give, before answered receives
+	answered chan struct{} // buffered: give never waits
+	// msg is the message sent for the call, made with it rather than apart: Send takes a
+	// pointer, which would put a message of its own on the heap for every exchange.
+	msg transport.Message
 }
 
-// deliver hands r to the call; only the one who removed the call from the pending map may.
-func (p *pendingCall) deliver(r reply) {
-	p.reply = r
-	close(p.done)
+func newPendingCall(key string) *pendingCall {
+	return &pendingCall{key: key, answered: make(chan struct{}, 1)}
 }
 
-// wait returns the reply once it was delivered.
-func (p *pendingCall) wait() reply {
-	<-p.done
-	return p.reply
+// give hands p its reply. It is called once, by whoever removed p from the pending calls.
+func (p *pendingCall) give(r reply) {
+	p.r = r
+	p.answered <- struct{}{}
+}
+
+// reply waits for p's reply, once p was removed from the pending calls.
+func (p *pendingCall) reply() reply {
+	<-p.answered
+	return p.r
+}
+
+// pendingCalls are the calls awaiting answers on a session, by request key. The first is held
+// apart from the map, which is made for a second: the handshake, and a client that makes one call
+// at a time, never need it.
+type pendingCalls struct {
+	one  *pendingCall
+	more map[string]*pendingCall
+}
+
+// get returns the call awaiting key, or nil.
+func (pc *pendingCalls) get(key string) *pendingCall {
+	if pc.one != nil && pc.one.key == key {
+		return pc.one
+	}
+	return pc.more[key]
+}
+
+// getRaw is get for a key given as bytes, which it does not copy.
+func (pc *pendingCalls) getRaw(key []byte) *pendingCall {
+	if pc.one != nil && pc.one.key == string(key) {
+		return pc.one
+	}
+	return pc.more[string(key)]
+}
+
+// add adds p, whose key no call awaits.
+func (pc *pendingCalls) add(p *pendingCall) {
+	if pc.one == nil {
+		pc.one = p
+		return
+	}
+	if pc.more == nil {
+		pc.more = make(map[string]*pendingCall)
+	}
+	pc.more[p.key] = p
+}
+
+// remove removes p, which awaits.
+func (pc *pendingCalls) remove(p *pendingCall) {
+	if pc.one == p {
+		pc.one = nil
+		return
+	}
+	delete(pc.more, p.key)
+}
+
+func (pc *pendingCalls) len() int {
+	n := len(pc.more)
+	if pc.one != nil {
+		n++
+	}
+	return n
 }
 
 type reply struct {
@@ -159,7 +237,7 @@ type reply struct {
 }
 
 func newSession(c *Client) *session {
-	return &session{c: c, inbound: newInbox(c.cfg.inbox), serial: sessionSerials.Add(1)}
+	return &session{c: c, serial: sessionSerials.Add(1)}
 }
 
 // sessionSerials numbers the sessions of the process, from 1.
@@ -169,21 +247,22 @@ var sessionSerials atomic.Uint64
 func (s *session) lifetime() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ctx == nil {
-		s.ctx, s.cancel = context.WithCancel(context.Background())
+	b := s.busyState()
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithCancel(context.Background())
 		if s.ended {
-			s.cancel()
+			b.cancel()
 		}
 	}
-	return s.ctx
+	return b.ctx
 }
 
 // opened lets go of what the handshake needed and an idle session does not: the map of calls
-// awaiting answers, made again by the first call.
+// awaiting answers, if the handshake made one, made again when calls need it.
 func (s *session) opened() {
 	s.mu.Lock()
-	if len(s.pending) == 0 {
-		s.pending = nil
+	if s.pending.len() == 0 {
+		s.pending.more = nil
 	}
 	s.mu.Unlock()
 }
@@ -208,8 +287,9 @@ func (s *session) retire(cause error) {
 		s.mu.Unlock()
 		return
 	}
-	s.dead, s.cause = true, cause
-	drained := len(s.pending) == 0
+	s.dead = true
+	s.busyState().cause = cause
+	drained := s.pending.len() == 0
 	s.mu.Unlock()
 	if drained {
 		s.end(cause, false)
@@ -219,8 +299,11 @@ func (s *session) retire(cause error) {
 // endIfDrained ends a retired session once no call awaits an answer on it.
 func (s *session) endIfDrained() {
 	s.mu.Lock()
-	drained := s.dead && !s.ended && len(s.pending) == 0
-	cause := s.cause
+	drained := s.dead && !s.ended && s.pending.len() == 0
+	var cause error
+	if s.dead {
+		cause = s.busy.cause // made when it died
+	}
 	s.mu.Unlock()
 	if drained {
 		s.end(cause, false)
@@ -235,13 +318,17 @@ func (s *session) end(cause error, detach bool) {
 		return
 	}
 	if !s.dead {
-		s.dead, s.cause = true, cause
+		s.dead = true
+		s.busyState().cause = cause
 	}
 	s.ended, s.detach = true, detach
 	attached := s.attached
 	pending := s.pending
-	s.pending = nil
-	cancel := s.cancel
+	s.pending = pendingCalls{}
+	var cancel context.CancelFunc
+	if s.busy != nil {
+		cancel = s.busy.cancel
+	}
 	s.mu.Unlock()
 
 	if cancel != nil {
@@ -249,10 +336,13 @@ func (s *session) end(cause error, detach bool) {
 	}
 	// Pending calls learn their fate first: closing a process transport may take its shutdown
 	// timeouts.
-	if len(pending) > 0 {
+	if pending.len() > 0 {
 		lost := &transport.Error{Outcome: transport.Uncertain, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
-		for _, p := range pending {
-			p.deliver(reply{err: lost})
+		if pending.one != nil {
+			pending.one.give(reply{err: lost})
+		}
+		for _, p := range pending.more {
+			p.give(reply{err: lost})
 		}
 	}
 	s.inbound.close()
@@ -306,36 +396,33 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 	if err := ctx.Err(); err != nil {
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: err}
 	}
-	p := &pendingCall{done: make(chan struct{})}
+	p := newPendingCall(req.key)
+	p.msg = transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: withHeaders(req.header, extra)}
 	s.mu.Lock()
 	if s.dead {
-		cause := s.cause
+		cause := s.busy.cause // made when it died
 		s.mu.Unlock()
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("%w: %w", ErrSessionLost, cause)}
 	}
-	if _, dup := s.pending[req.key]; dup {
+	if s.pending.get(req.key) != nil {
 		s.mu.Unlock()
 		// The ledger lets one flight run per id, so this is a bug, and sending would make two
 		// answers indistinguishable.
 		return nil, &transport.Error{Outcome: transport.NotDelivered, Err: fmt.Errorf("request %s is already awaiting an answer", req.key)}
 	}
-	if s.pending == nil {
-		s.pending = make(map[string]*pendingCall)
-	}
-	s.pending[req.key] = p
+	s.pending.add(p)
 	s.mu.Unlock()
 	// A reader waiting for room in the inbox must not wait any longer: this call's answer
 	// may come behind the messages it would hold up (see inbox).
 	s.inbound.signal()
 
-	p.message = transport.Message{Frame: req.frame, ID: req.key, Method: req.method, Header: withHeaders(req.header, extra)}
-	err := s.conn.Send(ctx, &p.message)
+	err := s.conn.Send(ctx, &p.msg)
 	if err != nil {
-		if !s.forget(req.key, p) {
+		if !s.forget(p) {
 			// Something was routed to the call before Send gave up (an answer on a legacy
 			// stream, then a 502 for the POST): an answer is the request's outcome, and the
 			// later send error cannot undo it.
-			if r := p.wait(); isAnswer(r) {
+			if r := p.reply(); isAnswer(r) {
 				return r.result, withReply(r.err)
 			}
 		}
@@ -353,15 +440,15 @@ func (s *session) exchange(ctx context.Context, req *Request, extra http.Header)
 		return nil, withReply(err)
 	}
 	select {
-	case <-p.done:
-		r := p.reply
+	case <-p.answered:
+		r := p.r
 		s.awaitNamed(ctx, req.key)
 		return r.result, withReply(r.err)
 	case <-ctx.Done():
-		if !s.forget(req.key, p) {
+		if !s.forget(p) {
 			// The reply won the race; an answer is still the answer, and any other reply
 			// says as much about the exchange as the context does.
-			r := p.wait()
+			r := p.reply()
 			return r.result, withReply(r.err)
 		}
 		cause := context.Cause(ctx)
@@ -380,16 +467,17 @@ func (s *session) abandon(req *Request, extra http.Header, cause error) {
 	sc, ok := s.conn.(transport.SessionConn)
 	notify := req.method != "initialize" && !(ok && sc.CancelsByClosing())
 	s.mu.Lock()
-	s.abandoned.add(req.key)
+	b := s.busyState()
+	b.abandoned.add(req.key)
 	if s.ended || !notify {
 		s.mu.Unlock()
 		return
 	}
 	sent := make(chan struct{})
-	if s.cancelling == nil {
-		s.cancelling = make(map[string]chan struct{})
+	if b.cancelling == nil {
+		b.cancelling = make(map[string]chan struct{})
 	}
-	s.cancelling[req.key] = sent
+	b.cancelling[req.key] = sent
 	s.c.wg.Add(1) // while the session's own count is held: it has not ended
 	s.mu.Unlock()
 	extra = extra.Clone() // an interceptor's goroutine may still hold the exchange's
@@ -397,8 +485,8 @@ func (s *session) abandon(req *Request, extra http.Header, cause error) {
 		defer s.c.wg.Done()
 		s.sendCancelled(req, extra, cause)
 		s.mu.Lock()
-		if s.cancelling[req.key] == sent {
-			delete(s.cancelling, req.key)
+		if b.cancelling[req.key] == sent {
+			delete(b.cancelling, req.key)
 		}
 		s.mu.Unlock()
 		close(sent)
@@ -408,8 +496,11 @@ func (s *session) abandon(req *Request, extra http.Header, cause error) {
 // awaitCancelNotice waits until a notifications/cancelled for key, if one is being sent, has
 // been, or ctx ends.
 func (s *session) awaitCancelNotice(ctx context.Context, key string) error {
+	var sent chan struct{}
 	s.mu.Lock()
-	sent := s.cancelling[key]
+	if s.busy != nil {
+		sent = s.busy.cancelling[key]
+	}
 	s.mu.Unlock()
 	if sent == nil {
 		return nil
@@ -452,7 +543,7 @@ func connEnded(err error) bool {
 // JSON-RPC body) in the error's chain, so that it is classified as the server's answer.
 func withReply(err error) error {
 	if err == nil {
-		return nil // before the variable below, which errors.As makes escape
+		return nil // before te, which escapes to errors.As
 	}
 	var te *transport.Error
 	if !errors.As(err, &te) || te.Reply == nil {
@@ -465,13 +556,13 @@ func withReply(err error) error {
 	return fmt.Errorf("%w (%w)", rpc, err)
 }
 
-// forget removes p from the pending map if it is still there under key, and reports whether it
-// was: when it was not, a reply is on its way to p, or there already.
-func (s *session) forget(key string, p *pendingCall) bool {
+// forget removes p from the pending calls if it is still there, and reports whether it was: when
+// it was not, a reply is on its way to p, or there already.
+func (s *session) forget(p *pendingCall) bool {
 	s.mu.Lock()
-	removed := s.pending[key] == p
+	removed := s.pending.get(p.key) == p
 	if removed {
-		delete(s.pending, key)
+		s.pending.remove(p)
 	}
 	s.mu.Unlock()
 	s.endIfDrained()
@@ -491,7 +582,7 @@ func isAnswer(r reply) bool {
 func (s *session) resolve(key string, r reply) bool {
 	p := s.take(key)
 	if p != nil {
-		p.deliver(r)
+		p.give(r)
 	}
 	return p != nil
 }
@@ -499,12 +590,26 @@ func (s *session) resolve(key string, r reply) bool {
 // take removes and returns the call awaiting key, or nil.
 func (s *session) take(key string) *pendingCall {
 	s.mu.Lock()
-	p, ok := s.pending[key]
-	if ok {
-		delete(s.pending, key)
+	p := s.pending.get(key)
+	if p != nil {
+		s.pending.remove(p)
 	}
 	s.mu.Unlock()
-	if ok {
+	if p != nil {
+		s.endIfDrained()
+	}
+	return p
+}
+
+// takeRaw is take for a key given as bytes, which it does not copy.
+func (s *session) takeRaw(key []byte) *pendingCall {
+	s.mu.Lock()
+	p := s.pending.getRaw(key)
+	if p != nil {
+		s.pending.remove(p)
+	}
+	s.mu.Unlock()
+	if p != nil {
 		s.endIfDrained()
 	}
 	return p
@@ -541,7 +646,7 @@ func (s *session) Fail(err error) {
 		// session goes on for the calls still awaiting answers.
 		s.retire(err)
 		if p := s.take(te.ID); p != nil {
-			p.deliver(reply{err: err})
+			p.give(reply{err: err})
 		}
 		return
 	}
@@ -558,9 +663,12 @@ func (s *session) hasEnded() bool {
 
 // startClosing lets the deliveries that wait in awaitClosing go: the connection is being closed.
 func (s *session) startClosing() {
+	var closed chan struct{}
 	s.mu.Lock()
 	s.closing = true
-	closed := s.closed
+	if s.busy != nil {
+		closed = s.busy.closed
+	}
 	s.mu.Unlock()
 	if closed != nil {
 		close(closed)
@@ -576,10 +684,11 @@ func (s *session) awaitClosing() {
 		s.mu.Unlock()
 		return
 	}
-	if s.closed == nil {
-		s.closed = make(chan struct{})
+	b := s.busyState()
+	if b.closed == nil {
+		b.closed = make(chan struct{})
 	}
-	closed := s.closed
+	closed := b.closed
 	s.mu.Unlock()
 	<-closed
 }
@@ -602,7 +711,7 @@ func (s *session) startDispatcher() {
 func (s *session) awaitingAnswers() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.pending) > 0
+	return s.pending.len() > 0
 }
 
 // route hands what the server sent to the calls awaiting answers and to the dispatcher, and
@@ -645,7 +754,7 @@ func (s *session) route(frame []byte, awaited string) (answered bool, err error)
 			if m.Kind() == jsonrpc.KindNotification {
 				s.countNamed(m.Params)
 			}
-			if err := s.inbound.put(s.lifetime(), m, s.awaitingAnswers, s.startDispatcher); err != nil {
+			if err := s.inbound.put(s.lifetime(), m, &s.c.cfg.inbox, s.awaitingAnswers, s.startDispatcher); err != nil {
 				return answered, err
 			}
 		default:
@@ -689,10 +798,13 @@ func (e *errMalformedAnswer) Is(target error) bool { return target == ErrMalform
 // routeResponse hands a response to the call awaiting it, and returns its id's key ("" for an
 // unusable id).
 func (s *session) routeResponse(m jsonrpc.Message) (key string) {
-	key, err := idKey(m.ID)
-	if err != nil {
-		s.c.log.Warn("mcpclient: dropped a response with an unusable id", "id", truncate(m.ID, 80), "err", err)
-		return ""
+	raw, plain := plainIDKey(m.ID)
+	if !plain {
+		var err error
+		if key, err = idKey(m.ID); err != nil {
+			s.c.log.Warn("mcpclient: dropped a response with an unusable id", "id", truncate(m.ID, 80), "err", err)
+			return ""
+		}
 	}
 	var r reply
 	if m.Error != nil {
@@ -705,16 +817,27 @@ func (s *session) routeResponse(m jsonrpc.Message) (key string) {
 	} else {
 		r.result = m.Result
 	}
-	if !s.resolve(key, r) {
-		s.mu.Lock()
-		late := s.abandoned.has(key)
-		s.mu.Unlock()
-		if late {
-			// A server may answer before it learns of the cancellation, or not heed it.
-			s.c.log.Debug("mcpclient: dropped a late response to a request the client stopped waiting for", "id", key)
-		} else {
-			s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", key)
-		}
+	var p *pendingCall
+	if plain {
+		p = s.takeRaw(raw) // the call's own key, rather than a copy of the id's
+	} else {
+		p = s.take(key)
+	}
+	if p != nil {
+		p.give(r)
+		return p.key
+	}
+	if plain {
+		key = string(raw)
+	}
+	s.mu.Lock()
+	late := s.busy != nil && s.busy.abandoned.has(key)
+	s.mu.Unlock()
+	if late {
+		// A server may answer before it learns of the cancellation, or not heed it.
+		s.c.log.Debug("mcpclient: dropped a late response to a request the client stopped waiting for", "id", key)
+	} else {
+		s.c.log.Warn("mcpclient: dropped a response for an id with no request awaiting it (unknown, or answered twice)", "id", key)
 	}
 	return key
 }
@@ -807,11 +930,12 @@ func (s *session) countNamed(params json.RawMessage) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, awaiting := s.pending[key]; awaiting {
-		if s.named == nil {
-			s.named = make(map[string]int)
+	if s.pending.get(key) != nil {
+		b := s.busyState()
+		if b.named == nil {
+			b.named = make(map[string]int)
 		}
-		s.named[key]++
+		b.named[key]++
 	}
 }
 
@@ -820,7 +944,7 @@ func (s *session) countNamed(params json.RawMessage) {
 // ones, which the dispatcher handled first.
 func (s *session) handledNamed(params json.RawMessage) {
 	s.mu.Lock()
-	counting := len(s.named) > 0
+	counting := s.busy != nil && len(s.busy.named) > 0
 	s.mu.Unlock()
 	if !counting {
 		return
@@ -828,16 +952,17 @@ func (s *session) handledNamed(params json.RawMessage) {
 	key := namedCall(params)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, ok := s.named[key]
+	b := s.busy
+	n, ok := b.named[key]
 	switch {
 	case !ok:
 	case n > 1:
-		s.named[key] = n - 1
+		b.named[key] = n - 1
 	default:
-		delete(s.named, key)
-		if s.namedHandled != nil {
-			close(s.namedHandled)
-			s.namedHandled = nil
+		delete(b.named, key)
+		if b.namedHandled != nil {
+			close(b.namedHandled)
+			b.namedHandled = nil
 		}
 	}
 }
@@ -849,14 +974,15 @@ func (s *session) awaitNamed(ctx context.Context, key string) {
 	var ended <-chan struct{} // the session's context is made only for a call that waits
 	for {
 		s.mu.Lock()
-		if s.named[key] == 0 {
+		b := s.busy
+		if b == nil || b.named[key] == 0 {
 			s.mu.Unlock()
 			return
 		}
-		if s.namedHandled == nil {
-			s.namedHandled = make(chan struct{})
+		if b.namedHandled == nil {
+			b.namedHandled = make(chan struct{})
 		}
-		handled := s.namedHandled
+		handled := b.namedHandled
 		s.mu.Unlock()
 		if ended == nil {
 			ended = s.lifetime().Done()

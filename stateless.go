@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"encoding/json"
 	"net/http"
+	"sync"
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
@@ -16,28 +17,66 @@ func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, erro
 	if l := c.logLevel.Load(); l != nil {
 		level = *l
 	}
+	if level == "" && c.cfg.info == &defaultClientInfo && c.cfg.declaresOnlyReceipts() && isSupportedVersion(version) {
+		// The same for every such client: shared by all of them.
+		if m, ok := defaultStatelessMeta.Load(version); ok {
+			return m.(map[string]json.RawMessage), nil
+		}
+		m, err := c.encodeStatelessMeta(version, "")
+		if err != nil {
+			return nil, err
+		}
+		shared, _ := defaultStatelessMeta.LoadOrStore(version, m.set)
+		return shared.(map[string]json.RawMessage), nil
+	}
 	m := c.meta.Load()
 	if m == nil || m.version != version || m.level != level {
-		caps, err := json.Marshal(c.cfg.statelessCapabilities())
-		if err != nil {
+		var err error
+		if m, err = c.encodeStatelessMeta(version, level); err != nil {
 			return nil, err
-		}
-		info, err := json.Marshal(c.cfg.info)
-		if err != nil {
-			return nil, err
-		}
-		v, _ := json.Marshal(version) // a Go string always marshals
-		m = &statelessMetaCache{version: version, level: level, set: map[string]json.RawMessage{
-			metakeys.ProtocolVersion:    v,
-			metakeys.ClientCapabilities: caps,
-			metakeys.ClientInfo:         info,
-		}}
-		if level != "" {
-			m.set[metakeys.LogLevel], _ = json.Marshal(level)
 		}
 		c.meta.Store(m)
 	}
 	return m.set, nil
+}
+
+// defaultStatelessMeta holds, by revision, the _meta of the clients that declare only receipts
+// under the default clientInfo and set no log level, which is the same for all of them. Its maps
+// are never modified.
+var defaultStatelessMeta sync.Map // string → map[string]json.RawMessage
+
+// encodeStatelessMeta encodes the _meta of the client's requests in the stateless revision version
+// at the log level level ("" for none).
+func (c *Client) encodeStatelessMeta(version, level string) (*statelessMetaCache, error) {
+	caps := onlyReceiptsCapabilities
+	if !c.cfg.declaresOnlyReceipts() {
+		var err error
+		if caps, err = json.Marshal(c.cfg.statelessCapabilities()); err != nil {
+			return nil, err
+		}
+	}
+	info := defaultClientInfoJSON
+	if c.cfg.info != &defaultClientInfo {
+		var err error
+		if info, err = json.Marshal(c.cfg.info); err != nil {
+			return nil, err
+		}
+	}
+	var v json.RawMessage
+	if plainJSONString(version) { // every revision this client speaks
+		v = append(append(append(make(json.RawMessage, 0, len(version)+2), '"'), version...), '"')
+	} else {
+		v, _ = json.Marshal(version) // a Go string always marshals
+	}
+	m := &statelessMetaCache{version: version, level: level, set: map[string]json.RawMessage{
+		metakeys.ProtocolVersion:    v,
+		metakeys.ClientCapabilities: caps,
+		metakeys.ClientInfo:         info,
+	}}
+	if level != "" {
+		m.set[metakeys.LogLevel], _ = json.Marshal(level)
+	}
+	return m, nil
 }
 
 // statelessMetaCache is the _meta every request of a stateless revision carries, encoded once: the

@@ -497,6 +497,53 @@ func TestDiscoverWithoutAnswerFallsBackToInitialize(t *testing.T) {
 	})
 }
 
+// What a client makes of an answer to server/discover that names no stateless revision it speaks:
+// an older server, whose session opens with initialize, unless the client pinned a stateless
+// revision, which the server then refuses, or the answer does not decode.
+func TestDiscoverAnswersNamingNoStatelessRevision(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		pinned       bool
+		want         string // the revision of the session, or "" for ErrUnsupportedVersion
+	}{
+		{"empty result", `{}`, false, mcpclient.LatestStatefulProtocolVersion},
+		{"stateful revisions only", `{"supportedVersions":["2025-11-25","2025-06-18"],"capabilities":{}}`, false, mcpclient.LatestStatefulProtocolVersion},
+		{"unknown revisions", `{"supportedVersions":["2099-01-01"]}`, false, mcpclient.LatestStatefulProtocolVersion},
+		{"stateless revision, capabilities that do not decode", `{"supportedVersions":["2026-07-28"],"capabilities":"none"}`, false, mcpclient.LatestStatefulProtocolVersion},
+		{"pinned, empty result", `{}`, true, ""},
+		{"pinned, stateful revisions only", `{"supportedVersions":["2025-11-25"],"capabilities":{}}`, true, ""},
+		{"pinned, capabilities that do not decode", `{"supportedVersions":["2025-11-25"],"capabilities":"none"}`, true, mcpclient.LatestStatefulProtocolVersion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testpeer.NewPipe(t, func(p *testpeer.Conn, m testpeer.Msg) bool {
+				if m.Method == "server/discover" {
+					p.Send(testpeer.Result(m.ID, tc.answer))
+					return true
+				}
+				return false
+			})
+			var opts []mcpclient.Option
+			if tc.pinned {
+				opts = append(opts, mcpclient.WithProtocolVersion(mcpclient.ProtocolVersion20260728))
+			}
+			c, err := mcpclient.Connect(context.Background(), srv.Transport(), opts...)
+			if tc.want == "" {
+				if !errors.Is(err, mcpclient.ErrUnsupportedVersion) || mcpclient.CodeOf(err) != mcpclient.CodeUnsupportedVersion {
+					t.Fatalf("Connect = %v, want the revision refused", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.ProtocolVersion() != tc.want {
+				t.Errorf("protocol %q, want %q", c.ProtocolVersion(), tc.want)
+			}
+		})
+	}
+}
+
 func TestPinnedLegacyVersionSkipsDiscovery(t *testing.T) {
 	t.Parallel()
 	s := testpeer.NewHTTP(t, func(r *testpeer.Request) bool {

@@ -211,7 +211,12 @@ const maxTasksRemembered = 1024
 // answering: a poll that shows them again before the server took the answers in must not put
 // them to the handlers (a person, often) twice, and two polls at once must not both answer.
 type taskInputs struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// held is nil until a poll claims a key: most clients never follow a task. guarded by mu.
+	held *taskInputsHeld
+}
+
+type taskInputsHeld struct {
 	keys  map[string]map[string]bool // task id → keys answered or being answered
 	order []string                   // task ids, oldest first
 }
@@ -220,7 +225,10 @@ type taskInputs struct {
 func (ti *taskInputs) claim(taskID string, candidates []string) []string {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	done := ti.keys[taskID]
+	var done map[string]bool
+	if ti.held != nil {
+		done = ti.held.keys[taskID]
+	}
 	var fresh []string
 	for _, key := range candidates {
 		if !done[key] {
@@ -230,17 +238,18 @@ func (ti *taskInputs) claim(taskID string, candidates []string) []string {
 	if len(fresh) == 0 {
 		return nil
 	}
+	if ti.held == nil {
+		ti.held = &taskInputsHeld{keys: make(map[string]map[string]bool)}
+	}
+	h := ti.held
 	if done == nil {
-		if ti.keys == nil {
-			ti.keys = make(map[string]map[string]bool)
-		}
-		if len(ti.order) >= maxTasksRemembered {
-			delete(ti.keys, ti.order[0])
-			ti.order = ti.order[1:]
+		if len(h.order) >= maxTasksRemembered {
+			delete(h.keys, h.order[0])
+			h.order = h.order[1:]
 		}
 		done = make(map[string]bool, len(fresh))
-		ti.keys[taskID] = done
-		ti.order = append(ti.order, taskID)
+		h.keys[taskID] = done
+		h.order = append(h.order, taskID)
 	}
 	for _, key := range fresh {
 		done[key] = true
@@ -252,8 +261,11 @@ func (ti *taskInputs) claim(taskID string, candidates []string) []string {
 func (ti *taskInputs) release(taskID string, keys []string) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
+	if ti.held == nil {
+		return
+	}
 	for _, key := range keys {
-		delete(ti.keys[taskID], key)
+		delete(ti.held.keys[taskID], key)
 	}
 }
 
@@ -261,13 +273,17 @@ func (ti *taskInputs) release(taskID string, keys []string) {
 func (ti *taskInputs) forget(taskID string) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	if _, ok := ti.keys[taskID]; !ok {
+	h := ti.held
+	if h == nil {
 		return
 	}
-	delete(ti.keys, taskID)
-	for i, id := range ti.order {
+	if _, ok := h.keys[taskID]; !ok {
+		return
+	}
+	delete(h.keys, taskID)
+	for i, id := range h.order {
 		if id == taskID {
-			ti.order = append(ti.order[:i], ti.order[i+1:]...)
+			h.order = append(h.order[:i], h.order[i+1:]...)
 			break
 		}
 	}

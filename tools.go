@@ -26,12 +26,27 @@ import (
 type toolIndex struct {
 	mu sync.Mutex
 	// gen counts the notifications; a listing is stored only under the gen it began in.
-	gen      uint64
+	gen uint64
+	// held is what the listings since the last notification said; nil when none did, as in a
+	// client that never lists its tools. guarded by mu.
+	held *toolListings
+}
+
+// toolListings is what a toolIndex holds once a listing came.
+type toolListings struct {
 	complete []*Tool // the last complete listing; nil when none is held
 	// completeUntil is when the complete listing goes stale, by the server's ttlMs on its
 	// pages (the soonest); zero when no page set one.
 	completeUntil time.Time
 	byName        map[string]*indexedTool
+}
+
+// tool returns the index's entry for the tool name, or nil. x.mu is held.
+func (x *toolIndex) tool(name string) *indexedTool {
+	if x.held == nil {
+		return nil
+	}
+	return x.held.byName[name]
 }
 
 // indexedTool is one tool of the index.
@@ -61,12 +76,15 @@ func (x *toolIndex) add(tools []*Tool, gen uint64, until time.Time) {
 	if gen != x.gen {
 		return
 	}
-	if x.byName == nil {
-		x.byName = make(map[string]*indexedTool, len(tools))
+	if x.held == nil {
+		x.held = new(toolListings)
+	}
+	if x.held.byName == nil {
+		x.held.byName = make(map[string]*indexedTool, len(tools))
 	}
 	for _, t := range tools {
 		if t != nil {
-			x.byName[t.Name] = indexTool(t, until)
+			x.held.byName[t.Name] = indexTool(t, until)
 		}
 	}
 }
@@ -78,14 +96,14 @@ func (x *toolIndex) replace(list []*Tool, gen uint64, until time.Time) {
 	if gen != x.gen {
 		return
 	}
-	x.complete, x.completeUntil = list, until
-	if x.complete == nil {
-		x.complete = []*Tool{}
+	h := &toolListings{complete: list, completeUntil: until, byName: make(map[string]*indexedTool, len(list))}
+	if h.complete == nil {
+		h.complete = []*Tool{}
 	}
-	x.byName = make(map[string]*indexedTool, len(list))
 	for _, t := range list {
-		x.byName[t.Name] = indexTool(t, until)
+		h.byName[t.Name] = indexTool(t, until)
 	}
+	x.held = h
 }
 
 func indexTool(t *Tool, until time.Time) *indexedTool {
@@ -101,7 +119,7 @@ func (x *toolIndex) clear() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.gen++
-	x.complete, x.byName = nil, nil
+	x.held = nil
 }
 
 // all returns the last complete listing; ok is false when none is held, or the one held went
@@ -109,10 +127,10 @@ func (x *toolIndex) clear() {
 func (x *toolIndex) all() (tools []*Tool, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.complete == nil || !fresh(x.completeUntil, time.Now()) {
+	if x.held == nil || x.held.complete == nil || !fresh(x.held.completeUntil, time.Now()) {
 		return nil, false
 	}
-	return slices.Clone(x.complete), true
+	return slices.Clone(x.held.complete), true
 }
 
 // repeatable reports whether the listed tool name says a call may run twice without harm, in
@@ -120,7 +138,7 @@ func (x *toolIndex) all() (tools []*Tool, ok bool) {
 func (x *toolIndex) repeatable(name string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e := x.byName[name]
+	e := x.tool(name)
 	return e != nil && e.safe && fresh(e.until, time.Now())
 }
 
@@ -129,7 +147,7 @@ func (x *toolIndex) repeatable(name string) bool {
 func (x *toolIndex) staleSafe(name string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e := x.byName[name]
+	e := x.tool(name)
 	return e != nil && e.safe && !fresh(e.until, time.Now())
 }
 
@@ -149,7 +167,7 @@ func freshUntil(arrival time.Time, ttlMs *int64) time.Time {
 func (x *toolIndex) headerParamsOf(name string) []headers.Param {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if e := x.byName[name]; e != nil {
+	if e := x.tool(name); e != nil {
 		return e.headers
 	}
 	return nil
@@ -160,7 +178,7 @@ func (x *toolIndex) headerParamsOf(name string) []headers.Param {
 func (x *toolIndex) outputSchema(name string) *jsonschema.Schema {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e := x.byName[name]
+	e := x.tool(name)
 	if e == nil {
 		return nil
 	}

@@ -1505,28 +1505,45 @@ func sameOriginRedirects(c *http.Client, allowed []*url.URL) *http.Client {
 	}
 	cp := *c
 	next := c.CheckRedirect
+	if next == nil && len(allowed) == 0 {
+		// What most connections need, without a closure of their own.
+		cp.CheckRedirect = sameOriginOnly
+		return &cp
+	}
 	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if from := via[0].URL; !sameOrigin(req.URL, from) {
-			if !slices.ContainsFunc(allowed, func(o *url.URL) bool { return sameOrigin(req.URL, o) }) {
-				return &CrossOriginRedirectError{From: origin(from), To: origin(req.URL)}
-			}
-			// net/http drops the credentials of a request redirected to another domain; an
-			// allowed origin is the endpoint's own.
-			for _, name := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
-				if v, ok := via[0].Header[name]; ok && req.Header.Get(name) == "" {
-					req.Header[name] = v
-				}
-			}
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		if len(via) >= 10 {
-			return errors.New("transport: stopped after 10 redirects")
-		}
-		return nil
+		return checkRedirect(req, via, allowed, next)
 	}
 	return &cp
+}
+
+// sameOriginOnly is the redirect check of a client that allows no other origin and had no check
+// of its own.
+func sameOriginOnly(req *http.Request, via []*http.Request) error {
+	return checkRedirect(req, via, nil, nil)
+}
+
+// checkRedirect refuses a redirect off the origin of the request unless to an allowed one, then
+// defers to next, or else stops after 10 redirects as net/http does.
+func checkRedirect(req *http.Request, via []*http.Request, allowed []*url.URL, next func(*http.Request, []*http.Request) error) error {
+	if from := via[0].URL; !sameOrigin(req.URL, from) {
+		if !slices.ContainsFunc(allowed, func(o *url.URL) bool { return sameOrigin(req.URL, o) }) {
+			return &CrossOriginRedirectError{From: origin(from), To: origin(req.URL)}
+		}
+		// net/http drops the credentials of a request redirected to another domain; an
+		// allowed origin is the endpoint's own.
+		for _, name := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+			if v, ok := via[0].Header[name]; ok && req.Header.Get(name) == "" {
+				req.Header[name] = v
+			}
+		}
+	}
+	if next != nil {
+		return next(req, via)
+	}
+	if len(via) >= 10 {
+		return errors.New("transport: stopped after 10 redirects")
+	}
+	return nil
 }
 
 func sameOrigin(a, b *url.URL) bool {

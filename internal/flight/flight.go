@@ -21,12 +21,19 @@ var ErrStopped = errors.New("flight: stopped while waiting for the shared call")
 
 // A Group runs one call per key at a time. The zero Group is ready to use; it must not be copied.
 type Group[K comparable, V any] struct {
-	mu    sync.Mutex
-	calls map[K]*call[V] // the calls running; guarded by mu
+	mu sync.Mutex
+	// running lists the calls running, newest first. A list rather than a map: a group seldom
+	// runs calls for more than a key or two at once, and a call then costs no map. guarded by
+	// mu.
+	running *call[K, V]
 }
 
-type call[V any] struct {
-	done chan struct{} // closed once the call has ended, however it ended
+type call[K comparable, V any] struct {
+	key  K
+	next *call[K, V] // the next in the Group's list; guarded by its mu
+	// done, made by the first waiter (under the Group's mu), is closed once the call has ended,
+	// however it ended: a call nobody waits for makes no channel.
+	done chan struct{}
 	// Written by the goroutine running fn before done is closed, read by waiters after.
 	val V
 	err error
@@ -36,6 +43,26 @@ type call[V any] struct {
 	// ended. The error is that caller's news, very likely its own cancellation; a waiter must
 	// not take it for the call's result.
 	leaderCancelled bool
+}
+
+// find returns the call running for key, or nil. g.mu is held.
+func (g *Group[K, V]) find(key K) *call[K, V] {
+	for c := g.running; c != nil; c = c.next {
+		if c.key == key {
+			return c
+		}
+	}
+	return nil
+}
+
+// remove takes c off the list of running calls. g.mu is held.
+func (g *Group[K, V]) remove(c *call[K, V]) {
+	for p := &g.running; *p != nil; p = &(*p).next {
+		if *p == c {
+			*p = c.next
+			return
+		}
+	}
 }
 
 // Do runs fn and returns its result, unless a call for key is running already: then it waits
@@ -52,26 +79,26 @@ func (g *Group[K, V]) Do(ctx context.Context, stop func() <-chan struct{}, key K
 	var zero V
 	for {
 		g.mu.Lock()
-		c, running := g.calls[key]
-		if !running {
-			c = &call[V]{done: make(chan struct{})}
-			if g.calls == nil {
-				g.calls = make(map[K]*call[V])
-			}
-			g.calls[key] = c
-		}
-		g.mu.Unlock()
-		if !running {
-			g.run(ctx, key, c, fn)
+		c := g.find(key)
+		if c == nil {
+			c = &call[K, V]{key: key, next: g.running}
+			g.running = c
+			g.mu.Unlock()
+			g.run(ctx, c, fn)
 			return c.val, c.err
 		}
+		if c.done == nil {
+			c.done = make(chan struct{})
+		}
+		done := c.done
+		g.mu.Unlock()
 
 		var stopped <-chan struct{}
 		if stop != nil {
 			stopped = stop()
 		}
 		select {
-		case <-c.done:
+		case <-done:
 		case <-ctx.Done():
 			return zero, ctx.Err()
 		case <-stopped:
@@ -87,14 +114,17 @@ func (g *Group[K, V]) Do(ctx context.Context, stop func() <-chan struct{}, key K
 	}
 }
 
-// run runs fn as the call c for key, and ends c in a deferred function, so that a panic or
+// run runs fn as the call c, and ends c in a deferred function, so that a panic or
 // runtime.Goexit in fn ends it too.
-func (g *Group[K, V]) run(ctx context.Context, key K, c *call[V], fn func() (V, error)) {
+func (g *Group[K, V]) run(ctx context.Context, c *call[K, V], fn func() (V, error)) {
 	defer func() {
 		g.mu.Lock()
-		delete(g.calls, key)
+		g.remove(c)
+		done := c.done
 		g.mu.Unlock()
-		close(c.done)
+		if done != nil {
+			close(done)
+		}
 	}()
 	c.val, c.err = fn()
 	c.leaderCancelled = c.err != nil && ctx.Err() != nil

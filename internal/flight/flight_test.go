@@ -244,3 +244,51 @@ func TestKeysAreIndependent(t *testing.T) {
 		<-held
 	})
 }
+
+// Calls for several keys run at once, and each key's waiters find their own call whichever
+// ended first: the key whose call started first among them included.
+func TestManyKeysRunningShareTheirOwnCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		calls := map[string]*blockingCall{"a": newBlockingCall(), "b": newBlockingCall(), "c": newBlockingCall()}
+		start := func(key string, v int) <-chan result {
+			out := make(chan result, 1)
+			go func() {
+				v, err := g.Do(t.Context(), nil, key, calls[key].fn(v, nil))
+				out <- result{v, err}
+			}()
+			synctest.Wait()
+			return out
+		}
+		a, b, c := start("a", 1), start("b", 2), start("c", 3)
+		close(calls["a"].release)
+		if r := <-a; r.v != 1 {
+			t.Errorf("a: got %d, want 1", r.v)
+		}
+		// With a's call over, b and c still run: their callers must wait for them.
+		b2, c2 := start("b", 20), start("c", 30)
+		d := start("a", 10) // a's key is free: a new call
+		close(calls["c"].release)
+		close(calls["b"].release)
+		for name, out := range map[string][]<-chan result{"b": {b, b2}, "c": {c, c2}} {
+			want := map[string]int{"b": 2, "c": 3}[name]
+			for _, o := range out {
+				if r := <-o; r.v != want || r.err != nil {
+					t.Errorf("%s: got (%d, %v), want (%d, nil)", name, r.v, r.err, want)
+				}
+			}
+		}
+		if r := <-d; r.v != 10 {
+			t.Errorf("a again: got %d, want 10", r.v)
+		}
+		for key, bc := range calls {
+			want := int32(1)
+			if key == "a" {
+				want = 2
+			}
+			if n := bc.runs.Load(); n != want {
+				t.Errorf("%s ran %d times, want %d", key, n, want)
+			}
+		}
+	})
+}

@@ -187,15 +187,11 @@ type pendingCalls struct {
 }
 
 // get returns the call awaiting key, or nil.
-func (pc *pendingCalls) get(key string) *pendingCall {
-	if pc.one != nil && pc.one.key == key {
-		return pc.one
-	}
-	return pc.more[key]
-}
+func (pc *pendingCalls) get(key string) *pendingCall { return awaiting(pc, key) }
 
-// getRaw is get for a key given as bytes, which it does not copy.
-func (pc *pendingCalls) getRaw(key []byte) *pendingCall {
+// awaiting returns the call in pc awaiting key, or nil. A key read from a frame is looked up as
+// its bytes, without a copy.
+func awaiting[K string | []byte](pc *pendingCalls, key K) *pendingCall {
 	if pc.one != nil && pc.one.key == string(key) {
 		return pc.one
 	}
@@ -588,23 +584,13 @@ func (s *session) resolve(key string, r reply) bool {
 }
 
 // take removes and returns the call awaiting key, or nil.
-func (s *session) take(key string) *pendingCall {
-	s.mu.Lock()
-	p := s.pending.get(key)
-	if p != nil {
-		s.pending.remove(p)
-	}
-	s.mu.Unlock()
-	if p != nil {
-		s.endIfDrained()
-	}
-	return p
-}
+func (s *session) take(key string) *pendingCall { return takeAwaiting(s, key) }
 
-// takeRaw is take for a key given as bytes, which it does not copy.
-func (s *session) takeRaw(key []byte) *pendingCall {
+// takeAwaiting is take for a key given as a string or, read from a frame, as its bytes, which
+// it does not copy.
+func takeAwaiting[K string | []byte](s *session, key K) *pendingCall {
 	s.mu.Lock()
-	p := s.pending.getRaw(key)
+	p := awaiting(&s.pending, key)
 	if p != nil {
 		s.pending.remove(p)
 	}
@@ -819,7 +805,7 @@ func (s *session) routeResponse(m jsonrpc.Message) (key string) {
 	}
 	var p *pendingCall
 	if plain {
-		p = s.takeRaw(raw) // the call's own key, rather than a copy of the id's
+		p = takeAwaiting(s, raw) // the call's own key, rather than a copy of the id's
 	} else {
 		p = s.take(key)
 	}

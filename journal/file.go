@@ -43,6 +43,10 @@ var (
 	ErrLocked = errors.New("journal: the file is open elsewhere")
 	// ErrCorrupt reports a record that does not decode.
 	ErrCorrupt = errors.New("journal: corrupt record")
+	// ErrBroken reports a File whose writer failed to write its log or to checkpoint it: it
+	// writes nothing more, and the next OpenFile of the file reads what the log holds. Retrying
+	// on the same File is not trusted after a failed sync.
+	ErrBroken = errors.New("journal: the writer failed; reopen the file")
 )
 
 // A request is kept under its number, which orders the requests by when they were first recorded:
@@ -884,10 +888,6 @@ func (j *File) write() {
 // reported unknown after the restart, never lost.
 const settleDelay = 20 * time.Millisecond
 
-// errBroken reports a File whose writer lost changes it had logged from its transaction: it
-// writes nothing more, and the next open reads them from the log.
-var errBroken = errors.New("journal: the writer failed; reopen the file")
-
 // run applies batch's writes in the writer's transaction and, if someone waits for one, logs
 // every change not yet logged; then it runs batch's reads. An op's refusal, made before it wrote
 // anything, spoils only that op; any other error, or a failed log write, undoes the batch's
@@ -1042,7 +1042,7 @@ func (j *File) fail(err error) error {
 		j.tx.Rollback()
 		j.tx = nil
 	}
-	j.broken = fmt.Errorf("%w: %w", errBroken, err)
+	j.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 	return j.broken
 }
 
@@ -1064,7 +1064,7 @@ func (j *File) rebuild(upTo int) {
 		}
 	}
 	if err != nil {
-		j.broken = fmt.Errorf("%w: %w", errBroken, err)
+		j.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 		return
 	}
 	j.tx = tx

@@ -75,11 +75,7 @@ func TestFailedWriteLeavesNoNumber(t *testing.T) {
 // A settle is in the writer's transaction and still among those not yet written between its
 // batch and the writer's next step: a Lookup queued then must count it once.
 func TestLookupCountsASettleOnce(t *testing.T) {
-	j, err := OpenFile(filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j := openInTemp(t)
 	ctx := context.Background()
 	now := time.Now()
 	rec := mcpclient.JournalRecord{ID: mcpclient.StringID("settled while read"), Method: "tools/call", Frame: []byte(`{}`),

@@ -175,11 +175,7 @@ func found(t *testing.T, path string, ids ...string) map[string]bool {
 // over at the log's start, are not read again, even where one of them begins exactly where the
 // new ones end. Here a request settled, then checkpointed, would be found open again.
 func TestCheckpointedRecordsNotReplayed(t *testing.T) {
-	j, err := OpenFile(filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j := openInTemp(t)
 	checkpointNow(t, j)
 	mustClaim(t, j, logRecord("a1"))
 	first := logEnd(j)
@@ -220,11 +216,7 @@ func TestCheckpointedRecordsNotReplayed(t *testing.T) {
 // A log whose last record is torn or corrupt gives back the records before it; the file opens
 // and is written on.
 func TestLogWithABadTail(t *testing.T) {
-	j, err := OpenFile(filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j := openInTemp(t)
 	checkpointNow(t, j)
 	mustClaim(t, j, logRecord("a1"))
 	mustClaim(t, j, logRecord("b1"))
@@ -274,11 +266,7 @@ func TestLogWithABadTail(t *testing.T) {
 // knows no log) no longer matches the log, which is then not replayed over what that program
 // wrote.
 func TestLogIgnoredAfterAnotherProgramWrote(t *testing.T) {
-	j, err := OpenFile(filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j := openInTemp(t)
 	checkpointNow(t, j)
 	mustClaim(t, j, logRecord("a1"))
 	path := snapshot(t, j)
@@ -307,11 +295,7 @@ func TestLogIgnoredAfterAnotherProgramWrote(t *testing.T) {
 // Each open writes a new generation: none of the records the log holds when the file is opened,
 // replayed or not, can be read as the new generation's, wherever the new records end.
 func TestOpenStartsANewGeneration(t *testing.T) {
-	j, err := OpenFile(filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j := openInTemp(t)
 	checkpointNow(t, j)
 	mustClaim(t, j, logRecord("a1"))
 	mustClaim(t, j, logRecord("b1"))
@@ -346,13 +330,13 @@ func TestFailedLogWriteBreaksTheFile(t *testing.T) {
 	checkpointNow(t, j)
 	mustClaim(t, j, logRecord("a1"))
 	j.read(func(*bolt.Tx) { j.log.Close() })
-	if _, err := j.Claim(context.Background(), logRecord("b1")); !errors.Is(err, errBroken) {
+	if _, err := j.Claim(context.Background(), logRecord("b1")); !errors.Is(err, ErrBroken) {
 		t.Fatalf("claim with the log failing: %v", err)
 	}
-	if _, err := j.Claim(context.Background(), logRecord("c1")); !errors.Is(err, errBroken) {
+	if _, err := j.Claim(context.Background(), logRecord("c1")); !errors.Is(err, ErrBroken) {
 		t.Fatalf("claim after the log failed: %v", err)
 	}
-	if _, _, err := j.Lookup(context.Background(), mcpclient.StringID("a1")); !errors.Is(err, errBroken) {
+	if _, _, err := j.Lookup(context.Background(), mcpclient.StringID("a1")); !errors.Is(err, ErrBroken) {
 		t.Fatalf("lookup after the log failed: %v", err)
 	}
 	if err := j.Close(); err == nil {
@@ -361,4 +345,15 @@ func TestFailedLogWriteBreaksTheFile(t *testing.T) {
 	if got := found(t, path, "a1", "b1", "c1"); !got["a1"] || got["c1"] {
 		t.Fatalf("found %v; want a1 and not c1", got)
 	}
+}
+
+// openInTemp opens a new File in a directory of the test's own, closed when the test ends.
+func openInTemp(t *testing.T) *File {
+	t.Helper()
+	j, err := OpenFile(filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
 }

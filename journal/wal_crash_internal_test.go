@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -163,13 +164,18 @@ func runChild(t *testing.T, role, path, point string, nth, pad int, killAfter ti
 	cmd.Env = append(os.Environ(), envWALRole+"="+role, envWALPath+"="+path, envWALPoint+"="+point,
 		envWALNth+"="+strconv.Itoa(nth), envWALFrame+"="+strconv.Itoa(pad))
 	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	// A kill at a random moment counts from the child's first report, not from its start: a
+	// loaded machine may take longer than the whole delay to start a process.
+	reports := &firstReport{w: &out}
+	cmd.Stdout, cmd.Stderr = reports, &errOut
+	if killAfter > 0 {
+		reports.then = func() *time.Timer {
+			return time.AfterFunc(killAfter, func() { cmd.Process.Signal(syscall.SIGKILL) })
+		}
+		defer reports.stop()
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
-	}
-	if killAfter > 0 {
-		timer := time.AfterFunc(killAfter, func() { cmd.Process.Signal(syscall.SIGKILL) })
-		defer timer.Stop()
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -194,6 +200,35 @@ func runChild(t *testing.T, role, path, point string, nth, pad int, killAfter ti
 		lines[kind] = append(lines[kind], id)
 	}
 	return lines
+}
+
+// firstReport writes a child's output to w and, at the first whole line, calls then (if set).
+type firstReport struct {
+	w    io.Writer
+	then func() *time.Timer
+
+	mu    sync.Mutex
+	timer *time.Timer // what then started; guarded by mu
+	seen  bool        // guarded by mu
+}
+
+func (r *firstReport) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.seen && r.then != nil && bytes.IndexByte(p, '\n') >= 0 {
+		r.seen = true
+		r.timer = r.then()
+	}
+	return r.w.Write(p)
+}
+
+// stop stops the timer then started, if it did.
+func (r *firstReport) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 }
 
 // checkKept opens the file at path and checks that each request claimed is there, with its exact

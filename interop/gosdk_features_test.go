@@ -167,8 +167,9 @@ func gosdkFeatures(t *testing.T, cb *combo, env *gosdkEnv, c *mcpclient.Client, 
 		var logs atomic.Int64
 		var last atomic.Value
 		cl, _, err := cb.connect(t, env.transport(), mcpclient.WithLogHandler(func(ctx context.Context, msg *mcpclient.LogMessage) {
-			logs.Add(1)
+			// The record before the count: the test reads it once it sees the count.
 			last.Store(string(msg.Level) + " " + msg.Logger + " " + string(msg.Data))
+			logs.Add(1)
 		}))
 		if err != nil {
 			t.Fatalf("Connect: %s", errorChain(err))

@@ -135,10 +135,10 @@ func TestStatelessMetaEncodesInfoAndRevision(t *testing.T) {
 			}
 			info, _ := json.Marshal(c.cfg.info)
 			rev, _ := json.Marshal(v)
-			if got := m[metakeys.ClientInfo]; string(got) != string(info) {
+			if got := m.Set[metakeys.ClientInfo]; string(got) != string(info) {
 				t.Errorf("clientInfo %s, want %s", got, info)
 			}
-			if got := m[metakeys.ProtocolVersion]; string(got) != string(rev) {
+			if got := m.Set[metakeys.ProtocolVersion]; string(got) != string(rev) {
 				t.Errorf("revision %s, want %s", got, rev)
 			}
 		}
@@ -183,21 +183,21 @@ func TestDefaultClientsShareTheirStatelessMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	mb, _ := b.statelessMeta("2026-07-28")
-	if reflect.ValueOf(ma).Pointer() != reflect.ValueOf(mb).Pointer() {
+	if ma != mb {
 		t.Error("two default clients encoded their _meta each")
 	}
-	for what, v := range ma {
+	for what, v := range ma.Set {
 		if cap(v) != len(v) {
 			t.Errorf("the shared _meta's %s has room to append into", what)
 		}
 	}
 	level := "debug"
 	b.logLevel.Store(&level)
-	if mb, _ = b.statelessMeta("2026-07-28"); reflect.ValueOf(ma).Pointer() == reflect.ValueOf(mb).Pointer() || string(mb[metakeys.LogLevel]) != `"debug"` {
-		t.Errorf("a client with a log level shares the default _meta, or lacks its level: %s", mb)
+	if mb, _ = b.statelessMeta("2026-07-28"); ma == mb || string(mb.Set[metakeys.LogLevel]) != `"debug"` {
+		t.Errorf("a client with a log level shares the default _meta, or lacks its level: %s", mb.Set)
 	}
 	own := &Client{cfg: newConfig([]Option{WithClientInfo(Implementation{Name: "own", Version: "1"})})}
-	if mo, _ := own.statelessMeta("2026-07-28"); reflect.ValueOf(ma).Pointer() == reflect.ValueOf(mo).Pointer() {
+	if mo, _ := own.statelessMeta("2026-07-28"); ma == mo {
 		t.Error("a client with its own clientInfo shares the default _meta")
 	}
 }

@@ -133,14 +133,18 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 // client adds members, the params are composed behind the frame's start in the frame's own
 // buffer; where it adds none, a tool call's params already sit behind room for it (see
 // encodedToolCall).
-func frameOf(spec *requestSpec, key string, meta map[string]json.RawMessage) (raw json.RawMessage, frame []byte, err error) {
+func frameOf(spec *requestSpec, key string, meta *params.Members) (raw json.RawMessage, frame []byte, err error) {
 	var room [frameRoom]byte
 	head := jsonrpc.AppendRequestHead(room[:0], key, spec.method)
 	if buf, ok := params.ComposeAfter(head, spec.base, spec.extra, meta); ok {
 		raw = buf[len(head):len(buf):len(buf)]
 		return raw, append(buf, '}')[: len(buf)+1 : len(buf)+1], nil
 	}
-	if raw, err = params.Compose(spec.base, spec.extra, meta); err != nil {
+	var metaSet map[string]json.RawMessage
+	if meta != nil {
+		metaSet = meta.Set
+	}
+	if raw, err = params.Compose(spec.base, spec.extra, metaSet); err != nil {
 		return nil, nil, err
 	}
 	if frame = frameAround(spec.frameBuf, raw, head); frame == nil {
@@ -179,8 +183,8 @@ var sessionRequestHeader = http.Header{receiptsOptInHeader: receiptsOptIn}
 // metaOf returns the _meta members the client writes into spec's params: spec's own, the
 // request's progress token (its own id, which no other request in flight can have), and in a
 // stateless revision what every request of that revision carries.
-func (c *Client) metaOf(spec *requestSpec, key string) (map[string]json.RawMessage, error) {
-	var stateless map[string]json.RawMessage
+func (c *Client) metaOf(spec *requestSpec, key string) (*params.Members, error) {
+	var stateless *params.Members
 	if spec.version != "" {
 		var err error
 		if stateless, err = c.statelessMeta(spec.version); err != nil {
@@ -191,8 +195,12 @@ func (c *Client) metaOf(spec *requestSpec, key string) (map[string]json.RawMessa
 	if len(spec.meta) == 0 && !spec.asksProgress() && !extended {
 		return stateless, nil // encoded once per revision and level, shared, never modified
 	}
-	meta := make(map[string]json.RawMessage, len(stateless)+len(spec.meta)+1)
-	for k, v := range stateless {
+	var shared map[string]json.RawMessage
+	if stateless != nil {
+		shared = stateless.Set
+	}
+	meta := make(map[string]json.RawMessage, len(shared)+len(spec.meta)+1)
+	for k, v := range shared {
 		meta[k] = v
 	}
 	if extended {
@@ -204,7 +212,7 @@ func (c *Client) metaOf(spec *requestSpec, key string) (map[string]json.RawMessa
 	if spec.asksProgress() {
 		meta["progressToken"] = json.RawMessage(key)
 	}
-	return meta, nil
+	return &params.Members{Set: meta}, nil
 }
 
 // NewRequest freezes a request: it picks the id (a fresh UUID, or the one pinned with

@@ -7,12 +7,13 @@ import (
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
+	"github.com/northstar-mcp/mcpclient/internal/params"
 )
 
 // statelessMeta returns the _meta every request of a stateless revision carries: the revision,
-// the client's capabilities and identity, and its log level once set. The map is shared and
-// never modified.
-func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, error) {
+// the client's capabilities and identity, and its log level once set. It is shared and never
+// modified.
+func (c *Client) statelessMeta(version string) (*params.Members, error) {
 	var level string
 	if l := c.logLevel.Load(); l != nil {
 		level = *l
@@ -20,14 +21,14 @@ func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, erro
 	if level == "" && c.cfg.info == &defaultClientInfo && c.cfg.declaresOnlyReceipts() && isSupportedVersion(version) {
 		// The same for every such client: shared by all of them.
 		if m, ok := defaultStatelessMeta.Load(version); ok {
-			return m.(map[string]json.RawMessage), nil
+			return m.(*params.Members), nil
 		}
 		m, err := c.encodeStatelessMeta(version, "")
 		if err != nil {
 			return nil, err
 		}
-		shared, _ := defaultStatelessMeta.LoadOrStore(version, m.set)
-		return shared.(map[string]json.RawMessage), nil
+		shared, _ := defaultStatelessMeta.LoadOrStore(version, m.members)
+		return shared.(*params.Members), nil
 	}
 	m := c.meta.Load()
 	if m == nil || m.version != version || m.level != level {
@@ -37,13 +38,13 @@ func (c *Client) statelessMeta(version string) (map[string]json.RawMessage, erro
 		}
 		c.meta.Store(m)
 	}
-	return m.set, nil
+	return m.members, nil
 }
 
 // defaultStatelessMeta holds, by revision, the _meta of the clients that declare only receipts
 // under the default clientInfo and set no log level, which is the same for all of them. Its maps
 // are never modified.
-var defaultStatelessMeta sync.Map // string → map[string]json.RawMessage
+var defaultStatelessMeta sync.Map // string → *params.Members
 
 // encodeStatelessMeta encodes the _meta of the client's requests in the stateless revision version
 // at the log level level ("" for none).
@@ -68,23 +69,23 @@ func (c *Client) encodeStatelessMeta(version, level string) (*statelessMetaCache
 	} else {
 		v, _ = json.Marshal(version) // a Go string always marshals
 	}
-	m := &statelessMetaCache{version: version, level: level, set: map[string]json.RawMessage{
+	set := map[string]json.RawMessage{
 		metakeys.ProtocolVersion:    v,
 		metakeys.ClientCapabilities: caps,
 		metakeys.ClientInfo:         info,
-	}}
-	if level != "" {
-		m.set[metakeys.LogLevel], _ = json.Marshal(level)
 	}
-	return m, nil
+	if level != "" {
+		set[metakeys.LogLevel], _ = json.Marshal(level)
+	}
+	return &statelessMetaCache{version: version, level: level, members: params.NewMembers(set)}, nil
 }
 
 // statelessMetaCache is the _meta every request of a stateless revision carries, encoded once: the
 // client's capabilities and identity do not change, and its revision and log level seldom do.
-// set is never modified once stored.
+// members is never modified once stored.
 type statelessMetaCache struct {
 	version, level string
-	set            map[string]json.RawMessage
+	members        *params.Members
 }
 
 // statelessCapabilities is what the client declares on each request of a stateless revision:

@@ -83,17 +83,59 @@ func Compose(params json.RawMessage, top, meta map[string]json.RawMessage) (json
 // Compose would return, into one new buffer with a byte to spare behind them, and returns the
 // buffer. ok is false when top and meta are empty, or the params need what only Compose does;
 // the caller then calls Compose.
-func ComposeAfter(head []byte, params json.RawMessage, top, meta map[string]json.RawMessage) (buf []byte, ok bool) {
-	if len(top) == 0 && len(meta) == 0 {
+func ComposeAfter(head []byte, params json.RawMessage, top map[string]json.RawMessage, meta *Members) (buf []byte, ok bool) {
+	var set map[string]json.RawMessage
+	var encoded []byte
+	if meta != nil {
+		set, encoded = meta.Set, meta.encoded
+	}
+	if len(top) == 0 && len(set) == 0 {
 		return nil, false
 	}
-	return compose(head, params, top, meta)
+	return composeEncoded(head, params, top, set, encoded)
+}
+
+// Members is a set of _meta members together with their encoding, written once in key order.
+// The members every request of a session carries do not change, and sorting and quoting them
+// again for each request would be most of what composing its params costs.
+type Members struct {
+	// Set is the members; never modified once the Members is made.
+	Set map[string]json.RawMessage
+	// encoded is what compose writes for Set, the members in key order, comma-separated; nil
+	// when Set is empty or a key needs escaping (compose then writes them from Set).
+	encoded []byte
+}
+
+// NewMembers returns set with its encoding. set must not be modified afterwards.
+func NewMembers(set map[string]json.RawMessage) *Members {
+	m := &Members{Set: set}
+	if keys, size, ok := sortedKeys(set); ok && len(keys) > 0 {
+		m.encoded = appendMembers(make([]byte, 0, size), keys, set)
+	}
+	return m
+}
+
+// appendMembers appends the members of set named by keys, in that order, comma-separated.
+func appendMembers(b []byte, keys []string, set map[string]json.RawMessage) []byte {
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendMember(b, k, set[k])
+	}
+	return b
 }
 
 // compose is Compose in one pass over params, for the common case: an object whose top level has
 // none of top's keys, with no _meta or a _meta object that has none of meta's keys. ok is false
 // for the other cases. The result follows head in its buffer, with a byte to spare behind it.
 func compose(head []byte, params json.RawMessage, top, meta map[string]json.RawMessage) (out json.RawMessage, ok bool) {
+	return composeEncoded(head, params, top, meta, nil)
+}
+
+// composeEncoded is compose with meta's members already encoded (see Members), or nil to encode
+// them here.
+func composeEncoded(head []byte, params json.RawMessage, top, meta map[string]json.RawMessage, metaEncoded []byte) (out json.RawMessage, ok bool) {
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
@@ -113,9 +155,18 @@ func compose(head []byte, params json.RawMessage, top, meta map[string]json.RawM
 	if !ok {
 		return nil, false
 	}
-	metaKeys, metaSize, ok := sortedKeys(meta)
-	if !ok {
-		return nil, false
+	var metaKeys []string
+	metaSize := len(metaEncoded)
+	if metaEncoded == nil {
+		if metaKeys, metaSize, ok = sortedKeys(meta); !ok {
+			return nil, false
+		}
+	}
+	writeMeta := func(b []byte) []byte {
+		if metaEncoded != nil {
+			return append(b, metaEncoded...)
+		}
+		return appendMembers(b, metaKeys, meta)
 	}
 	if metaStart >= 0 && len(meta) > 0 {
 		m := params[metaStart:metaEnd]
@@ -145,14 +196,7 @@ func compose(head []byte, params json.RawMessage, top, meta map[string]json.RawM
 	}
 	if metaStart < 0 && len(meta) > 0 {
 		sep()
-		out = append(out, `"_meta":{`...)
-		for i, k := range metaKeys {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = appendMember(out, k, meta[k])
-		}
-		out = append(out, '}')
+		out = append(writeMeta(append(out, `"_meta":{`...)), '}')
 	}
 	if metaStart < 0 || len(meta) == 0 {
 		if wrote && !emptyObject {
@@ -164,13 +208,7 @@ func compose(head []byte, params json.RawMessage, top, meta map[string]json.RawM
 	if wrote && !emptyObject {
 		out = append(out, ',')
 	}
-	out = append(out, params[open+1:metaStart+1]...)
-	for i, k := range metaKeys {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = appendMember(out, k, meta[k])
-	}
+	out = writeMeta(append(out, params[open+1:metaStart+1]...))
 	if m := bytes.TrimLeft(params[metaStart+1:metaEnd], " \t\r\n"); m[0] != '}' {
 		out = append(out, ',')
 	}

@@ -156,7 +156,13 @@ func resultTypeOf(result json.RawMessage) (resultType string, ok bool) {
 			folded = true
 		}
 	}) && !folded {
-		return resultType, raw == nil || json.Unmarshal(raw, &resultType) == nil
+		if raw == nil {
+			return "", true
+		}
+		if end, s, ok := jsonrpc.String(raw, 0); ok && end == len(raw) {
+			return s, true
+		}
+		return resultType, json.Unmarshal(raw, &resultType) == nil
 	}
 	var r struct {
 		ResultType string `json:"resultType"`

@@ -176,23 +176,37 @@ const (
 	UUIDv7 IDVersion = 7
 )
 
-// newID makes a fresh id. It reads crypto/rand directly rather than through uuid's optional
-// random pool, which a program may switch on globally and which would make ids predictable from
-// one another. A failing random source is an error, never a panic.
-func newID(v IDVersion) (ID, error) {
-	var (
-		u   uuid.UUID
-		err error
-	)
+// newID makes a fresh id and its JSON form, in one allocation: the id is the key without its
+// quotes. It reads crypto/rand directly rather than through uuid's optional random pool, which a
+// program may switch on globally and which keeps the bytes of future ids on the heap.
+func newID(v IDVersion) (id ID, key string, err error) {
+	var u uuid.UUID
 	if v == UUIDv7 {
 		u, err = uuid.NewV7FromReader(rand.Reader)
-	} else {
-		u, err = uuid.NewRandomFromReader(rand.Reader)
+	} else if _, err = rand.Read(u[:]); err == nil {
+		u[6] = u[6]&0x0f | 0x40 // version 4
+		u[8] = u[8]&0x3f | 0x80 // the RFC 9562 variant
 	}
 	if err != nil {
-		return ID{}, fmt.Errorf("mcpclient: generating request id: %w", err)
+		return ID{}, "", fmt.Errorf("mcpclient: generating request id: %w", err)
 	}
-	return StringID(u.String()), nil
+	var b [2 + 36]byte
+	b[0], b[len(b)-1] = '"', '"'
+	appendUUID(b[1:1], u)
+	key = string(b[:])
+	return StringID(key[1 : len(key)-1]), key, nil
+}
+
+// appendUUID appends u in its canonical form, as u.String() writes it.
+func appendUUID(b []byte, u uuid.UUID) []byte {
+	const digits = "0123456789abcdef"
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, digits[c>>4], digits[c&0x0f])
+	}
+	return b
 }
 
 func truncate(b []byte, n int) string {

@@ -95,14 +95,16 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 	if spec.version != "" && removedIn(spec.method, spec.version) {
 		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("%w: %s is not in %s", ErrMethodRemoved, spec.method, spec.version)}
 	}
+	var key string
 	if spec.id.IsZero() {
-		id, err := newID(c.cfg.idVersion)
+		id, idKey, err := newID(c.cfg.idVersion)
 		if err != nil {
 			return nil, &Error{Code: CodeInvalidArgument, Err: err}
 		}
-		spec.id = id
+		spec.id, key = id, idKey
+	} else {
+		key = spec.id.JSON()
 	}
-	key := spec.id.JSON()
 	meta, err := c.metaOf(&spec, key)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: err}

@@ -94,13 +94,20 @@ cmd="COUNT=$COUNT BENCHTIME=$BENCHTIME GO_VERSIONS='${versions[*]}' bash bench/r
 [[ $full == 0 && $# == 0 ]] && cmd="BENCH='$BENCH' $cmd"
 
 # Other work on the machine skews every figure: every 10 s, sample the share of the machine's CPU
-# used by processes other than the benchmark and its echo server.
+# used by processes other than the benchmark and its echo server. A test binary that ended
+# between two samples is no longer in /proc: its time (and its echo server's, which it waited
+# for) is in this shell's children's time, so the benchmark's own share is that plus the time of
+# the binaries and servers still running.
 hz=$(getconf CLK_TCK)
 ncpu=$(nproc)
 sample() {
-	local busy ours=0 pid t
+	local busy ours pid t
 	busy=$(awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat)
-	for pid in $(pgrep -f "^$OUT/[^ ]*(bench\.test|echoserver)"); do
+	ours=$(awk '{print $16+$17}' /proc/$$/stat)
+	for pid in $(pgrep -f "^$OUT/[^ ]*bench\.test"); do
+		t=$(awk '{print $14+$15+$16+$17}' "/proc/$pid/stat" 2>/dev/null) && ours=$((ours + t))
+	done
+	for pid in $(pgrep -f "^$OUT/[^ ]*echoserver"); do
 		t=$(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null) && ours=$((ours + t))
 	done
 	echo "$busy $ours"

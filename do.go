@@ -1028,7 +1028,7 @@ func (c *Client) SupersedeToolCall(ctx context.Context, prev *Request, inspectio
 		return nil, returned(&Error{Code: CodeInvalidArgument, Request: prev,
 			Err: fmt.Errorf("SupersedeToolCall replaces a tools/call, not a %s", prev.method)})
 	}
-	call, err := encodeToolCall(prev.name, args)
+	call, err := encodeToolCall(prev.name, args, 0)
 	if err != nil {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Request: prev, Err: fmt.Errorf("arguments of tool %s: %w", prev.name, err)})
 	}

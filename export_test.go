@@ -56,7 +56,7 @@ func EncodeToolCallForTest(name string, args json.RawMessage) []byte {
 	if args != nil {
 		a = args
 	}
-	call, err := encodeToolCall(name, a)
+	call, err := encodeToolCall(name, a, 0)
 	if err != nil {
 		panic(err)
 	}

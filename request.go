@@ -61,10 +61,16 @@ type requestSpec struct {
 	// extensions are those the caller declared for this request alone (WithExtension as a
 	// CallOption), beside the client's own; never modified once set.
 	extensions map[string]json.RawMessage
-	// frameBuf, if not nil, is the buffer base was written in, with room for the frame in front
-	// of it (see encodedToolCall): the first build writes the frame there; the requests that
-	// follow from the spec never see it.
-	frameBuf []byte
+	// frameBuf, if not nil, is the buffer base was written in, with frameBufRoom bytes of room
+	// for the frame in front of it (see encodedToolCall): the first build writes the frame
+	// there; the requests that follow from the spec never see it.
+	frameBuf     []byte
+	frameBufRoom int
+	// baseBraceTaken: the first build wrote the frame of a stateless revision around base, in
+	// its buffer, and the comma behind the client's _meta took the place of base's opening
+	// brace. The rest of base is intact; a request that follows from the spec reads it with
+	// the brace put back (see restoreBase).
+	baseBraceTaken bool
 
 	idempotent bool      // the caller vouched that running it twice does no harm
 	response   *Response // filled with the call's Response when it succeeds (WithResponse)
@@ -87,6 +93,7 @@ func (s *requestSpec) asksProgress() bool { return s.progress != nil || s.idle >
 // revision), serializes and fingerprints the frame, and derives the headers from spec. Every
 // request the client sends is made here.
 func (c *Client) build(spec requestSpec) (*Request, error) {
+	spec.restoreBase()
 	if spec.method == "tools/call" && spec.name == "" {
 		// Most often a tool's arguments passed where the call's params belong: the server
 		// would only refuse it, and a recovery would be spent on that refusal.
@@ -109,12 +116,12 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: err}
 	}
-	raw, frame, err := frameOf(&spec, key, meta)
+	raw, frame, braceTaken, err := frameOf(&spec, key, meta)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, Err: fmt.Errorf("params of %s: %w", spec.method, err)}
 	}
 	req := &Request{requestSpec: spec, key: key, params: raw, frame: frame, owner: c}
-	req.frameBuf = nil
+	req.frameBuf, req.frameBufRoom, req.baseBraceTaken = nil, 0, braceTaken
 	req.fp = fingerprintOf(req.frame)
 	if spec.version != "" {
 		req.header = headers.Standard(spec.method, spec.name, spec.uri, spec.version)
@@ -133,41 +140,90 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 // frameOf writes the params of spec under id key, with the client's members (spec's extra, meta
 // in _meta), and the JSON-RPC frame around them, copying spec's params once at most: where the
 // client adds members, the params are composed behind the frame's start in the frame's own
-// buffer; where it adds none, a tool call's params already sit behind room for it (see
-// encodedToolCall).
-func frameOf(spec *requestSpec, key string, meta *params.Members) (raw json.RawMessage, frame []byte, err error) {
+// buffer; where it adds none, or only a stateless revision's shared _meta, a tool call's params
+// already sit behind room for it (see encodedToolCall). braceTaken reports that the frame was
+// written around spec.base at the cost of its opening brace (see requestSpec.baseBraceTaken).
+func frameOf(spec *requestSpec, key string, meta *params.Members) (raw json.RawMessage, frame []byte, braceTaken bool, err error) {
 	var room [frameRoom]byte
 	head := jsonrpc.AppendRequestHead(room[:0], key, spec.method)
+	if len(spec.extra) == 0 && meta.Encoded() != nil {
+		if raw, frame = frameAroundWithMeta(spec.frameBuf, spec.frameBufRoom, spec.base, head, meta.Encoded()); frame != nil {
+			return raw, frame, true, nil
+		}
+	}
 	if buf, ok := params.ComposeAfter(head, spec.base, spec.extra, meta); ok {
 		raw = buf[len(head):len(buf):len(buf)]
-		return raw, append(buf, '}')[: len(buf)+1 : len(buf)+1], nil
+		return raw, append(buf, '}')[: len(buf)+1 : len(buf)+1], false, nil
 	}
 	var metaSet map[string]json.RawMessage
 	if meta != nil {
 		metaSet = meta.Set
 	}
 	if raw, err = params.Compose(spec.base, spec.extra, metaSet); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	if frame = frameAround(spec.frameBuf, raw, head); frame == nil {
+	if frame = frameAround(spec.frameBuf, spec.frameBufRoom, raw, head); frame == nil {
 		frame = jsonrpc.AppendRequest(make([]byte, 0, len(raw)+len(spec.method)+len(key)+48), key, spec.method, raw)
 	}
-	return raw, frame, nil
+	return raw, frame, false, nil
+}
+
+// inRoom reports whether params sit in buf behind room bytes, with a byte to spare behind them.
+func inRoom(buf []byte, room int, params []byte) bool {
+	return len(params) > 0 && room > 0 && len(buf) == room+len(params) && cap(buf) > len(buf) && &buf[room] == &params[0]
 }
 
 // frameAround writes head and a closing brace around params where they sit at the end of buf,
-// behind the room encodeToolCall left, and returns the frame: the bytes jsonrpc.AppendRequest
-// would write, without a copy of the params. It returns nil where params are not there or head
-// does not fit.
-func frameAround(buf, params, head []byte) []byte {
-	if len(params) == 0 || len(head) > frameRoom || len(buf) != frameRoom+len(params) || cap(buf) <= len(buf) || &buf[frameRoom] != &params[0] {
+// behind room bytes that encodeToolCall left, and returns the frame: the bytes
+// jsonrpc.AppendRequest would write, without a copy of the params. It returns nil where params
+// are not there or head does not fit.
+func frameAround(buf []byte, room int, params, head []byte) []byte {
+	if !inRoom(buf, room, params) || len(head) > room {
 		return nil
 	}
-	start := frameRoom - len(head)
+	start := room - len(head)
 	copy(buf[start:], head)
 	frame := buf[start : len(buf)+1 : len(buf)+1]
 	frame[len(frame)-1] = '}'
 	return frame
+}
+
+// metaOpen and metaClose enclose the members of the _meta that frameAroundWithMeta writes at the
+// start of a tool call's params.
+const (
+	metaOpen  = `{"_meta":{`
+	metaClose = `},`
+)
+
+// metaRoom is the room frameAroundWithMeta needs, besides the frame's start, for a _meta of the
+// members encoded.
+func metaRoom(encoded []byte) int { return len(metaOpen) + len(encoded) + len(metaClose) - 1 }
+
+// frameAroundWithMeta is frameAround for a stateless revision: it writes, in front of base, the
+// frame's start and a _meta object of the members encoded (see params.Members) as the params'
+// first member, which is what params.Compose writes for an object with no _meta of its own, and
+// returns the params and the frame. The comma behind the _meta object takes the place of base's
+// opening brace. It returns nil where base is not in buf, does not start with a member (as a
+// tool call's params do), or the start does not fit.
+func frameAroundWithMeta(buf []byte, room int, base, head, encoded []byte) (raw json.RawMessage, frame []byte) {
+	if !inRoom(buf, room, base) || len(base) < 2 || base[0] != '{' || base[1] != '"' || len(head)+metaRoom(encoded) > room {
+		return nil, nil
+	}
+	start := room + 1 - len(head) - len(metaOpen) - len(encoded) - len(metaClose)
+	_ = append(append(append(append(buf[start:start], head...), metaOpen...), encoded...), metaClose...)
+	frame = buf[start : len(buf)+1 : len(buf)+1]
+	frame[len(frame)-1] = '}'
+	return buf[start+len(head) : len(buf) : len(buf)], frame
+}
+
+// restoreBase gives spec back the params base was before a build took its opening brace,
+// copied: the first build's frame holds the bytes where base was written.
+func (s *requestSpec) restoreBase() {
+	if !s.baseBraceTaken {
+		return
+	}
+	s.base = append(append(make(json.RawMessage, 0, len(s.base)), '{'), s.base[1:]...)
+	s.baseBraceTaken = false
 }
 
 // receiptsOptInHeader carries, over HTTP, the opt-in into receipts every request makes: a server
@@ -231,14 +287,41 @@ func (c *Client) NewRequest(method string, params any, opts ...CallOption) (*Req
 
 // newRequest builds a request of the caller's, in the revision of the current session.
 func (c *Client) newRequest(method string, params any, opts []CallOption) (*Request, error) {
+	return c.newRequestIn(c.statelessVersion(), method, params, opts)
+}
+
+// newRequestIn builds a request of the caller's in version, the stateless revision of the
+// current session, or "" for a session revision.
+func (c *Client) newRequestIn(version, method string, params any, opts []CallOption) (*Request, error) {
 	spec, err := specOf(method, params)
 	if err != nil {
 		return nil, err
 	}
-	if s := c.current(); s != nil && s.stateless {
-		spec.version = s.init.ProtocolVersion
-	}
+	spec.version = version
 	return c.buildWith(spec, opts)
+}
+
+// statelessVersion is the revision of the current session when it is a stateless one; "" when
+// it is a session revision or there is no session yet.
+func (c *Client) statelessVersion() string {
+	if s := c.current(); s != nil && s.stateless {
+		return s.init.ProtocolVersion
+	}
+	return ""
+}
+
+// metaRoomIn is the room a tool call's params need in front of them for the _meta every request
+// of version carries, written where they are (see frameAroundWithMeta); 0 for a session revision,
+// or a _meta that is not encoded once.
+func (c *Client) metaRoomIn(version string) int {
+	if version == "" {
+		return 0
+	}
+	m, err := c.statelessMeta(version)
+	if err != nil || m.Encoded() == nil {
+		return 0
+	}
+	return metaRoom(m.Encoded())
 }
 
 // callConfigOf applies a call's options. Options write through a pointer, which puts the
@@ -291,7 +374,7 @@ func (c *Client) buildWith(spec requestSpec, opts []CallOption) (*Request, error
 func specOf(method string, p any) (requestSpec, error) {
 	spec := requestSpec{method: method}
 	if call, ok := p.(encodedToolCall); ok {
-		spec.base, spec.name, spec.args, spec.frameBuf = call.raw, call.name, call.args, call.buf
+		spec.base, spec.name, spec.args, spec.frameBuf, spec.frameBufRoom = call.raw, call.name, call.args, call.buf, call.room
 		return spec, nil
 	}
 	raw, err := marshalParams(p)
@@ -342,10 +425,11 @@ type encodedToolCall struct {
 	name string
 	args json.RawMessage
 	raw  json.RawMessage
-	// buf, if not nil, is the buffer raw was written in: raw starts frameRoom bytes into it,
-	// and the byte after raw is free, so that build can write the frame of the request's first
-	// id around raw instead of copying it.
-	buf []byte
+	// buf, if not nil, is the buffer raw was written in: raw starts room bytes into it, and
+	// the byte after raw is free, so that build can write the frame of the request's first id
+	// (and a stateless revision's _meta) around raw instead of copying it.
+	buf  []byte
+	room int
 }
 
 // frameRoom is the room left in front of a tool call's params for the start of its frame:
@@ -353,10 +437,11 @@ type encodedToolCall struct {
 const frameRoom = len(`{"jsonrpc":"2.0","id":"","method":"tools/call","params":`) + 36
 
 // encodeToolCall writes the params of a tools/call of name with args, marshalled by
-// encoding/json, in one buffer that leaves room for the frame (see encodedToolCall). A nil
-// args, or one that marshals to null, sends no arguments; anything else must be an object.
-func encodeToolCall(name string, args any) (encodedToolCall, error) {
-	w := &paramsWriter{name: name}
+// encoding/json, in one buffer that leaves room for the frame, and metaRoom bytes more for the
+// _meta of a stateless revision (see encodedToolCall and frameAroundWithMeta). A nil args, or
+// one that marshals to null, sends no arguments; anything else must be an object.
+func encodeToolCall(name string, args any, metaRoom int) (encodedToolCall, error) {
+	w := &paramsWriter{name: name, room: frameRoom + metaRoom}
 	if args != nil {
 		// The Encoder marshals as json.Marshal does, then hands its bytes over in one Write,
 		// which puts them straight into a buffer of the size the params need.
@@ -374,9 +459,9 @@ func encodeToolCall(name string, args any) (encodedToolCall, error) {
 		return encodedToolCall{}, fmt.Errorf("must be a JSON object, not %s", truncate(rawArgs, 40))
 	}
 	w.buf[end] = '}'
-	call := encodedToolCall{name: name, args: rawArgs, raw: w.buf[frameRoom : end+1 : end+1]}
+	call := encodedToolCall{name: name, args: rawArgs, raw: w.buf[w.room : end+1 : end+1]}
 	if cap(w.buf) > end+1 {
-		call.buf = w.buf[: end+1 : end+2]
+		call.buf, call.room = w.buf[:end+1:end+2], w.room
 	}
 	return call, nil
 }
@@ -395,6 +480,7 @@ func appendToolName(b []byte, name string) []byte {
 // params around it behind the room left for the frame.
 type paramsWriter struct {
 	name   string
+	room   int // left in front of the params
 	buf    []byte
 	argsAt int // where the arguments start in buf
 }
@@ -407,7 +493,7 @@ func (w *paramsWriter) Write(p []byte) (int, error) {
 		q, _ := json.Marshal(w.name)
 		quoted = len(q)
 	}
-	buf := make([]byte, frameRoom, frameRoom+len(`{"name":,"arguments":`)+quoted+len(p)+1)
+	buf := make([]byte, w.room, w.room+len(`{"name":,"arguments":`)+quoted+len(p)+1)
 	buf = append(appendToolName(buf, w.name), `,"arguments":`...)
 	w.argsAt = len(buf)
 	w.buf = append(buf, p...)

@@ -384,11 +384,12 @@ func (c *Client) CachedTools(ctx context.Context) ([]*Tool, error) {
 // ErrOutcomeUnknown and names the call and the task, which goes on at the server: Resend the call
 // to read the task back from the server's receipt, or follow it by its id with package tasks.
 func (c *Client) CallTool(ctx context.Context, name string, args any, opts ...CallOption) (*CallToolResult, error) {
-	call, err := encodeToolCall(name, args)
+	version := c.statelessVersion()
+	call, err := encodeToolCall(name, args, c.metaRoomIn(version))
 	if err != nil {
 		return nil, returned(&Error{Code: CodeInvalidArgument, Err: fmt.Errorf("arguments of tool %s: %w", name, err)})
 	}
-	req, err := c.newRequest("tools/call", call, opts)
+	req, err := c.newRequestIn(version, "tools/call", call, opts)
 	if err != nil {
 		return nil, returned(err)
 	}

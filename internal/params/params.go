@@ -106,6 +106,15 @@ type Members struct {
 	encoded []byte
 }
 
+// Encoded returns the members as compose writes them into a _meta object: in key order,
+// comma-separated, without braces. It is nil when compose writes them from Set each time.
+func (m *Members) Encoded() []byte {
+	if m == nil {
+		return nil
+	}
+	return m.encoded
+}
+
 // NewMembers returns set with its encoding. set must not be modified afterwards.
 func NewMembers(set map[string]json.RawMessage) *Members {
 	m := &Members{Set: set}

@@ -64,9 +64,10 @@ type Client struct {
 	live []*session // sessions not yet ended: the current one, and those retiring
 	// firstLive holds live while it holds one session.
 	firstLive [1]*session
-	// olderServer is the revision a server that answered server/discover as an older one
-	// accepted in initialize: later dials of the client go straight to initialize, a request
-	// fewer per reconnection. A failed initialize forgets it.
+	// olderServer is the revision offered in the initialize that a server which answered
+	// server/discover as an older one accepted: later dials of the client go straight to
+	// initialize with it, a request fewer per reconnection. A failed initialize forgets it. The
+	// process remembers it too for an endpoint with a lasting name (see olderServers).
 	olderServer string
 	// exitsAtStart counts the dials in a row whose server process exited before the session
 	// opened; a session that opens resets it.

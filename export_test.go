@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Every test checks net/http's kind of promise: each error an exported method returns is, or
@@ -67,4 +68,23 @@ func EncodeToolCallForTest(name string, args json.RawMessage) []byte {
 // sending.
 func WithSupersedeHookForTest(f func()) Option {
 	return optionFunc(func(c *config) { c.ownHooks().onSupersedeBuilt = f })
+}
+
+// The tests of this package share one process, and with it the memory of older servers, while
+// reusing ports and fixed URLs for servers of every kind: each test starts with a server it
+// has never met, unless it asks for the memory (RememberOlderServersForTest).
+func init() { olderServers.reset(0, 0) }
+
+// RememberOlderServersForTest makes the process remember older servers for lifetime, max at
+// once, for the rest of t; t must not be parallel.
+func RememberOlderServersForTest(t interface{ Cleanup(func()) }, lifetime time.Duration, max int) {
+	olderServers.reset(lifetime, max)
+	t.Cleanup(func() { olderServers.reset(0, 0) })
+}
+
+// OlderServersForTest returns the number of endpoints the process remembers as older servers.
+func OlderServersForTest() int {
+	olderServers.mu.Lock()
+	defer olderServers.mu.Unlock()
+	return len(olderServers.entries)
 }

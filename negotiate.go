@@ -60,51 +60,78 @@ func (c *Client) dial(ctx context.Context) (*session, error) {
 			s.kill(errDialAbandoned)
 		}
 	}()
-	lc := lifecycle{version: c.initializeOffer()}
+	key := ""
+	if c.cfg.version == "" {
+		key = olderServerKey(c.transport)
+	}
+	memory := olderServers
 	c.mu.Lock()
 	older := c.olderServer
 	c.mu.Unlock()
-	probed := false
-	if (c.cfg.version == "" || isStateless(c.cfg.version)) && older == "" {
-		if lc, err = c.discover(ctx, s); err != nil {
+	if older == "" {
+		older = memory.offer(key, time.Now())
+	}
+	for {
+		lc := lifecycle{version: c.initializeOffer()}
+		probed := false
+		switch {
+		case older != "":
+			lc.version = older
+		case c.cfg.version == "" || isStateless(c.cfg.version):
+			if lc, err = c.discover(ctx, s); err != nil {
+				s.kill(err)
+				return nil, err
+			}
+			probed = true
+		}
+		if lc.stateless {
+			c.adoptStateless(s, lc)
+			s.opened()
+			opened = true
+			return s, nil
+		}
+		if lc.redial || s.isDead() {
+			// Some older servers end the session over an unknown request: the probe's price.
+			s.kill(errProbeCostSession)
+			if s, err = c.open(ctx); err != nil {
+				return nil, err
+			}
+		}
+		if err := c.initialize(ctx, s, lc.version); err != nil {
 			s.kill(err)
+			c.mu.Lock()
+			c.olderServer = "" // the server may have changed: probe it again
+			c.mu.Unlock()
+			memory.forget(key)
+			var e *Error
+			if older != "" && key != "" && errors.As(err, &e) && (e.Code == CodeUnsupportedVersion || e.Code == CodeServerError) {
+				// What was learned of the endpoint may be out of date, and may have been learned
+				// by another client: a server that speaks the stateless revision alone refuses
+				// initialize, as an unknown method or with the revisions it speaks. The probe
+				// tells, on a new connection, rather than a failed dial.
+				older = ""
+				if s, err = c.open(ctx); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			return nil, err
 		}
-		probed = true
-	}
-	if lc.stateless {
-		c.adoptStateless(s, lc)
+		if probed && !isStateless(c.cfg.version) {
+			c.mu.Lock()
+			c.olderServer = lc.version
+			c.mu.Unlock()
+			memory.learn(key, lc.version, time.Now())
+		}
+		if probed {
+			// The probe's _meta was encoded for a stateless revision the server does not speak;
+			// an idle session should not hold it.
+			c.meta.Store(nil)
+		}
 		s.opened()
 		opened = true
 		return s, nil
 	}
-	if lc.redial || s.isDead() {
-		// Some older servers end the session over an unknown request: the probe's price.
-		s.kill(errProbeCostSession)
-		if s, err = c.open(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.initialize(ctx, s, lc.version); err != nil {
-		s.kill(err)
-		c.mu.Lock()
-		c.olderServer = "" // the server may have changed: probe it again
-		c.mu.Unlock()
-		return nil, err
-	}
-	if probed && !isStateless(c.cfg.version) {
-		c.mu.Lock()
-		c.olderServer = s.init.ProtocolVersion
-		c.mu.Unlock()
-	}
-	if probed {
-		// The probe's _meta was encoded for a stateless revision the server does not speak;
-		// an idle session should not hold it.
-		c.meta.Store(nil)
-	}
-	s.opened()
-	opened = true
-	return s, nil
 }
 
 var errDialAbandoned = errors.New("mcpclient: the dial that opened the session did not return")

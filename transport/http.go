@@ -183,8 +183,8 @@ func (e *StatusError) Error() string {
 // answer and for a response stream until it has brought the answer; a goroutine of the
 // connection's for the rest of a response stream and for the GET stream.
 func (t *HTTP) Connect(ctx context.Context, r Receiver) (Conn, error) {
-	u, err := url.Parse(t.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	endpoint, ok := endpointURL(t.URL)
+	if !ok {
 		return nil, &Error{Outcome: NotDelivered, Err: fmt.Errorf("%w: invalid MCP endpoint %q", ErrMisconfigured, redact.URL(t.URL))}
 	}
 	if err := ctx.Err(); err != nil {
@@ -196,7 +196,7 @@ func (t *HTTP) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	}
 	c := &httpConn{
 		t:             t,
-		url:           u.String(),
+		url:           endpoint,
 		client:        redirectChecked(t.Client, allowed),
 		maxSize:       t.MaxMessageSize,
 		resumes:       t.MaxResumes,
@@ -215,11 +215,33 @@ func (t *HTTP) Connect(ctx context.Context, r Receiver) (Conn, error) {
 	if c.log == nil {
 		c.log = discardLogger
 	}
-	if c.url == t.URL {
-		c.url = t.URL // the string the caller holds anyway, rather than a copy per connection
-	}
 	return c, nil
 }
+
+// endpointURL returns the URL the requests to the MCP endpoint raw go to, and whether raw is
+// one: an absolute http or https URL.
+func endpointURL(raw string) (string, bool) {
+	// A process mostly connects to one endpoint, over and over: the last one checked is
+	// remembered, rather than parsed and written out again for every connection.
+	if e := lastEndpoint.Load(); e != nil && e.raw == raw {
+		return e.url, true
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", false
+	}
+	e := &checkedEndpoint{raw: raw, url: u.String()}
+	if e.url == raw {
+		e.url = raw // the string the caller holds anyway, rather than a copy
+	}
+	lastEndpoint.Store(e)
+	return e.url, true
+}
+
+// lastEndpoint is the endpoint endpointURL checked last.
+var lastEndpoint atomic.Pointer[checkedEndpoint]
+
+type checkedEndpoint struct{ raw, url string }
 
 // discardLogger is the Logger of connections given none.
 var discardLogger = slog.New(slog.DiscardHandler)
@@ -346,10 +368,13 @@ func (c *httpConn) Listen() {
 // listenTimeout bounds how long Listen waits for the server to answer the GET.
 const listenTimeout = 5 * time.Second
 
-func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, msgHeader http.Header) (*http.Request, error) {
+// newRequest makes a request to the endpoint. body, if not nil, is its body: a *bytes.Reader,
+// which net/http knows to be in memory (the headers and the body then go out in one write).
+// vals, if it has the room, holds the values of the headers set here.
+func (c *httpConn) newRequest(ctx context.Context, method string, body *bytes.Reader, msgHeader http.Header, vals []string) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
-		r = bytes.NewReader(body)
+		r = body
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.url, r)
 	if err != nil {
@@ -360,7 +385,10 @@ func (c *httpConn) newRequest(ctx context.Context, method string, body []byte, m
 	// One array holds every value set here, each header a slice of one element capped there,
 	// so that an append by a RoundTripper copies instead of overwriting its neighbour. The
 	// message's headers come first, so that the session's and the content's win over them.
-	hv := headerValues{h: h, vals: make([]string, 0, 4+len(msgHeader))}
+	if n := 4 + len(msgHeader); cap(vals) < n {
+		vals = make([]string, 0, n)
+	}
+	hv := headerValues{h: h, vals: vals[:0]}
 	for k, vs := range msgHeader {
 		hv.setAll(http.CanonicalHeaderKey(k), vs)
 	}
@@ -414,8 +442,16 @@ func (c *httpConn) Send(ctx context.Context, msg *Message) error {
 	// the same bytes go again under the same id.
 	var resp *http.Response
 	for rounds := 0; ; rounds++ {
-		trace, traced := traceRequest(reqCtx, c.headerTimeout, abort)
-		req, err := c.newRequest(traced, http.MethodPost, msg.Frame, msg.Header)
+		// A request answered before it was written whole may still be read by net/http:
+		// a later round makes its own.
+		trace, body, vals := &x.trace, &x.frame, x.vals[:0]
+		if rounds == 0 {
+			body.Reset(msg.Frame)
+		} else {
+			trace, body, vals = new(requestTrace), bytes.NewReader(msg.Frame), nil
+		}
+		traced := trace.start(reqCtx, c.headerTimeout, abort)
+		req, err := c.newRequest(traced, http.MethodPost, body, msg.Header, vals)
 		if err == nil {
 			err = authorize(reqCtx, c.t.Authorizer, req)
 		}
@@ -620,12 +656,19 @@ type requestTrace struct {
 // abort is called with an error wrapping ErrResponseTimeout when the response has not begun that
 // long after the request (or a redirected one) was written.
 func traceRequest(ctx context.Context, headerTimeout time.Duration, abort context.CancelCauseFunc) (*requestTrace, context.Context) {
-	rt := &requestTrace{headerTimeout: headerTimeout, abort: abort}
+	rt := new(requestTrace)
+	return rt, rt.start(ctx, headerTimeout, abort)
+}
+
+// start makes rt, a zero requestTrace, the trace of the request sent under the context it
+// returns, as traceRequest does.
+func (rt *requestTrace) start(ctx context.Context, headerTimeout time.Duration, abort context.CancelCauseFunc) context.Context {
+	rt.headerTimeout, rt.abort = headerTimeout, abort
 	rt.hooks.WroteRequest = rt.wroteRequest
 	if headerTimeout > 0 {
 		rt.hooks.GotFirstResponseByte = rt.stopWaiting
 	}
-	return rt, httptrace.WithClientTrace(ctx, &rt.hooks)
+	return httptrace.WithClientTrace(ctx, &rt.hooks)
 }
 
 func (rt *requestTrace) wroteRequest(info httptrace.WroteRequestInfo) {
@@ -678,13 +721,13 @@ func timedOut(ctx context.Context, err error) error {
 	return err
 }
 
-// A watchdog calls bite when it has not been fed for its timeout; a nil or zero watchdog, or one
+// A watchdog closes bite, the body it watches, when it has not been fed for its timeout; a nil or zero watchdog, or one
 // started with no timeout, watches nothing. Feeding only notes the time: the timer, armed once,
 // looks at that time when it fires and waits again for what remains, so that a body read in
 // many small pieces does not reset a timer for each.
 type watchdog struct {
 	timeout time.Duration
-	bite    func()
+	bite    io.Closer // a body already held as one, rather than a closure of its own
 	started time.Time
 	fedAt   atomic.Int64 // since started, in nanoseconds
 	bitten  atomic.Bool
@@ -694,8 +737,8 @@ type watchdog struct {
 	stopped bool        // guarded by mu
 }
 
-// start arms w: bite is called once w has gone unfed for timeout. A timeout <= 0 arms nothing.
-func (w *watchdog) start(timeout time.Duration, bite func()) {
+// start arms w: bite is closed once w has gone unfed for timeout. A timeout <= 0 arms nothing.
+func (w *watchdog) start(timeout time.Duration, bite io.Closer) {
 	if timeout <= 0 {
 		return
 	}
@@ -722,7 +765,7 @@ func (w *watchdog) expire() {
 	}
 	w.bitten.Store(true)
 	w.mu.Unlock()
-	w.bite()
+	w.bite.Close()
 }
 
 func (w *watchdog) stop() {
@@ -801,7 +844,7 @@ func (c *httpConn) readAnswer(ctx context.Context, x *exchange, resp *http.Respo
 		defer c.release(x)
 		// Closing the body ends a read in progress.
 		x.body = resp.Body
-		x.silence.start(c.idleTimeout, x.closeBody)
+		x.silence.start(c.idleTimeout, x.body)
 		body, err := readLimited(x, resp.ContentLength, c.maxSize)
 		x.silence.stop()
 		if err != nil {
@@ -885,14 +928,17 @@ type exchange struct {
 	body    io.ReadCloser // a JSON answer being read
 	silence watchdog      // the silence of that body
 
+	// The first round of the POST is made of these, rather than of allocations of its own.
+	trace requestTrace
+	frame bytes.Reader // the body
+	vals  [6]string    // its header values (see newRequest)
+
 	prev, next *exchange
 }
 
 // cancel ends the exchange, naming the caller's cause if the caller's context ended (a call's
 // timeout), so that a failure read later says what ended it.
 func (x *exchange) cancel() { x.abort(context.Cause(x.caller)) }
-
-func (x *exchange) closeBody() { x.body.Close() }
 
 // Read reads the JSON answer, feeding the watchdog with every read that brings bytes.
 func (x *exchange) Read(p []byte) (int, error) {
@@ -1052,7 +1098,7 @@ func (st *stream) read(ctx context.Context, body io.ReadCloser) error {
 	if st.id != "" {
 		// Closing the body ends a read in progress.
 		st.silence = new(watchdog)
-		st.silence.start(st.c.idleTimeout, func() { body.Close() })
+		st.silence.start(st.c.idleTimeout, body)
 	}
 	err := st.events(ctx, r)
 	st.silence.stop()
@@ -1172,7 +1218,7 @@ func (st *stream) get(ctx context.Context) (*http.Response, error) {
 		if st.id == "" {
 			header = st.c.ownHeader()
 		}
-		req, err := st.c.newRequest(traced, http.MethodGet, nil, header)
+		req, err := st.c.newRequest(traced, http.MethodGet, nil, header, nil)
 		if err == nil && st.lastID != "" {
 			req.Header.Set("Last-Event-ID", st.lastID)
 		}
@@ -1279,7 +1325,7 @@ func (c *httpConn) shutdown(endSession bool) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 		defer cancel()
-		req, err := c.newRequest(ctx, http.MethodDelete, nil, c.ownHeader())
+		req, err := c.newRequest(ctx, http.MethodDelete, nil, c.ownHeader(), nil)
 		if err == nil {
 			err = authorize(ctx, c.t.Authorizer, req)
 		}

@@ -486,3 +486,27 @@ func FuzzMediaTypeOf(f *testing.F) {
 		}
 	})
 }
+
+// The endpoint checked last is remembered, and its answer is the one a check would give: an
+// endpoint that is no http or https URL is refused whatever came before it.
+func TestEndpointURL(t *testing.T) {
+	for range 2 {
+		for _, c := range []struct {
+			raw, url string
+			ok       bool
+		}{
+			{"http://127.0.0.1:1/mcp", "http://127.0.0.1:1/mcp", true},
+			{"http://127.0.0.1:1/mcp", "http://127.0.0.1:1/mcp", true},
+			{"HTTPS://example.com/a b", "https://example.com/a%20b", true},
+			{"HTTPS://example.com/a b", "https://example.com/a%20b", true},
+			{"ftp://example.com/mcp", "", false},
+			{"ftp://example.com/mcp", "", false},
+			{"/mcp", "", false},
+			{"http://127.0.0.1:1/mcp", "http://127.0.0.1:1/mcp", true},
+		} {
+			if got, ok := endpointURL(c.raw); got != c.url || ok != c.ok {
+				t.Errorf("endpointURL(%q) = %q, %v; want %q, %v", c.raw, got, ok, c.url, c.ok)
+			}
+		}
+	}
+}

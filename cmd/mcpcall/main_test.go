@@ -184,7 +184,9 @@ func TestGeneratedIDsAreUniqueStrings(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	if len(ids) != 6 { // server/discover, initialize and ping, twice
+	// server/discover, initialize and ping; then, in this same process, which remembers the
+	// server is older, initialize and ping.
+	if len(ids) != 5 {
 		t.Errorf("%d requests", len(ids))
 	}
 }

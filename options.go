@@ -418,8 +418,10 @@ const DefaultHandshakeTimeout = time.Minute
 // WithProtocolVersion pins the protocol revision. A stateless one (2026-07-28) is used without
 // the fallback to initialize; an older one skips server/discover and is the one offered in
 // initialize. Default: server/discover with LatestProtocolVersion, falling back to initialize
-// with LatestStatefulProtocolVersion for servers that do not speak a stateless revision. Connect
-// refuses a revision this client does not speak with CodeInvalidArgument.
+// with LatestStatefulProtocolVersion for servers that do not speak a stateless revision; a
+// Streamable HTTP URL found to be such a server is remembered by the process for ten minutes, and
+// an unpinned client there skips server/discover meanwhile. Connect refuses a revision this
+// client does not speak with CodeInvalidArgument.
 func WithProtocolVersion(v string) Option { return protocolVersionOption(v) }
 
 // protocolVersionOption is WithProtocolVersion's: a string rather than a closure over one, so

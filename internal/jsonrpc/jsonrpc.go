@@ -276,9 +276,17 @@ func AppendError(b []byte, id, errObj []byte) []byte {
 	return append(b, '}')
 }
 
+// appendString appends s as encoding/json marshals it. A method name is plain ASCII, which
+// json.Marshal writes between quotes as it is; marshalling it would cost three allocations per
+// request.
 func appendString(b []byte, s string) []byte {
-	enc, _ := json.Marshal(s) // a Go string always marshals
-	return append(b, enc...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			enc, _ := json.Marshal(s) // a Go string always marshals
+			return append(b, enc...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }
 
 // ResponseIDs returns the ids of the response-shaped objects (an id, no method) in a frame that

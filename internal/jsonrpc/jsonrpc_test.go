@@ -414,3 +414,17 @@ func TestDecodeAllocatesNoVersionString(t *testing.T) {
 		t.Errorf("Decode makes %v allocations with \"jsonrpc\":\"2.0\", %v without", allocsWith, allocsWithout)
 	}
 }
+
+// A request's method is written as json.Marshal writes the string, whatever it holds.
+func FuzzAppendRequestMethod(f *testing.F) {
+	for _, s := range []string{"tools/call", "", "a\"b", "<x>&", "é", "\u2028", "\x7f", "\x00", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, method string) {
+		enc, _ := json.Marshal(method)
+		want := `{"jsonrpc":"2.0","method":` + string(enc) + `}`
+		if got := jsonrpc.AppendRequest(nil, "", method, nil); string(got) != want {
+			t.Fatalf("AppendRequest of method %q = %s, want %s", method, got, want)
+		}
+	})
+}

@@ -115,7 +115,9 @@ func TestKeyFigures(t *testing.T) {
 		"| case | figure | Go 1.26.8 | Go 1.27.3 |",
 		"| 1 KiB, 1 caller, HTTP JSON | client CPU per call, ours / best peer | 0.50x (150 µs) | 1.00x (300 µs) |",
 		"|  | client CPU per call, ours / raw | 1.50x (150 µs) | 3.00x (300 µs) |",
+		"|  | client CPU per call, raw / best peer (the floor's) | 0.33x (100 µs) | 0.33x (100 µs) |",
 		"| 1 KiB, 64 callers, same pool, mcp-go server (JSON, 2026-07-28) | calls/s, ours / best peer | 1.50x (3000) | 1.50x (3000) |",
+		"|  | calls/s, raw / best peer (the floor's) | 2.00x (4000) | 2.00x (4000) |",
 		"| journal, 1 KiB, 64 callers, HTTP JSON | latency, file journal / in-memory ledger, per pass | 1.10x 1.25x (worst 1.25x) | 1.40x (worst 1.40x) |",
 	} {
 		if !strings.Contains(got, line+"\n") {

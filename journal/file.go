@@ -72,6 +72,14 @@ var (
 	earlierRequestsBucket = []byte("requests")
 )
 
+// initialMmapSize is how much of the file the database maps when it is opened, however small the
+// file is: 256 MiB where addresses have 64 bits, 16 MiB where they have 32. A checkpoint whose pages
+// reach past the mapping remaps it, and before it does bbolt copies every key and value the
+// writer's transaction holds out of the old mapping, so that a file growing from nothing would
+// copy the log's worth of requests at each doubling, in checkpoints the writer's callers wait for.
+// The mapping takes address space only; the file grows as it is written.
+const initialMmapSize = 16 << 20 << (4 * (^uint(0) >> 63))
+
 // An Option configures a File.
 type Option func(*options)
 
@@ -208,7 +216,7 @@ func OpenFile(path string, opts ...Option) (*File, error) {
 		return nil, fmt.Errorf("journal: retention %v must be positive", o.retention)
 	}
 	db, err := bolt.Open(path, o.mode, &bolt.Options{Timeout: o.lockTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
-		OpenFile: openPrivate})
+		InitialMmapSize: initialMmapSize, OpenFile: openPrivate})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s", ErrLocked, path)

@@ -1,8 +1,10 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -118,5 +120,25 @@ func TestLookupCountsASettleOnce(t *testing.T) {
 	if got.State != mcpclient.StateAnswered || got.Open || got.Attempts != 1 {
 		t.Fatalf("between the commit and the writer's next step the journal holds %v, open %v, %d attempts; want answered, settled, 1 attempt",
 			got.State, got.Open, got.Attempts)
+	}
+}
+
+// A new file's checkpoints do not remap the database as it grows: bbolt copies the whole of the
+// writer's transaction out of the mapping before it remaps, and the callers queued meanwhile wait
+// for the copy.
+func TestCheckpointsOfAGrowingFileKeepTheMapping(t *testing.T) {
+	j := openInTemp(t)
+	mapped := j.db.Info().Data
+	frame := bytes.Repeat([]byte("a"), 1024)
+	for i := range 8 {
+		for k := range 256 { // a MiB of requests for each checkpoint
+			rec := logRecord(fmt.Sprintf("r%d-%d", i, k))
+			rec.Frame = frame
+			mustClaim(t, j, rec).Settle(mcpclient.StateAnswered, true, 1)
+		}
+		checkpointNow(t, j)
+	}
+	if got := j.db.Info().Data; got != mapped {
+		t.Fatalf("the database was remapped as 8 MiB of requests were checkpointed into it (at %#x, then %#x)", mapped, got)
 	}
 }

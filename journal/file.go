@@ -141,9 +141,8 @@ type File struct {
 	// count is the number of requests in the file; read and written by the writer only.
 	count int
 
-	// The writer's own: the transaction that holds every change since the last checkpoint (nil
-	// while one is under way), the log, and the changes made in tx (changes), of which the first
-	// logged are in the log; logEnd is where the next record goes in its generation's region.
+	// The writer's own: the transaction that holds every change since the last checkpoint, the
+	// log, and the changes made in tx (changes), of which the first logged are in the log.
 	tx             *bolt.Tx
 	log            *os.File
 	wal            walState
@@ -157,18 +156,6 @@ type File struct {
 	// broken, once set, fails every write: see rebuild.
 	broken error
 	record []byte // the record being logged, kept for the next
-
-	// A checkpoint under way: its transaction, which its own goroutine commits, reporting on
-	// cpDone. Meanwhile the writer has no transaction: it writes new requests (fresh claims) to
-	// the log as the next generation's records, numbered from nextNum, and holds every other op
-	// in deferred, in order, until the commit is over.
-	cpTx     *bolt.Tx
-	cpDone   chan error
-	deferred []*op
-	nextNum  uint64
-	// ordered is set once an op deferred meanwhile may depend on a request claimed after it: from
-	// then on every op is deferred.
-	ordered bool
 
 	wake   chan struct{}
 	exited chan struct{}
@@ -188,17 +175,6 @@ type op struct {
 	seq     uint64
 	// read marks an op that only reads: it runs after the writes of its batch are on disk.
 	read bool
-	// fresh, on a claim, is what it records: the writer can record it while a checkpoint is
-	// under way if the request is new.
-	fresh *freshClaim
-}
-
-// freshClaim is a Claim's request, for its op.
-type freshClaim struct {
-	key    string
-	rec    *mcpclient.JournalRecord
-	frozen []byte
-	c      *claim
 }
 
 // settling is a settle not yet written.
@@ -488,7 +464,7 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 	c := &claim{j: j, key: key}
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
 		return j.claim(tx, now, key, &rec, frozen, c)
-	}, fresh: &freshClaim{key: key, rec: &rec, frozen: frozen, c: c}}
+	}}
 	if err := j.enqueue(o); err != nil {
 		j.release(key)
 		return nil, err
@@ -885,13 +861,6 @@ func (j *File) write() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		if j.cpTx != nil {
-			select {
-			case err := <-j.cpDone:
-				j.endCheckpoint(err)
-			default:
-			}
-		}
 		j.mu.Lock()
 		batch, closed := j.queue, j.closed
 		j.queue = nil
@@ -899,10 +868,6 @@ func (j *File) write() {
 		if len(batch) > 0 {
 			j.run(batch)
 			j.tidy(time.Now())
-			continue
-		}
-		if closed && j.cpTx != nil {
-			j.endCheckpoint(<-j.cpDone) // and run what it deferred
 			continue
 		}
 		if closed {
@@ -914,19 +879,13 @@ func (j *File) write() {
 		}
 		next := j.tidy(time.Now())
 		if next.IsZero() {
-			select {
-			case <-j.wake:
-			case err := <-j.cpDone: // nil, blocking, unless a checkpoint is under way
-				j.endCheckpoint(err)
-			}
+			<-j.wake
 			continue
 		}
 		timer.Reset(time.Until(next))
 		select {
 		case <-j.wake:
 		case <-timer.C:
-		case err := <-j.cpDone:
-			j.endCheckpoint(err)
 		}
 		timer.Stop()
 	}
@@ -942,10 +901,6 @@ const settleDelay = 20 * time.Millisecond
 // anything, spoils only that op; any other error, or a failed log write, undoes the batch's
 // changes, and every write in it fails.
 func (j *File) run(batch []*op) {
-	if j.cpTx != nil {
-		j.runBesideCheckpoint(batch)
-		return
-	}
 	now := time.Now()
 	mark := len(j.changes)
 	err := j.broken
@@ -1016,11 +971,11 @@ func (j *File) run(batch []*op) {
 // that does not fit in what is left of the log is written by a checkpoint instead.
 func (j *File) flush() error {
 	j.record = appendRecord(j.record[:0], j.wal.salt, j.wal.gen+1, j.changes[j.logged:])
-	if j.logEnd+int64(len(j.record)) > walRegion {
+	if j.logEnd+int64(len(j.record)) > walSize {
 		return j.checkpoint()
 	}
 	walHook(walAppend, j)
-	if _, err := j.log.WriteAt(j.record, j.logAt()); err != nil {
+	if _, err := j.log.WriteAt(j.record, j.logEnd); err != nil {
 		return j.fail(err)
 	}
 	if err := fdatasync(j.log); err != nil {
@@ -1034,14 +989,8 @@ func (j *File) flush() error {
 }
 
 // checkpoint commits the writer's transaction, naming the log's generation as checkpointed in
-// it, and starts the next generation at the start of its region of the log; a checkpoint under
-// way is ended first.
+// it, and starts the next generation at the log's start.
 func (j *File) checkpoint() error {
-	if j.cpTx != nil {
-		if j.endCheckpoint(<-j.cpDone); j.broken != nil {
-			return j.broken
-		}
-	}
 	if j.broken != nil {
 		return j.broken
 	}
@@ -1068,149 +1017,15 @@ func (j *File) checkpoint() error {
 	return nil
 }
 
-// startCheckpoint is checkpoint, its commit made by a goroutine of its own while the writer goes
-// on: the callers that queue meanwhile do not wait for the commit's writes and syncs. The
-// generation it commits is named as the File's at once, so that the writer logs the next one's
-// records in the other region of the log, leaving the records of the one being committed as they
-// are until the commit is on disk. A new request needs no read of the file to be recorded, and is
-// recorded meanwhile (runBesideCheckpoint); endCheckpoint writes those changes into the next
-// transaction and runs every other op then.
-func (j *File) startCheckpoint() {
-	if j.broken != nil || j.cpTx != nil {
-		return
-	}
-	if len(j.changes) == 0 || j.tx == nil {
-		j.lastCheckpoint = time.Now()
-		return
-	}
-	st := j.wal
-	st.gen, st.txid = st.gen+1, uint64(j.tx.ID())
-	if err := writeWALState(j.tx, st); err != nil {
-		j.fail(err)
-		return
-	}
-	tx, done := j.tx, make(chan error, 1)
-	j.nextNum = tx.Bucket(frozenBucket).Sequence()
-	j.cpTx, j.cpDone, j.tx, j.ordered = tx, done, nil, false
-	// The transaction keeps no slice of changes: put gives it its own keys and values.
-	j.wal, j.logEnd, j.changes, j.logged = st, 0, j.changes[:0], 0
-	go func() {
-		walHook(walCheckpoint, j)
-		err := tx.Commit()
-		if err == nil {
-			walHook(walCheckpointed, j)
-		}
-		done <- err
-	}()
-}
-
-// endCheckpoint ends the checkpoint under way, whose commit returned err: it begins the writer's
-// next transaction with the changes logged meanwhile, and queues the ops it deferred ahead of
-// those queued since. A failed commit breaks the File, as a failed checkpoint does.
-func (j *File) endCheckpoint(err error) {
-	j.cpTx, j.cpDone = nil, nil
-	if err != nil {
-		j.fail(err)
-	}
-	if j.broken == nil {
-		j.lastCheckpoint = time.Now()
-		j.commits.Add(1)
-		tx, err := j.db.Begin(true)
-		if err == nil {
-			if err = replay(tx, j.changes); err != nil {
-				tx.Rollback()
-			}
-		}
-		if err != nil {
-			j.broken = fmt.Errorf("%w: %w", ErrBroken, err)
-		} else {
-			j.tx = tx
-		}
-	}
-	if len(j.deferred) > 0 {
-		j.mu.Lock()
-		j.queue = append(j.deferred, j.queue...)
-		j.mu.Unlock()
-		j.deferred = nil
-		j.signal()
-	}
-}
-
-// runBesideCheckpoint runs batch while a checkpoint is under way: it records the new requests
-// claimed, logs them and reports them done, and defers the other ops to the checkpoint's end.
-// Deferred ops come before the claims recorded meanwhile in the file's order but touch none of
-// them (only a claim of a request the file does not hold is recorded, and a request superseding
-// another, which might be one of them, stops the recording), so that the order is the queue's as
-// far as any op can tell.
-func (j *File) runBesideCheckpoint(batch []*op) {
-	now := time.Now()
-	var recorded []*op
-	for _, o := range batch {
-		if j.broken == nil && !j.ordered && o.fresh != nil && j.claimFresh(o.fresh, now) {
-			recorded = append(recorded, o)
-			continue
-		}
-		if o.fresh != nil && !o.fresh.rec.Supersedes.IsZero() {
-			j.ordered = true
-		}
-		j.deferred = append(j.deferred, o)
-	}
-	if len(recorded) == 0 {
-		return
-	}
-	err := j.broken
-	if err == nil {
-		err = j.flush()
-	}
-	if j.committed != nil {
-		j.committed()
-	}
-	for _, o := range recorded {
-		if err != nil {
-			o.err = fmt.Errorf("journal: write failed: %w", err)
-		}
-		close(o.done)
-	}
-}
-
-// claimFresh records f's request, if the file does not hold it and has room for it, as claim
-// does, without a transaction: it writes the changes claim would. It reports whether it did.
-func (j *File) claimFresh(f *freshClaim, now time.Time) bool {
-	if !f.rec.Supersedes.IsZero() || j.count >= j.opts.capacity {
-		return false
-	}
-	if _, known := j.numberOf(f.key); known {
-		return false
-	}
-	st := standing{State: mcpclient.StatePending, Open: true, Receipts: f.rec.Receipts, Updated: now}
-	if rec := st.record(); rec.Settled() {
-		return false
-	}
-	j.nextNum++
-	num := j.nextNum
-	j.changes = appendChange(j.changes, changePut, inFrozen, numberKey(num), f.frozen)
-	j.changes = appendChange(j.changes, changePut, inStates, statesKey(num, f.key), appendStanding(nil, &st))
-	j.mu.Lock()
-	j.numbers[f.key] = num
-	j.mu.Unlock()
-	f.c.num = num
-	j.count++
-	j.requests.Add(1)
-	return true
-}
-
-// logAt is where the writer appends its next record in the log file.
-func (j *File) logAt() int64 { return regionOf(j.wal.gen+1) + j.logEnd }
-
 // tidy checkpoints when the log is half full or the last checkpoint is checkpointInterval old,
 // and logs the changes no one waits for once they waited settleDelay. It returns when it has
 // something to do next, or zero.
 func (j *File) tidy(now time.Time) time.Time {
-	if len(j.changes) == 0 || j.broken != nil || j.cpTx != nil {
+	if len(j.changes) == 0 || j.broken != nil {
 		return time.Time{}
 	}
-	if j.logEnd >= walRegion/2 || now.Sub(j.lastCheckpoint) >= j.interval {
-		j.startCheckpoint()
+	if j.logEnd >= walSize/2 || now.Sub(j.lastCheckpoint) >= j.interval {
+		j.checkpoint()
 		return time.Time{}
 	}
 	if j.logged < len(j.changes) && now.Sub(j.unloggedSince) >= settleDelay {

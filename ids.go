@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 )
 
 // An ID is a JSON-RPC request id: a string or an integer. The zero ID is no id.
@@ -57,7 +58,7 @@ func (id ID) JSON() string {
 	// Every request's key: built in one allocation where it can be, rather than grown in a
 	// slice and copied.
 	switch {
-	case id.kind == idString && plainJSONString(id.str):
+	case id.kind == idString && jsonrpc.PlainString(id.str):
 		return `"` + id.str + `"`
 	case id.kind == idNumber:
 		return strconv.FormatInt(id.num, 10)
@@ -68,7 +69,7 @@ func (id ID) JSON() string {
 func (id ID) appendJSON(b []byte) []byte {
 	switch id.kind {
 	case idString:
-		if plainJSONString(id.str) {
+		if jsonrpc.PlainString(id.str) {
 			b = append(b, '"')
 			b = append(b, id.str...)
 			return append(b, '"')
@@ -81,19 +82,6 @@ func (id ID) appendJSON(b []byte) []byte {
 	return append(b, "null"...)
 }
 
-// plainJSONString reports whether s needs no escaping as a JSON string, which is true of every
-// UUID and lets the common case skip the encoder. It takes bytes as they are, without a copy
-// into a string.
-func plainJSONString[T string | []byte](s T) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
 // MarshalJSON encodes the id as a JSON string or number; the zero ID encodes as null.
 func (id ID) MarshalJSON() ([]byte, error) { return id.appendJSON(nil), nil }
 
@@ -102,7 +90,7 @@ func (id ID) MarshalJSON() ([]byte, error) { return id.appendJSON(nil), nil }
 // matched to its call without a copy of its id.
 func plainIDKey(raw []byte) ([]byte, bool) {
 	raw = bytes.Trim(raw, " \t\r\n")
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainJSONString(raw[1:len(raw)-1]) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && jsonrpc.PlainString(raw[1:len(raw)-1]) {
 		return raw, true
 	}
 	return nil, false

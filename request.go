@@ -469,7 +469,7 @@ func encodeToolCall(name string, args any, metaRoom int) (encodedToolCall, error
 // appendToolName appends the start of a tool call's params, up to the tool's name.
 func appendToolName(b []byte, name string) []byte {
 	b = append(b, `{"name":`...)
-	if plainJSONString(name) {
+	if jsonrpc.PlainString(name) {
 		return append(append(append(b, '"'), name...), '"')
 	}
 	quoted, _ := json.Marshal(name) // a Go string always marshals
@@ -489,7 +489,7 @@ func (w *paramsWriter) Write(p []byte) (int, error) {
 	// The frame's room, the name, the arguments (p ends with a newline, which becomes the
 	// params' closing brace), and a byte for the frame's own.
 	quoted := len(w.name) + 2
-	if !plainJSONString(w.name) {
+	if !jsonrpc.PlainString(w.name) {
 		q, _ := json.Marshal(w.name)
 		quoted = len(q)
 	}

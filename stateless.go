@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/northstar-mcp/mcpclient/internal/headers"
+	"github.com/northstar-mcp/mcpclient/internal/jsonrpc"
 	"github.com/northstar-mcp/mcpclient/internal/metakeys"
 	"github.com/northstar-mcp/mcpclient/internal/params"
 )
@@ -64,7 +65,7 @@ func (c *Client) encodeStatelessMeta(version, level string) (*statelessMetaCache
 		}
 	}
 	var v json.RawMessage
-	if plainJSONString(version) { // every revision this client speaks
+	if jsonrpc.PlainString(version) { // every revision this client speaks
 		v = append(append(append(make(json.RawMessage, 0, len(version)+2), '"'), version...), '"')
 	} else {
 		v, _ = json.Marshal(version) // a Go string always marshals

@@ -276,17 +276,27 @@ func AppendError(b []byte, id, errObj []byte) []byte {
 	return append(b, '}')
 }
 
-// appendString appends s as encoding/json marshals it. A method name is plain ASCII, which
+// appendString appends s as encoding/json marshals it. A method name is plain, which
 // json.Marshal writes between quotes as it is; marshalling it would cost three allocations per
 // request.
 func appendString(b []byte, s string) []byte {
+	if PlainString(s) {
+		return append(append(append(b, '"'), s...), '"')
+	}
+	enc, _ := json.Marshal(s) // a Go string always marshals
+	return append(b, enc...)
+}
+
+// PlainString reports whether s needs no escaping as a JSON string: json.Marshal writes it
+// between quotes as it is (ASCII from 0x20 to 0x7e but for quote, backslash, <, > and &). It
+// takes bytes as they are, without a copy into a string.
+func PlainString[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			enc, _ := json.Marshal(s) // a Go string always marshals
-			return append(b, enc...)
+			return false
 		}
 	}
-	return append(append(append(b, '"'), s...), '"')
+	return true
 }
 
 // ResponseIDs returns the ids of the response-shaped objects (an id, no method) in a frame that

@@ -229,7 +229,7 @@ func composeEncoded(head []byte, params json.RawMessage, top, meta map[string]js
 func sortedKeys(set map[string]json.RawMessage) (keys []string, size int, ok bool) {
 	keys = make([]string, 0, len(set))
 	for k, v := range set {
-		if !plainKey(k) {
+		if !jsonrpc.PlainString(k) {
 			return nil, 0, false
 		}
 		keys = append(keys, k)
@@ -242,16 +242,6 @@ func sortedKeys(set map[string]json.RawMessage) (keys []string, size int, ok boo
 func appendMember(b []byte, k string, v json.RawMessage) []byte {
 	b = append(strconv.AppendQuote(b, k), ':')
 	return append(b, v...)
-}
-
-// plainKey reports whether strconv.Quote writes k as encoding/json would.
-func plainKey(k string) bool {
-	for i := 0; i < len(k); i++ {
-		if c := k[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
 
 func composeByDecoding(params json.RawMessage, top, meta map[string]json.RawMessage) (json.RawMessage, error) {

@@ -143,7 +143,7 @@ func (c *Client) build(spec requestSpec) (*Request, error) {
 // buffer; where it adds none, or only a stateless revision's shared _meta, a tool call's params
 // already sit behind room for it (see encodedToolCall). braceTaken reports that the frame was
 // written around spec.base at the cost of its opening brace (see requestSpec.baseBraceTaken).
-func frameOf(spec *requestSpec, key string, meta *params.Members) (raw json.RawMessage, frame []byte, braceTaken bool, err error) {
+func frameOf(spec *requestSpec, key string, meta params.Members) (raw json.RawMessage, frame []byte, braceTaken bool, err error) {
 	var room [frameRoom]byte
 	head := jsonrpc.AppendRequestHead(room[:0], key, spec.method)
 	if len(spec.extra) == 0 && meta.Encoded() != nil {
@@ -155,11 +155,7 @@ func frameOf(spec *requestSpec, key string, meta *params.Members) (raw json.RawM
 		raw = buf[len(head):len(buf):len(buf)]
 		return raw, append(buf, '}')[: len(buf)+1 : len(buf)+1], false, nil
 	}
-	var metaSet map[string]json.RawMessage
-	if meta != nil {
-		metaSet = meta.Set
-	}
-	if raw, err = params.Compose(spec.base, spec.extra, metaSet); err != nil {
+	if raw, err = params.Compose(spec.base, spec.extra, meta.Set); err != nil {
 		return nil, nil, false, err
 	}
 	if frame = frameAround(spec.frameBuf, spec.frameBufRoom, raw, head); frame == nil {
@@ -241,24 +237,21 @@ var sessionRequestHeader = http.Header{receiptsOptInHeader: receiptsOptIn}
 // metaOf returns the _meta members the client writes into spec's params: spec's own, the
 // request's progress token (its own id, which no other request in flight can have), and in a
 // stateless revision what every request of that revision carries.
-func (c *Client) metaOf(spec *requestSpec, key string) (*params.Members, error) {
-	var stateless *params.Members
+func (c *Client) metaOf(spec *requestSpec, key string) (params.Members, error) {
+	var stateless params.Members
 	if spec.version != "" {
-		var err error
-		if stateless, err = c.statelessMeta(spec.version); err != nil {
-			return nil, err
+		shared, err := c.statelessMeta(spec.version)
+		if err != nil {
+			return params.Members{}, err
 		}
+		stateless = *shared
 	}
-	extended := stateless != nil && len(spec.extensions) > 0
+	extended := stateless.Set != nil && len(spec.extensions) > 0
 	if len(spec.meta) == 0 && !spec.asksProgress() && !extended {
 		return stateless, nil // encoded once per revision and level, shared, never modified
 	}
-	var shared map[string]json.RawMessage
-	if stateless != nil {
-		shared = stateless.Set
-	}
-	meta := make(map[string]json.RawMessage, len(shared)+len(spec.meta)+1)
-	for k, v := range shared {
+	meta := make(map[string]json.RawMessage, len(stateless.Set)+len(spec.meta)+1)
+	for k, v := range stateless.Set {
 		meta[k] = v
 	}
 	if extended {
@@ -270,7 +263,7 @@ func (c *Client) metaOf(spec *requestSpec, key string) (*params.Members, error) 
 	if spec.asksProgress() {
 		meta["progressToken"] = json.RawMessage(key)
 	}
-	return &params.Members{Set: meta}, nil
+	return params.Members{Set: meta}, nil
 }
 
 // NewRequest freezes a request: it picks the id (a fresh UUID, or the one pinned with

@@ -83,16 +83,11 @@ func Compose(params json.RawMessage, top, meta map[string]json.RawMessage) (json
 // Compose would return, into one new buffer with a byte to spare behind them, and returns the
 // buffer. ok is false when top and meta are empty, or the params need what only Compose does;
 // the caller then calls Compose.
-func ComposeAfter(head []byte, params json.RawMessage, top map[string]json.RawMessage, meta *Members) (buf []byte, ok bool) {
-	var set map[string]json.RawMessage
-	var encoded []byte
-	if meta != nil {
-		set, encoded = meta.Set, meta.encoded
-	}
-	if len(top) == 0 && len(set) == 0 {
+func ComposeAfter(head []byte, params json.RawMessage, top map[string]json.RawMessage, meta Members) (buf []byte, ok bool) {
+	if len(top) == 0 && len(meta.Set) == 0 {
 		return nil, false
 	}
-	return composeEncoded(head, params, top, set, encoded)
+	return composeEncoded(head, params, top, meta.Set, meta.encoded)
 }
 
 // Members is a set of _meta members together with their encoding, written once in key order.
@@ -108,12 +103,7 @@ type Members struct {
 
 // Encoded returns the members as compose writes them into a _meta object: in key order,
 // comma-separated, without braces. It is nil when compose writes them from Set each time.
-func (m *Members) Encoded() []byte {
-	if m == nil {
-		return nil
-	}
-	return m.encoded
-}
+func (m Members) Encoded() []byte { return m.encoded }
 
 // NewMembers returns set with its encoding. set must not be modified afterwards.
 func NewMembers(set map[string]json.RawMessage) *Members {

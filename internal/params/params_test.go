@@ -29,7 +29,7 @@ func FuzzComposeMatchesDecoding(f *testing.F) {
 		if len(top) > 0 || len(meta) > 0 {
 			// Behind a frame's start, the same params, and room for the frame's end.
 			// Members encoded once and members encoded per request write the same bytes.
-			for _, m := range []*Members{NewMembers(meta), {Set: meta}} {
+			for _, m := range []Members{*NewMembers(meta), {Set: meta}} {
 				buf, ok := ComposeAfter([]byte(`{"id":1,"params":`), params, top, m)
 				if !ok || string(buf[:17]) != `{"id":1,"params":` || !bytes.Equal(buf[17:], fast) || cap(buf) == len(buf) {
 					t.Fatalf("ComposeAfter(%q) = %q (ok %v, cap %d, encoded %q), compose gives %s", params, buf, ok, cap(buf), m.encoded, fast)

@@ -141,9 +141,8 @@ type File struct {
 	// count is the number of requests in the file; read and written by the writer only.
 	count int
 
-	// The writer's own: the transaction that holds every change since the last checkpoint (nil
-	// while one is under way), the log, and the changes made in tx (changes), of which the first
-	// logged are in the log; logEnd is where the next record goes in its generation's region.
+	// The writer's own: the transaction that holds every change since the last checkpoint, the
+	// log, and the changes made in tx (changes), of which the first logged are in the log.
 	tx             *bolt.Tx
 	log            *os.File
 	wal            walState
@@ -157,22 +156,6 @@ type File struct {
 	// broken, once set, fails every write: see rebuild.
 	broken error
 	record []byte // the record being logged, kept for the next
-
-	// A checkpoint under way: its transaction, which its own goroutine commits, reporting on
-	// cpDone. Meanwhile the writer has no transaction: it records the claims of new requests,
-	// numbered from nextNum, and the settles of the requests it holds the standing of, as the
-	// next generation's changes, and holds every other op in deferred until the commit is over.
-	// Once one op is deferred, every later one is too, so that the changes keep the queue's
-	// order: a change on disk means every change queued before it is.
-	cpTx     *bolt.Tx
-	cpDone   chan error
-	deferred []*op
-	nextNum  uint64
-
-	// held is the writer's own: the claims not yet settled whose request's standing the writer
-	// knows (claim.st), kept as every write of a standing leaves it, so that a settle can be
-	// written while no transaction is open to read it from.
-	held map[string]*claim
 
 	wake   chan struct{}
 	exited chan struct{}
@@ -192,20 +175,6 @@ type op struct {
 	seq     uint64
 	// read marks an op that only reads: it runs after the writes of its batch are on disk.
 	read bool
-	// fresh, on a claim, is what it records: the writer can record it while a checkpoint is
-	// under way if the request is new.
-	fresh *freshClaim
-	// settled, on a settle, is the claim it settles and change what it does to its standing.
-	settled *claim
-	change  func(st *standing, now time.Time)
-}
-
-// freshClaim is a Claim's request, for its op.
-type freshClaim struct {
-	key    string
-	rec    *mcpclient.JournalRecord
-	frozen []byte
-	c      *claim
 }
 
 // settling is a settle not yet written.
@@ -254,7 +223,7 @@ func OpenFile(path string, opts ...Option) (*File, error) {
 		}
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	j := &File{db: db, opts: o, claimed: map[string]bool{}, settling: map[string]settling{}, held: map[string]*claim{}, wake: make(chan struct{}, 1), exited: make(chan struct{})}
+	j := &File{db: db, opts: o, claimed: map[string]bool{}, settling: map[string]settling{}, wake: make(chan struct{}, 1), exited: make(chan struct{})}
 	j.wal, err = recoverLog(db, walPath(path))
 	if err == nil {
 		err = createBuckets(db)
@@ -495,7 +464,7 @@ func (j *File) Claim(ctx context.Context, rec mcpclient.JournalRecord) (mcpclien
 	c := &claim{j: j, key: key}
 	o := &op{done: make(chan struct{}), apply: func(tx *bolt.Tx, now time.Time) error {
 		return j.claim(tx, now, key, &rec, frozen, c)
-	}, fresh: &freshClaim{key: key, rec: &rec, frozen: frozen, c: c}}
+	}}
 	if err := j.enqueue(o); err != nil {
 		j.release(key)
 		return nil, err
@@ -537,7 +506,6 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 			return err
 		}
 		c.num, c.prior, c.known = known.num, prior, true
-		j.hold(c, known.st)
 		return nil
 	}
 	// Everything that can refuse the request is read before anything is written, so that a
@@ -599,16 +567,9 @@ func (j *File) claim(tx *bolt.Tx, now time.Time, key string, rec *mcpclient.Jour
 	j.numbers[key] = num
 	j.mu.Unlock()
 	c.num = num
-	j.hold(c, e.st)
 	j.count++
 	j.requests.Add(1)
 	return nil
-}
-
-// hold notes that the writer knows how c's request stands, st, until c is settled.
-func (j *File) hold(c *claim, st standing) {
-	c.st, c.stKnown = st, true
-	j.held[c.key] = c
 }
 
 // An entry is a request the file holds: its key, its number and how it stands.
@@ -665,9 +626,6 @@ func (j *File) writeStanding(tx *bolt.Tx, e *entry, now time.Time) error {
 			return err
 		}
 	}
-	if h := j.held[e.key]; h != nil && h.num == e.num {
-		h.st = e.st
-	}
 	return j.put(tx, inStates, statesKey(e.num, e.key), appendStanding(nil, &e.st))
 }
 
@@ -694,10 +652,6 @@ func (j *File) remove(tx *bolt.Tx, key string) error {
 	j.mu.Lock()
 	delete(j.numbers, key)
 	j.mu.Unlock()
-	if c := j.held[key]; c != nil {
-		c.stKnown = false
-		delete(j.held, key)
-	}
 	j.count--
 	return nil
 }
@@ -907,13 +861,6 @@ func (j *File) write() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		if j.cpTx != nil {
-			select {
-			case err := <-j.cpDone:
-				j.endCheckpoint(err)
-			default:
-			}
-		}
 		j.mu.Lock()
 		batch, closed := j.queue, j.closed
 		j.queue = nil
@@ -921,10 +868,6 @@ func (j *File) write() {
 		if len(batch) > 0 {
 			j.run(batch)
 			j.tidy(time.Now())
-			continue
-		}
-		if closed && j.cpTx != nil {
-			j.endCheckpoint(<-j.cpDone) // and run what it deferred
 			continue
 		}
 		if closed {
@@ -936,19 +879,13 @@ func (j *File) write() {
 		}
 		next := j.tidy(time.Now())
 		if next.IsZero() {
-			select {
-			case <-j.wake:
-			case err := <-j.cpDone: // nil, blocking, unless a checkpoint is under way
-				j.endCheckpoint(err)
-			}
+			<-j.wake
 			continue
 		}
 		timer.Reset(time.Until(next))
 		select {
 		case <-j.wake:
 		case <-timer.C:
-		case err := <-j.cpDone:
-			j.endCheckpoint(err)
 		}
 		timer.Stop()
 	}
@@ -964,10 +901,6 @@ const settleDelay = 20 * time.Millisecond
 // anything, spoils only that op; any other error, or a failed log write, undoes the batch's
 // changes, and every write in it fails.
 func (j *File) run(batch []*op) {
-	if j.cpTx != nil {
-		j.runBesideCheckpoint(batch)
-		return
-	}
 	now := time.Now()
 	mark := len(j.changes)
 	err := j.broken
@@ -1038,11 +971,11 @@ func (j *File) run(batch []*op) {
 // that does not fit in what is left of the log is written by a checkpoint instead.
 func (j *File) flush() error {
 	j.record = appendRecord(j.record[:0], j.wal.salt, j.wal.gen+1, j.changes[j.logged:])
-	if j.logEnd+int64(len(j.record)) > walRegion {
+	if j.logEnd+int64(len(j.record)) > walSize {
 		return j.checkpoint()
 	}
 	walHook(walAppend, j)
-	if _, err := j.log.WriteAt(j.record, j.logAt()); err != nil {
+	if _, err := j.log.WriteAt(j.record, j.logEnd); err != nil {
 		return j.fail(err)
 	}
 	if err := fdatasync(j.log); err != nil {
@@ -1056,14 +989,8 @@ func (j *File) flush() error {
 }
 
 // checkpoint commits the writer's transaction, naming the log's generation as checkpointed in
-// it, and starts the next generation at the start of its region of the log; a checkpoint under
-// way is ended first.
+// it, and starts the next generation at the log's start.
 func (j *File) checkpoint() error {
-	if j.cpTx != nil {
-		if j.endCheckpoint(<-j.cpDone); j.broken != nil {
-			return j.broken
-		}
-	}
 	if j.broken != nil {
 		return j.broken
 	}
@@ -1090,171 +1017,6 @@ func (j *File) checkpoint() error {
 	return nil
 }
 
-// startCheckpoint is checkpoint, its commit made by a goroutine of its own while the writer goes
-// on: the callers that queue meanwhile do not wait for the commit's writes and syncs. The
-// generation it commits is named as the File's at once, so that the writer logs the next one's
-// records in the other region of the log, leaving the records of the one being committed as they
-// are until the commit is on disk. A new request, and the settle of one the writer holds the
-// standing of, need no read of the file, and are recorded meanwhile (runBesideCheckpoint);
-// endCheckpoint writes those changes into the next transaction and runs the deferred ops then.
-func (j *File) startCheckpoint() {
-	if j.broken != nil || j.cpTx != nil {
-		return
-	}
-	if len(j.changes) == 0 || j.tx == nil {
-		j.lastCheckpoint = time.Now()
-		return
-	}
-	st := j.wal
-	st.gen, st.txid = st.gen+1, uint64(j.tx.ID())
-	if err := writeWALState(j.tx, st); err != nil {
-		j.fail(err)
-		return
-	}
-	tx, done := j.tx, make(chan error, 1)
-	j.nextNum = tx.Bucket(frozenBucket).Sequence()
-	j.cpTx, j.cpDone, j.tx = tx, done, nil
-	// The transaction keeps no slice of changes: put gives it its own keys and values.
-	j.wal, j.logEnd, j.changes, j.logged = st, 0, j.changes[:0], 0
-	go func() {
-		walHook(walCheckpoint, j)
-		err := tx.Commit()
-		if err == nil {
-			walHook(walCheckpointed, j)
-		}
-		done <- err
-	}()
-}
-
-// endCheckpoint ends the checkpoint under way, whose commit returned err: it begins the writer's
-// next transaction with the changes logged meanwhile, and queues the ops it deferred ahead of
-// those queued since. A failed commit breaks the File, as a failed checkpoint does.
-func (j *File) endCheckpoint(err error) {
-	j.cpTx, j.cpDone = nil, nil
-	if err != nil {
-		j.fail(err)
-	}
-	if j.broken == nil {
-		j.lastCheckpoint = time.Now()
-		j.commits.Add(1)
-		tx, err := j.db.Begin(true)
-		if err == nil {
-			if err = replay(tx, j.changes); err != nil {
-				tx.Rollback()
-			}
-		}
-		if err != nil {
-			j.broken = fmt.Errorf("%w: %w", ErrBroken, err)
-		} else {
-			j.tx = tx
-		}
-	}
-	if len(j.deferred) > 0 {
-		j.mu.Lock()
-		j.queue = append(j.deferred, j.queue...)
-		j.mu.Unlock()
-		j.deferred = nil
-		j.signal()
-	}
-}
-
-// runBesideCheckpoint runs batch while a checkpoint is under way. The claims of new requests and
-// the settles of held ones need no read of the file: it records them as the next generation's
-// changes, logs them if a claim waits, and reports the claims done. Every other op is deferred
-// to the checkpoint's end, and so is every op after it, so that what is recorded meanwhile is a
-// prefix of the queue: no change reaches the disk before one queued ahead of it.
-func (j *File) runBesideCheckpoint(batch []*op) {
-	now := time.Now()
-	mark := len(j.changes)
-	var recorded []*op
-	waited := false
-	for _, o := range batch {
-		if j.broken == nil && len(j.deferred) == 0 &&
-			(o.fresh != nil && j.claimFresh(o.fresh, now) || o.settled != nil && j.settleBeside(o, now)) {
-			recorded = append(recorded, o)
-			waited = waited || o.done != nil
-			continue
-		}
-		j.deferred = append(j.deferred, o)
-	}
-	if len(recorded) == 0 {
-		return
-	}
-	if j.logged == mark && len(j.changes) > mark {
-		j.unloggedSince = now
-	}
-	err := j.broken
-	if err == nil && waited {
-		err = j.flush()
-	}
-	if j.committed != nil {
-		j.committed()
-	}
-	j.mu.Lock()
-	for _, o := range recorded {
-		if o.settles != "" && j.settling[o.settles].seq == o.seq {
-			delete(j.settling, o.settles)
-		}
-	}
-	j.mu.Unlock()
-	for _, o := range recorded {
-		if o.done == nil {
-			continue
-		}
-		if err != nil {
-			o.err = fmt.Errorf("journal: write failed: %w", err)
-		}
-		close(o.done)
-	}
-}
-
-// settleBeside records o's settle, if the writer holds how its request stands, as the settle's
-// update would write it, without a transaction. It reports whether it did.
-func (j *File) settleBeside(o *op, now time.Time) bool {
-	c := o.settled
-	if !c.stKnown || j.held[c.key] != c {
-		return false
-	}
-	if num, ok := j.numberOf(c.key); !ok || num != c.num {
-		return false
-	}
-	e := entry{key: c.key, num: c.num, st: c.st}
-	o.change(&e.st, now)
-	j.writeStanding(nil, &e, now) // with no transaction, only the changes: it cannot fail
-	delete(j.held, c.key)
-	return true
-}
-
-// claimFresh records f's request, if the file does not hold it and has room for it, as claim
-// does, without a transaction: it writes the changes claim would. It reports whether it did.
-func (j *File) claimFresh(f *freshClaim, now time.Time) bool {
-	if !f.rec.Supersedes.IsZero() || j.count >= j.opts.capacity {
-		return false
-	}
-	if _, known := j.numberOf(f.key); known {
-		return false
-	}
-	st := standing{State: mcpclient.StatePending, Open: true, Receipts: f.rec.Receipts, Updated: now}
-	if rec := st.record(); rec.Settled() {
-		return false
-	}
-	j.nextNum++
-	num := j.nextNum
-	j.changes = appendChange(j.changes, changePut, inFrozen, numberKey(num), f.frozen)
-	j.changes = appendChange(j.changes, changePut, inStates, statesKey(num, f.key), appendStanding(nil, &st))
-	j.mu.Lock()
-	j.numbers[f.key] = num
-	j.mu.Unlock()
-	f.c.num = num
-	j.hold(f.c, st)
-	j.count++
-	j.requests.Add(1)
-	return true
-}
-
-// logAt is where the writer appends its next record in the log file.
-func (j *File) logAt() int64 { return regionOf(j.wal.gen+1) + j.logEnd }
-
 // tidy checkpoints when the log is half full or the last checkpoint is checkpointInterval old,
 // and logs the changes no one waits for once they waited settleDelay. It returns when it has
 // something to do next, or zero.
@@ -1262,8 +1024,8 @@ func (j *File) tidy(now time.Time) time.Time {
 	if len(j.changes) == 0 || j.broken != nil {
 		return time.Time{}
 	}
-	if j.cpTx == nil && (j.logEnd >= walRegion/2 || now.Sub(j.lastCheckpoint) >= j.interval) {
-		j.startCheckpoint()
+	if j.logEnd >= walSize/2 || now.Sub(j.lastCheckpoint) >= j.interval {
+		j.checkpoint()
 		return time.Time{}
 	}
 	if j.logged < len(j.changes) && now.Sub(j.unloggedSince) >= settleDelay {
@@ -1271,12 +1033,9 @@ func (j *File) tidy(now time.Time) time.Time {
 			return time.Time{}
 		}
 	}
-	var next time.Time
-	if j.cpTx == nil {
-		next = j.lastCheckpoint.Add(j.interval)
-	}
+	next := j.lastCheckpoint.Add(j.interval)
 	if j.logged < len(j.changes) {
-		if t := j.unloggedSince.Add(settleDelay); next.IsZero() || t.Before(next) {
+		if t := j.unloggedSince.Add(settleDelay); t.Before(next) {
 			next = t
 		}
 	}
@@ -1306,11 +1065,6 @@ func (j *File) rebuild(upTo int) {
 	}
 	j.changes = j.changes[:upTo]
 	j.logged = min(j.logged, upTo)
-	// The batch undone may have changed how a held request stands: its settle reads it again.
-	for key, c := range j.held {
-		c.stKnown = false
-		delete(j.held, key)
-	}
 	tx, err := j.db.Begin(true)
 	if err == nil {
 		if err = replay(tx, j.changes); err != nil {
@@ -1341,10 +1095,6 @@ type claim struct {
 	prior   mcpclient.JournalRecord
 	known   bool
 	settled atomic.Bool
-	// st is how the request stands in the file, if stKnown; the writer's own, kept while the
-	// claim is in the File's held.
-	st      standing
-	stKnown bool
 }
 
 func (c *claim) Prior() (mcpclient.JournalRecord, bool) { return c.prior, c.known }
@@ -1377,15 +1127,11 @@ func (c *claim) Settle(state mcpclient.State, reached bool, sent int) {
 	// disk.
 	j.seq++
 	seq := j.seq
-	change := func(s *standing, now time.Time) {
-		s.State, s.Reached, s.Open = state, s.Reached || reached, false
-		s.Attempts, s.Updated = s.Attempts+sent, now
-	}
-	j.queue = append(j.queue, &op{settles: c.key, seq: seq, settled: c, change: change, apply: func(tx *bolt.Tx, now time.Time) error {
-		if j.held[c.key] == c {
-			delete(j.held, c.key)
-		}
-		return j.update(tx, c.key, c.num, now, func(s *standing) { change(s, now) })
+	j.queue = append(j.queue, &op{settles: c.key, seq: seq, apply: func(tx *bolt.Tx, now time.Time) error {
+		return j.update(tx, c.key, c.num, now, func(s *standing) {
+			s.State, s.Reached, s.Open = state, s.Reached || reached, false
+			s.Attempts, s.Updated = s.Attempts+sent, now
+		})
 	}})
 	j.settling[c.key] = settling{state: state, reached: reached, sent: sent, seq: seq}
 	delete(j.claimed, c.key)

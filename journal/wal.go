@@ -19,34 +19,25 @@ import (
 // appended): each write appends one record, the changes it made to the database's keys, and
 // syncs the log, one sync where a database commit takes two and writes every page it touched.
 // The changes accumulate in one open database transaction, which a checkpoint commits: every
-// checkpointInterval, when the log's region is half full, and at Close. A record too large for
-// what is left of the region is written by a checkpoint instead.
+// checkpointInterval, when the log is half full, and at Close. A record too large for what is
+// left of the log is written by a checkpoint instead.
 //
-// The log has two regions of walRegion bytes, and a generation's records are written from the
-// start of the region its parity names (regionOf), over the records of the generation two before.
-// The database names in walBucket the last generation checkpointed: a checkpoint commits the next
-// generation's name with its changes. While its commit is under way, the records of the
-// generation after it are written in the other region, so that the generation being committed
-// stays whole in the log until the commit is on disk; and since a checkpoint starts only once the
-// one before it is on disk, the log holds at most the two generations after the one the database
-// names. A record is its payload's length, a checksum (CRC-32C of the file's salt and the
-// payload) and the payload: its generation and the changes. Opening replays, in order, the
-// records of those two generations, each from its region's start up to the first record that is
-// torn, corrupt or of another generation, and commits them; records of earlier generations are in
-// the database already. (A log an earlier version wrote has one region: the generation after the
-// checkpointed one from the log's start, read there when its region holds none of its records.)
+// The records of a log are of one generation, the one after the generation the database names
+// in walBucket as checkpointed: a checkpoint commits the next generation's name with its changes,
+// and the records after it are written from the log's start, over the earlier ones. A record is
+// its payload's length, a checksum (CRC-32C of the file's salt and the payload) and the payload:
+// its generation and the changes. Opening replays the records of the generation after the
+// checkpointed one, up to the first that is torn, corrupt or of another generation, and commits
+// them; records of earlier generations are in the database already, and no later one can be in the
+// log, since a generation is written only after the one before it was committed.
 //
 // The database also names the transaction of that commit: a file that another program (an
 // earlier version of this one) committed to since no longer matches its log, which is then
 // ignored. Each open names a new generation, so that the log's old records never match again.
 const (
-	walSize            = 8 << 20
-	walRegion          = walSize / 2
+	walSize            = 4 << 20
 	checkpointInterval = 250 * time.Millisecond
 )
-
-// regionOf is the offset in the log of the region that holds generation gen's records.
-func regionOf(gen uint64) int64 { return int64(gen%2) * walRegion }
 
 var (
 	walBucket = []byte("wal")
@@ -130,13 +121,10 @@ func bucketOf(tx *bolt.Tx, id byte) *bolt.Bucket {
 	return b
 }
 
-// put writes key in the bucket id names, in tx, and notes the change for the log; with no tx,
-// while a checkpoint is under way, it only notes the change, which the next transaction replays.
+// put writes key in the bucket id names, in tx, and notes the change for the log.
 func (j *File) put(tx *bolt.Tx, id byte, key, value []byte) error {
-	if tx != nil {
-		if err := bucketOf(tx, id).Put(key, value); err != nil {
-			return err
-		}
+	if err := bucketOf(tx, id).Put(key, value); err != nil {
+		return err
 	}
 	j.changes = appendChange(j.changes, changePut, id, key, value)
 	return nil
@@ -248,9 +236,8 @@ func records(log []byte, salt [8]byte, gen uint64) (changes [][]byte) {
 	return changes
 }
 
-// recoverLog commits to db what the log at path holds beyond db's last checkpoint, then retires
-// the two generations after it, so that no record now in the log is read again, and returns the
-// log's state.
+// recoverLog commits to db what the log at path holds beyond db's last checkpoint, then names a
+// new generation, so that no record now in the log is read again, and returns the log's state.
 // It runs before anything else commits to db, so that a log db still matches is found matching.
 func recoverLog(db *bolt.DB, path string) (walState, error) {
 	var st walState
@@ -268,12 +255,7 @@ func recoverLog(db *bolt.DB, path string) (walState, error) {
 		if err != nil {
 			return st, err
 		}
-		changes := records(region(log, st.gen+1), st.salt, st.gen+1)
-		if len(changes) == 0 && regionOf(st.gen+1) != 0 {
-			changes = records(log, st.salt, st.gen+1) // an earlier version's log
-		}
-		changes = append(changes, records(region(log, st.gen+2), st.salt, st.gen+2)...)
-		if len(changes) > 0 {
+		if changes := records(log, st.salt, st.gen+1); len(changes) > 0 {
 			err = db.Update(func(tx *bolt.Tx) error {
 				for _, c := range changes {
 					if err := replay(tx, c); err != nil {
@@ -292,15 +274,10 @@ func recoverLog(db *bolt.DB, path string) (walState, error) {
 			return st, err
 		}
 	}
-	// The generations just read, or those an unmatched log may hold, are retired: the next are
-	// written over them.
-	st.gen += 2
+	// The generation just read, or one an unmatched log may hold, is retired: the next is
+	// written over it.
+	st.gen++
 	return st, nil
-}
-
-// region returns what log holds from the start of generation gen's region.
-func region(log []byte, gen uint64) []byte {
-	return log[min(regionOf(gen), int64(len(log))):]
 }
 
 // readLog reads the log at path; one that does not exist is empty.

@@ -58,7 +58,7 @@ func killAt(point string, nth int) {
 			return
 		}
 		if p == walAppend {
-			j.log.WriteAt(j.record[:len(j.record)/2], j.logAt())
+			j.log.WriteAt(j.record[:len(j.record)/2], j.logEnd)
 		}
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}

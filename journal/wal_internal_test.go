@@ -124,7 +124,7 @@ func copyFile(src, dst string) error {
 
 // logEnd returns where the writer appends its next record.
 func logEnd(j *File) (end int64) {
-	j.read(func(*bolt.Tx) { end = j.logAt() })
+	j.read(func(*bolt.Tx) { end = j.logEnd })
 	return end
 }
 
@@ -180,12 +180,10 @@ func TestCheckpointedRecordsNotReplayed(t *testing.T) {
 	mustClaim(t, j, logRecord("a1"))
 	first := logEnd(j)
 	mustClaim(t, j, logRecord("b1")).Settle(mcpclient.StateAnswered, true, 1)
-	checkpointNow(t, j)              // the settle with it, never logged
-	mustClaim(t, j, logRecord("c1")) // in the log's other region
-	checkpointNow(t, j)              // back to the region of a1's generation
+	checkpointNow(t, j) // the settle with it, never logged
 	// The new generation's first record, ending where the old one's first did: a change of
 	// nothing (a settled key that is not there), its length chosen to fit.
-	n := int(first%walRegion) - recordHeader - 8 - 3
+	n := int(first) - recordHeader - 8 - 3
 	if n < 0 || n >= 128 {
 		t.Fatalf("the first record is %d bytes, too short or long to match", first)
 	}
@@ -313,16 +311,11 @@ func TestOpenStartsANewGeneration(t *testing.T) {
 	defer k.Close()
 	var st walState
 	k.read(func(*bolt.Tx) { st = k.wal })
-	// The open retired the generation it replayed and the one after it.
-	if n := len(records(region(before, st.gen-1), st.salt, st.gen-1)); n != 2 {
+	if n := len(records(before, st.salt, st.gen)); n != 2 {
 		t.Fatalf("%d records of the generation replayed, want 2", n)
 	}
-	for _, gen := range []uint64{st.gen + 1, st.gen + 2} {
-		for _, at := range []int64{0, walRegion} {
-			if n := len(records(before[min(at, int64(len(before))):], st.salt, gen)); n != 0 {
-				t.Fatalf("%d records of the log, at %d, read as the new generation %d's", n, at, gen)
-			}
-		}
+	if n := len(records(before, st.salt, st.gen+1)); n != 0 {
+		t.Fatalf("%d records of the log read as the new generation's", n)
 	}
 }
 

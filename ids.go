@@ -3,6 +3,8 @@ package mcpclient
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -184,6 +186,40 @@ func newID(v IDVersion) (id ID, key string, err error) {
 	key = string(b[:])
 	return StringID(key[1 : len(key)-1]), key, nil
 }
+
+// IDFromKey returns the request id of the job key in namespace: a UUID of version 8 (RFC 9562,
+// name-based with SHA-256) made from the two strings alone. The same namespace and key give the
+// same id in every process, on every machine and in every version of this module; different ones
+// give different ids. The namespace keeps apart the jobs of different programs or kinds that
+// might share a key ("billing/charge", "bookings").
+//
+// A worker that calls under IDFromKey(namespace, jobKey) (with [WithRequestID]) makes "run this
+// job" idempotent across restarts: a run after a crash sends the same id, so with a journal the
+// client finds the earlier attempt and its state ([Client.Journaled]), and a server that keeps
+// receipts answers a resend of the same bytes from its receipt rather than running the tool
+// again. The id stands for one content: calling under it with other arguments is refused with
+// ErrRequestIDReused, so a job whose input changes on purpose needs a new key.
+func IDFromKey(namespace, key string) ID {
+	h := sha256.New()
+	// Each part carries its length, so that no two (namespace, key) pairs hash the same bytes:
+	// ("ab", "c") and ("a", "bc") differ.
+	var n [binary.MaxVarintLen64]byte
+	h.Write([]byte(idFromKeyDomain))
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(namespace)))])
+	h.Write([]byte(namespace))
+	h.Write(n[:binary.PutUvarint(n[:], uint64(len(key)))])
+	h.Write([]byte(key))
+	var sum [sha256.Size]byte
+	var u uuid.UUID
+	copy(u[:], h.Sum(sum[:0]))
+	u[6] = u[6]&0x0f | 0x80 // version 8
+	u[8] = u[8]&0x3f | 0x80 // the RFC 9562 variant
+	return StringID(string(appendUUID(make([]byte, 0, 36), u)))
+}
+
+// idFromKeyDomain sets IDFromKey's hashes apart from any other use of SHA-256 over the same
+// strings. Changing it changes every derived id: it is fixed for good.
+const idFromKeyDomain = "mcpclient IDFromKey v1\x00"
 
 // appendUUID appends u in its canonical form, as u.String() writes it.
 func appendUUID(b []byte, u uuid.UUID) []byte {

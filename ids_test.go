@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -512,4 +514,60 @@ func FuzzIDKey(f *testing.F) {
 			t.Fatalf("%q: idKey %s, decoded and re-encoded %s", raw, key, id.JSON())
 		}
 	})
+}
+
+// IDFromKey's ids are fixed for good: a worker that restarts on a newer version of the module
+// must find the requests an older one made under the same job keys. The wanted ids were computed
+// apart from this code (SHA-256 of the domain, then each part after its uvarint length; the
+// first 16 bytes, version 8, RFC 9562 variant).
+func TestIDFromKeyIsStable(t *testing.T) {
+	for _, tc := range []struct{ namespace, key, want string }{
+		{"bookings", "job-1", "545236bb-f0cd-8517-b658-e5b1c8578322"},
+		{"bookings", "job-2", "39f65706-ee87-8cf7-8ee6-7f45e4f5d694"},
+		{"", "", "96e83f0d-a135-80df-a12d-cf0682f278b5"},
+		{"ab", "c", "8f2b2d47-20f6-8d6c-9361-23c95b6967dc"},
+		{"a", "bc", "8e2f332c-f39e-8461-a812-967b073b86cd"},
+		{"ünï", "cödé\x00", "cfd30ef7-09d4-8c67-9a60-e968c1c11c5a"},
+		{strings.Repeat("n", 200), "k", "6dd4d39d-a287-8adc-ac38-b4a47c247778"}, // a two-byte length
+	} {
+		id := mcpclient.IDFromKey(tc.namespace, tc.key)
+		if got := id.String(); got != tc.want {
+			t.Errorf("IDFromKey(%.20q, %q) = %s, want %s", tc.namespace, tc.key, got, tc.want)
+		}
+		u, err := uuid.Parse(id.String())
+		if err != nil || u.Version() != 8 || u.Variant() != uuid.RFC4122 {
+			t.Errorf("IDFromKey(%.20q, %q) = %s: version %d, variant %v, %v; want a version 8 UUID", tc.namespace, tc.key, id, u.Version(), u.Variant(), err)
+		}
+		if id.JSON() != `"`+tc.want+`"` {
+			t.Errorf("IDFromKey(%.20q, %q).JSON() = %s", tc.namespace, tc.key, id.JSON())
+		}
+	}
+}
+
+// A pinned IDFromKey id makes a job's second run find the first: answered once, the same job
+// under the same key is answered from the server's receipt, and the tool runs once.
+func TestIDFromKeyRunsAJobOnce(t *testing.T) {
+	var runs atomic.Int32
+	srv := mcptest.NewTestServer(t, mcptest.WithTool(mcpclient.Tool{Name: "charge"}, func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+		runs.Add(1)
+		return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("charged")}}, nil
+	}))
+	c := mcptest.NewClient(t, srv)
+	ctx := context.Background()
+	id := mcpclient.IDFromKey("billing", "invoice-17")
+	for range 2 {
+		res, err := c.CallTool(ctx, "charge", map[string]any{"amount": 12}, mcpclient.WithRequestID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Text(); got != "charged" {
+			t.Fatalf("answer %q", got)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times under one job key, want 1", n)
+	}
+	if _, err := c.CallTool(ctx, "charge", map[string]any{"amount": 13}, mcpclient.WithRequestID(id)); !errors.Is(err, mcpclient.ErrRequestIDReused) {
+		t.Fatalf("the job key with other arguments: %v, want ErrRequestIDReused", err)
+	}
 }

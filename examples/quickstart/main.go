@@ -3,7 +3,8 @@
 // It starts an in-memory mcptest server whose "reserve" tool books a room, and makes the server
 // drop the reply after the first execution. The client resends the same bytes under the same id;
 // the server's receipt answers without booking twice. Then it shows a hard signal (other content
-// under a used id) and a deliberate correction with Supersede.
+// under a used id), and a call whose every attempt is lost: after inspecting the hotel, the caller
+// books the same room again with Supersede, a new id that names the lost one.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/northstar-mcp/mcpclient"
@@ -47,6 +49,12 @@ func (h *hotel) reserve(_ context.Context, call *mcptest.ToolCall) (*mcpclient.C
 	return &mcpclient.CallToolResult{Content: []mcpclient.Content{
 		mcpclient.TextContent(fmt.Sprintf("booked room %s for %s, ref %s", args.Room, args.Night, ref)),
 	}}, nil
+}
+
+func (h *hotel) booked(room, night string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Contains(h.bookings, room+" on "+night)
 }
 
 func (h *hotel) count() int {
@@ -131,11 +139,16 @@ func run(ctx context.Context) error {
 	_, err = c.Supersede(ctx, lost, mcpclient.Inspection{}, nil)
 	fmt.Printf("   supersede without inspection: %v\n", err)
 
-	// The caller inspects the hotel, finds no booking, and books room 16 instead, deliberately.
-	found := fmt.Sprintf("%d bookings, none for room 15", h.count())
+	// The caller inspects the hotel and finds no booking for room 15: the lost request never ran.
+	// Only then does it book room 15 again, deliberately, under a new id that names the old one.
+	if h.booked("15", "2026-12-25") {
+		return errors.New("room 15 was booked although every attempt was lost before the tool ran")
+	}
+	found := fmt.Sprintf("no booking for room 15 on 2026-12-25 among %d", h.count())
 	fmt.Printf("   inspection   %s\n", found)
+	fmt.Println("   re-book room 15 under a new id, recording the inspection")
 	resp, err = c.Supersede(ctx, lost, mcpclient.Inspection{Checked: "the hotel's bookings for 2026-12-25", Found: found},
-		mcpclient.CallToolParams{Name: "reserve", Arguments: map[string]string{"room": "16", "night": "2026-12-25"}})
+		mcpclient.CallToolParams{Name: "reserve", Arguments: map[string]string{"room": "15", "night": "2026-12-25"}})
 	if err != nil {
 		return err
 	}
@@ -148,6 +161,9 @@ func run(ctx context.Context) error {
 	fmt.Printf("   old entry    %s, superseded by %s\n", old.State, old.SupersededBy)
 	fmt.Printf("   wire params  %s\n", resp.Request.Params())
 	fmt.Printf("   result       %s\n", res.Text())
+	if !h.booked("15", "2026-12-25") || h.count() != 2 {
+		return fmt.Errorf("expected room 12 and room 15 booked once each, got %d bookings", h.count())
+	}
 	fmt.Printf("\nbookings: %d (one per request that ran)\n", h.count())
 	return nil
 }

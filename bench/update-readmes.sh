@@ -10,10 +10,13 @@ summary="$OUT/summary.md"
 tables="$OUT/tables.md"
 
 # replace FILE START END CONTENT-FILE: the lines between the marker lines START and END become
-# CONTENT-FILE's.
+# CONTENT-FILE's. A file without both markers is an error: the results would go nowhere.
 replace() {
 	local file=$1 start=$2 end=$3 content=$4
-	grep -q "$start" "$file" || return 0
+	if ! grep -q "$start" "$file" || ! grep -q "$end" "$file"; then
+		echo "update-readmes.sh: $file has no $start ... $end block" >&2
+		return 1
+	fi
 	{
 		sed -n "1,/$start/p" "$file"
 		cat "$content"

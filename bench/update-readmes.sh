@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes the results of bench/run.sh's last run into bench/README.md (the summary and every
-# table) and into the top-level README.md (the summary and the headline tables picked by
-# headline.awk), between their markers. run.sh calls it; run it alone to redo the READMEs from
-# the results of a run: bash bench/update-readmes.sh [OUT, default bench/results].
+# table) and into docs/performance.md (the summary and the headline tables picked by
+# headline.awk), between their markers. run.sh calls it; run it alone to redo both from the
+# results of a run: bash bench/update-readmes.sh [OUT, default bench/results].
 set -euo pipefail
 cd "$(dirname "$0")"
 OUT=${1:-results}
@@ -30,4 +30,4 @@ replace README.md '<!-- results:start -->' '<!-- results:end -->' "$summary"
 	sed -n '1,/^$/p' "$summary"
 	awk -f headline.awk "$tables"
 } >"$OUT/headline.md"
-replace ../README.md '<!-- bench:start -->' '<!-- bench:end -->' "$OUT/headline.md"
+replace ../docs/performance.md '<!-- bench:start -->' '<!-- bench:end -->' "$OUT/headline.md"

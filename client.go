@@ -85,11 +85,13 @@ type Client struct {
 	wg sync.WaitGroup
 }
 
-// Connect opens a connection through t, negotiates the protocol revision with initialize and
-// sends notifications/initialized. Dialing and initialize are retried under the client's retry
-// policy, each failed try reported to its OnRetry; a server answering with a revision this
-// client does not speak is refused with ErrUnsupportedVersion. Under a context without a
-// deadline, Connect gives up after the handshake timeout (see WithHandshakeTimeout).
+// Connect opens a connection through t and negotiates the protocol revision: it asks
+// server/discover first (the stateless revision, 2026-07-28) and falls back to initialize and
+// notifications/initialized for servers of the revisions with sessions (2024-11-05 to
+// 2025-11-25); WithProtocolVersion pins one. Dialing and initialize are retried under the
+// client's retry policy, each failed try reported to its OnRetry; a server answering with a
+// revision this client does not speak is refused with ErrUnsupportedVersion. Under a context
+// without a deadline, Connect gives up after the handshake timeout (see WithHandshakeTimeout).
 //
 // A server process that exits before the session opens ([transport.Command]) is started once
 // more, since a crash on a cold start may be transient; if that one exits too, Connect fails

@@ -1,4 +1,4 @@
-# headline.awk picks the tables the top-level README shows out of run.sh's tables.md: the
+# headline.awk picks the tables docs/performance.md shows out of run.sh's tables.md: the
 # headline figures, client CPU per call (HTTP, to every server, and in memory), calls/s over
 # HTTP, what a session start costs (CPU, requests, bytes and allocations), what an idle session
 # holds (heap and goroutines), and the retry machinery's cost.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the client comparison on one or more Go versions and writes RESULTS.md (and the results
-# block of README.md).
+# blocks of bench/README.md and docs/performance.md).
 #
 #   bash bench/run.sh                      # the default set, 6 passes, on Go 1.26 and 1.27 (about 32 minutes on 2 quiet vCPUs)
 #   COUNT=10 bash bench/run.sh             # more samples
@@ -20,7 +20,7 @@
 # default only when BENCH is not set), BENCHTIME (default 1s), OUT (default bench/results; raw
 # go test output and benchstat tables go there), RESULTS (the report; default bench/RESULTS.md
 # for a full run, $OUT/RESULTS.md for a subset), UPDATE_README (1: write the results into
-# bench/README.md and the headline tables into the top-level README.md, see update-readmes.sh;
+# bench/README.md and the headline tables into docs/performance.md, see update-readmes.sh;
 # default 1 for a full run, 0 for a subset).
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -27,8 +27,9 @@ import (
 	"github.com/northstar-mcp/mcpclient/internal/wait"
 )
 
-// HTTP is the Streamable HTTP transport of MCP revisions 2025-03-26 to 2025-11-25: every
-// message is its own POST to one endpoint, answered with a JSON body or an SSE stream.
+// HTTP is the Streamable HTTP transport of MCP revisions 2025-03-26 to 2026-07-28: every
+// message is its own POST to one endpoint, answered with a JSON body or an SSE stream. In the
+// stateless revision (2026-07-28) it has no session, GET stream, resumption or DELETE.
 //
 // It reports how far each POST got. NotDelivered only when the request provably did not reach
 // the MCP handler: a POST that failed before the whole request was written, 429 and 503 that

@@ -26,8 +26,8 @@ import (
 // receipts, modes and faults as in memory. Faults take their HTTP form: DropBeforeExecution and
 // DropAfterExecution reset the connection, Fail answers 503 with Retry-After, ExpireSession
 // answers 404, BreakStream cuts an SSE response after its first event id and replays the
-// answer to a GET with Last-Event-ID, and CloseStream ends it there cleanly, answer replayed the
-// same way.
+// answer to a GET with Last-Event-ID, CloseStream ends it there cleanly, answer replayed the
+// same way, and RefuseInFlight and RefuseIDReused answer 409 with the receipt rules' refusal.
 type HTTPServer struct {
 	*Server
 	// URL is the MCP endpoint, set by Start.

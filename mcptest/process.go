@@ -136,14 +136,22 @@ func (s *Server) process(ctx context.Context, ep *epoch, session string, m jsonr
 	if stateless == nil && m.Method != "initialize" && !s.sessionLive(ep, session) {
 		return verdict{refuse: transport.ErrSessionNotFound}
 	}
-	if s.mode == ModeInFlightRefusal && m.Method != "initialize" {
+	var receipt admission
+	var receipted bool
+	switch {
+	case plan.refusal != 0:
+		// Refused as the receipt rules refuse, whatever the mode: nothing is claimed, so that
+		// a resend of the id runs.
+		receipt, receipted = receiptRefusal(plan.refusal, key), true
+	case s.mode == ModeInFlightRefusal && m.Method != "initialize":
 		if !s.claimInFlight(ep, key) {
 			return verdict{inFlight: true, answer: errorAnswer(mcpclient.RPCInvalidRequest, "request id already in flight", nil)}
 		}
 		defer s.releaseInFlight(ep, key)
+	default:
+		receipt, receipted = s.admitReceipt(ctx, ep, session, stateless, m, key)
 	}
 	var v verdict
-	receipt, receipted := s.admitReceipt(ctx, ep, session, stateless, m, key)
 	switch {
 	case receipted && receipt.answer != nil:
 		// Answered from the receipt, before anything runs or any stream opens, so that the

@@ -13,9 +13,10 @@ import (
 // Kinds. The kinds act as the injected Fault of the same kind does (see FaultKind and, over
 // HTTP, HTTPServer): DropBeforeExecution and DropAfterExecution reset the exchange, Fail refuses
 // the request with RetryAfter as its delay hint (HTTP 503 with Retry-After), Delay holds it for
-// Delay (a slow reply), ExpireSession ends its session (HTTP 404), and BreakStream cuts an SSE
+// Delay (a slow reply), ExpireSession ends its session (HTTP 404), BreakStream cuts an SSE
 // answer after its first event id, which CloseStream ends cleanly there (only on an HTTPServer
-// made WithSSEResponses; elsewhere they do nothing, but still count as hits).
+// made WithSSEResponses; elsewhere they do nothing, but still count as hits), and RefuseInFlight
+// and RefuseIDReused refuse it as a server keeping receipts refuses an id (HTTP 409).
 //
 // The draws come from a math/rand/v2 PCG source seeded with Seed and are made under the server's
 // mutex, one or two per selected request in arrival order: the same seed and the same order of
@@ -101,7 +102,7 @@ func newRandomFaults(rf RandomFaults) *randomFaults {
 		panic("mcptest: RandomFaults with a positive Rate needs Kinds")
 	}
 	for _, k := range rf.Kinds {
-		if k < DropBeforeExecution || k > CloseStream {
+		if k < DropBeforeExecution || k > lastFaultKind {
 			panic(fmt.Sprintf("mcptest: RandomFaults: unknown fault kind %d", int(k)))
 		}
 	}
@@ -142,22 +143,4 @@ func (r *randomFaults) take(method, tool string, p *faultPlan) {
 	kind := r.Kinds[r.rng.IntN(len(r.Kinds))]
 	r.hits[kind]++
 	p.add(kind, r.RetryAfter, r.Delay)
-}
-
-var faultKindNames = [...]string{
-	DropBeforeExecution: "DropBeforeExecution",
-	DropAfterExecution:  "DropAfterExecution",
-	Delay:               "Delay",
-	Fail:                "Fail",
-	ExpireSession:       "ExpireSession",
-	BreakStream:         "BreakStream",
-	CloseStream:         "CloseStream",
-}
-
-// String returns the name of the kind, as in Go source.
-func (k FaultKind) String() string {
-	if k > 0 && int(k) < len(faultKindNames) {
-		return faultKindNames[k]
-	}
-	return fmt.Sprintf("FaultKind(%d)", int(k))
 }

@@ -96,10 +96,11 @@ func TestRandomFaultsSelectAndStop(t *testing.T) {
 
 func TestRandomFaultsRefuseNonsense(t *testing.T) {
 	for name, rf := range map[string]mcptest.RandomFaults{
-		"rate above 1": {Rate: 1.5, Kinds: []mcptest.FaultKind{mcptest.Fail}},
-		"negative":     {Rate: -0.1, Kinds: []mcptest.FaultKind{mcptest.Fail}},
-		"no kinds":     {Rate: 0.1},
-		"unknown kind": {Rate: 0.1, Kinds: []mcptest.FaultKind{0}},
+		"rate above 1":  {Rate: 1.5, Kinds: []mcptest.FaultKind{mcptest.Fail}},
+		"negative":      {Rate: -0.1, Kinds: []mcptest.FaultKind{mcptest.Fail}},
+		"no kinds":      {Rate: 0.1},
+		"unknown kind":  {Rate: 0.1, Kinds: []mcptest.FaultKind{0}},
+		"past the last": {Rate: 0.1, Kinds: []mcptest.FaultKind{mcptest.RefuseIDReused + 1}},
 	} {
 		func() {
 			defer func() {

@@ -107,15 +107,23 @@ func (s *Server) admitReceipt(ctx context.Context, ep *epoch, session string, st
 		a.replay = true
 		return answered(a, http.StatusOK)
 	}
-	refusal, _ := receipts.ErrorResponse(got.Verdict, key)
+	return receiptRefusal(got.Verdict, key), true
+}
+
+// receiptRefusal is the answer, and its HTTP status, with which the receipt rules refuse a
+// request under key for verdict v (receipts.InFlight, Reused, InDoubt or Full). The faults that
+// refuse a request as the rules do (RefuseInFlight, RefuseIDReused) answer with it too.
+func receiptRefusal(v receipts.Verdict, key string) admission {
+	refusal, _ := receipts.ErrorResponse(v, key)
 	a, _ := answerOf(refusal) // the receipts package builds well-formed refusals
-	switch got.Verdict {
+	status := http.StatusOK   // in doubt: the outcome of a request that may have run
+	switch v {
 	case receipts.InFlight, receipts.Reused:
-		return answered(a, http.StatusConflict)
+		status = http.StatusConflict
 	case receipts.Full:
-		return answered(a, http.StatusServiceUnavailable)
+		status = http.StatusServiceUnavailable
 	}
-	return answered(a, http.StatusOK) // in doubt: the outcome of a request that may have run
+	return admission{answer: &a, status: status}
 }
 
 // concludeReceipt settles the receipt of a request that ran with its answer, or releases it

@@ -216,8 +216,11 @@ func WithMaxReceipts(n int) Option {
 // whether the receipts survived, and must assume they did not.
 func WithoutReceiptEpoch() Option { return optionFunc(func(s *Server) { s.noEpoch = true }) }
 
-// WithTool registers a tool. A later registration under the same name replaces the earlier.
-func WithTool(tool mcpclient.Tool, fn ToolFunc) Option {
+// WithTool registers a tool, described by tool and opts (its annotation hints, say:
+// ReadOnlyHint, IdempotentHint, DestructiveHint, OpenWorldHint). A later registration under
+// the same name replaces the earlier.
+func WithTool(tool mcpclient.Tool, fn ToolFunc, opts ...ToolOption) Option {
+	tool = describeTool(tool, opts)
 	return optionFunc(func(s *Server) { s.addToolLocked(tool, fn) })
 }
 
@@ -335,10 +338,11 @@ func (s *Server) newEpoch() *epoch {
 	}
 }
 
-// AddTool registers a tool on a running server.
+// AddTool registers a tool on a running server, described by tool and opts as by WithTool.
 // Listeners of the stateless revisions that asked for tool list changes hear of it; sessions
 // hear of it when the test sends notifications/tools/list_changed (Notify).
-func (s *Server) AddTool(tool mcpclient.Tool, fn ToolFunc) {
+func (s *Server) AddTool(tool mcpclient.Tool, fn ToolFunc, opts ...ToolOption) {
+	tool = describeTool(tool, opts)
 	s.mu.Lock()
 	s.addToolLocked(tool, fn)
 	s.mu.Unlock()

@@ -121,6 +121,30 @@ func TestAuthIssuerPinned(t *testing.T) {
 	}
 }
 
+// A server's refusal for want of authorization, without -auth, says in the report line that
+// -auth signs in; with -auth given, it does not.
+func TestUnauthorizedNamesTheAuthFlag(t *testing.T) {
+	as := mcptest.NewTestAuthServer(t)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithAuthorization(as))
+	for _, endpoint := range [][]string{{"-url", srv.URL}, {"-sse", srv.URL + "/sse"}} {
+		r := call(t, "", append(endpoint, "ping")...)
+		if r.code != exitNotExecuted || !strings.Contains(r.stderr, "unauthorized") {
+			t.Fatalf("%s: exit %d: %s", endpoint[0], r.code, r.stderr)
+		}
+		checkStderr(t, r)
+		if !strings.Contains(r.stderr, "run again with -auth to sign in") {
+			t.Errorf("%s: stderr %q does not name -auth", endpoint[0], r.stderr)
+		}
+	}
+	// The user who gave -auth and was refused all the same (another authorization server
+	// than the one pinned) is not told to give it.
+	approvingBrowser(t)
+	r := call(t, "", "-url", srv.URL, "-auth", "-auth-issuer", "https://as.example", "-token-file", filepath.Join(t.TempDir(), "tokens.json"), "ping")
+	if r.code != exitNotExecuted || !strings.Contains(r.stderr, "unauthorized") || strings.Contains(r.stderr, "run again with -auth") {
+		t.Errorf("with -auth: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
 // A browser opener's error may quote the URLs it followed, up to the callback with its
 // authorization code: the line that says no browser opened masks their queries.
 func TestAuthBrowserErrorShowsNoSecret(t *testing.T) {

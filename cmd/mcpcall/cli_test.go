@@ -21,7 +21,7 @@ func TestHelp(t *testing.T) {
 		if r.code != exitOK || r.stderr != "" {
 			t.Errorf("%s: exit %d stderr %q, want 0 and nothing", flag, r.code, r.stderr)
 		}
-		for _, want := range []string{"usage: mcpcall [flags] METHOD", "call TOOL [KEY=VALUE", "-tool TOOL", "  -auth\n", "  -args "} {
+		for _, want := range []string{"usage: mcpcall [flags] METHOD", "call TOOL [KEY=VALUE", "-tool TOOL", "  -v\t", "  -auth\n", "  -args "} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("%s: stdout lacks %q:\n%s", flag, want, r.stdout)
 			}
@@ -81,8 +81,10 @@ func TestReportNamesTheErrorsID(t *testing.T) {
 	}{
 		"generated id":  {[]string{"-url", rec.URL, "tools/call", `{"name":"echo"}`}, exitUnknown, "outcome unknown"},
 		"-id":           {[]string{"-url", rec.URL, "-id", "order-9", "tools/call", `{"name":"echo"}`}, exitUnknown, "outcome unknown"},
-		"short form":    {[]string{"-url", rec.URL, "call", "echo", "n=1"}, exitUnknown, "outcome unknown"},
-		"session ended": {[]string{"-url", rec.URL, "no/such/method"}, exitFailed, "server error"},
+		"-v":            {[]string{"-v", "-url", rec.URL, "tools/call", `{"name":"echo"}`}, exitUnknown, "outcome unknown"},
+		"short form -v": {[]string{"-v", "-url", rec.URL, "call", "echo", "n=1"}, exitUnknown, "outcome unknown"},
+		// The session ends with a DELETE, which -v traces: before the report.
+		"-v, session ended": {[]string{"-v", "-url", rec.URL, "no/such/method"}, exitFailed, "server error"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			mu.Lock()
@@ -92,7 +94,7 @@ func TestReportNamesTheErrorsID(t *testing.T) {
 			if r.code != tt.code {
 				t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 			}
-			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+			lines := linesOf(r.stderr)
 			last := lines[len(lines)-1]
 			checkStderr(t, result{stderr: last + "\n"})
 			m := reportedID.FindStringSubmatch(last)

@@ -32,6 +32,11 @@
 // KEY:=JSON gives JSON that must parse. The first '=' ends KEY. As METHOD, call is the short
 // form's word: MCP names its methods with a '/', and no method named call can be sent.
 //
+// With -v every frame sent and received is traced on stderr, one line each: -> or <-, the HTTP
+// method, endpoint and status (or stdio), and the JSON, cut after 64 KiB. The trace shows no
+// credential: of the request headers only the Authorization scheme appears, every URL has its
+// userinfo, query values and fragment masked, and the OAuth requests of -auth are not traced.
+//
 // -h prints the usage on stdout, and exits 0.
 //
 // A tools/call result is printed as it came: mcpcall lists no tools, so it does not check
@@ -60,7 +65,7 @@
 //
 // stdout is empty unless a result arrived; stderr has one line naming the error class, the
 // request id (the one the error names), the session id and the attempts, after what a stdio
-// server wrote to its stderr. A server refusing the request for want of
+// server wrote to its stderr and the -v trace. A server refusing the request for want of
 // authorization, when -auth was not given, is told in that line to run again with -auth.
 //
 // No text from the server reaches the terminal able to act on it. In mcpcall's stderr line every
@@ -126,11 +131,14 @@ type options struct {
 	tokenFile     string
 	authIssuer    string
 	journal       string
+	verbose       bool
 	tool          string
 	toolArgs      string
 	toolArgsSet   bool
-	method        string
-	params        json.RawMessage
+	// httpClient is the client of the HTTP transports when -v traces them, or nil.
+	httpClient *http.Client
+	method     string
+	params     json.RawMessage
 }
 
 func usage(fs *flag.FlagSet) {
@@ -168,6 +176,7 @@ func parseArgs(args []string, stdin io.Reader, stdout, stderr io.Writer) (*optio
 	fs.StringVar(&o.journal, "journal", "", "record the request in this file before sending it; a run killed mid-call and started again with the same command resends the same bytes under the same id")
 	fs.StringVar(&o.authIssuer, "auth-issuer", "", "the only authorization server (issuer URL) -auth signs in with")
 	fs.StringVar(&o.tokenFile, "token-file", "", "where -auth keeps tokens (mode 0600; default: the user's config directory, mcpclient/tokens.json)")
+	fs.BoolVar(&o.verbose, "v", false, "trace every frame sent and received on stderr, with its HTTP method, endpoint and status; credentials are masked")
 	fs.StringVar(&o.tool, "tool", "", "call this tool (tools/call); its arguments come from -args or from KEY=VALUE words")
 	fs.Func("args", "the arguments of -tool, a JSON object", func(v string) error {
 		o.toolArgs, o.toolArgsSet = v, true
@@ -340,11 +349,18 @@ func (o *options) transport(term *terminal) (transport.Transport, error) {
 		}
 		auth = a
 	}
+	var trace *tracer
+	if o.verbose {
+		trace = &tracer{term: term}
+		if o.cmd == "" && o.httpClient == nil {
+			o.httpClient = trace.httpClient()
+		}
+	}
 	switch {
 	case o.url != "":
-		return &transport.HTTP{URL: o.url, Header: header, Authorizer: auth}, nil
+		return &transport.HTTP{URL: o.url, Header: header, Authorizer: auth, Client: o.httpClient}, nil
 	case o.sse != "":
-		return &transport.SSE{URL: o.sse, Header: header, Authorizer: auth}, nil
+		return &transport.SSE{URL: o.sse, Header: header, Authorizer: auth, Client: o.httpClient}, nil
 	}
 	words, err := splitCommand(o.cmd)
 	if err != nil {
@@ -356,7 +372,11 @@ func (o *options) transport(term *terminal) (transport.Transport, error) {
 	if _, err := exec.LookPath(words[0]); err != nil {
 		return nil, fmt.Errorf("-cmd: %w", err)
 	}
-	return &transport.Command{Path: words[0], Args: words[1:], Stderr: term}, nil
+	cmd := &transport.Command{Path: words[0], Args: words[1:], Stderr: term}
+	if trace != nil {
+		return &tracedTransport{next: cmd, t: trace}, nil
+	}
+	return cmd, nil
 }
 
 func (o *options) policy() (mcpclient.RetryPolicy, error) {
@@ -390,6 +410,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		term.printf("mcpcall: usage: %v", err)
 		return exitLocal
+	}
+	if o.httpClient != nil {
+		defer o.httpClient.CloseIdleConnections() // after the client's Close: its DELETE
 	}
 	policy, err := o.policy()
 	if err != nil {
@@ -454,14 +477,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failed(c, err, term, o)
 	}
-	c.Close() // before the last line
+	// The session ends before the last line, so that -v traces its end before it.
+	c.Close()
 	var line bytes.Buffer
 	if err := json.Compact(&line, resp.Result); err != nil {
+		term.endTrace()
 		term.printf("mcpcall: protocol error: request %s session %q attempts %d: result is not JSON", resp.Request.ID().JSON(), session, resp.Attempts)
 		return exitFailed
 	}
 	stdout.Write(append(termsafe.JSON(line.Bytes()), '\n'))
 	if o.method == "tools/call" && isToolError(resp.Result) {
+		term.endTrace()
 		term.printf("mcpcall: tool error: request %s session %q attempts %d: the result has isError:true", resp.Request.ID().JSON(), session, resp.Attempts)
 		return exitFailed
 	}
@@ -470,7 +496,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // failed ends the client, leaving the session open when the request's receipt there must
 // survive, and reports the error of the request sent: last, after what ending the client brought
-// (a stdio server's last words).
+// (a stdio server's last words, the -v trace of the session's end).
 func failed(c *mcpclient.Client, err error, term *terminal, o *options) int {
 	code := exitCode(err)
 	session := c.SessionID()
@@ -553,6 +579,7 @@ func report(term *terminal, err error, session string) {
 	if id == "" {
 		id = `""`
 	}
+	term.endTrace()
 	term.printf("mcpcall: %s: request %s session %q attempts %d: %v", class, id, session, attempts, err)
 }
 

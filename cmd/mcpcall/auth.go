@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/northstar-mcp/mcpclient/internal/redact"
 
 	"github.com/northstar-mcp/mcpclient/oauth"
 )
@@ -32,7 +38,9 @@ func (o *options) authorizer(term *terminal) (*oauth.Authorizer, error) {
 		// one-time start URL, which shows no state or PKCE challenge. Without a browser
 		// here (an SSH session), the user opens the printed URL elsewhere: the wait goes on.
 		if err := openBrowser(ctx, redirect.StartURL()); err != nil {
-			fmt.Fprintf(term, "mcpcall: no browser opened (%v); waiting for the sign-in\n", err)
+			// An opener's error may quote the URLs it followed, the callback with the
+			// authorization code among them.
+			fmt.Fprintf(term, "mcpcall: no browser opened (%v); waiting for the sign-in\n", redactedError(err))
 		}
 		return nil
 	}
@@ -48,4 +56,18 @@ func (o *options) authorizer(term *terminal) (*oauth.Authorizer, error) {
 			return nil
 		},
 	})
+}
+
+// redactedError returns the text of err with the URL a *url.Error in its chain names masked
+// (its userinfo, query values and fragment), wherever the text quotes it.
+func redactedError(err error) string {
+	text := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.URL != "" {
+		masked := redact.URL(ue.URL)
+		// url.Error quotes the URL as %q does.
+		text = strings.ReplaceAll(text, strconv.Quote(ue.URL), strconv.Quote(masked))
+		text = strings.ReplaceAll(text, ue.URL, masked)
+	}
+	return text
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,5 +118,63 @@ func TestAuthIssuerPinned(t *testing.T) {
 	}
 	if r := call(t, "", "-url", srv.URL, "-auth-issuer", "https://as.example", "ping"); r.code == exitOK {
 		t.Fatalf("-auth-issuer without -auth accepted")
+	}
+}
+
+// A server's refusal for want of authorization, without -auth, says in the report line that
+// -auth signs in; with -auth given, it does not.
+func TestUnauthorizedNamesTheAuthFlag(t *testing.T) {
+	as := mcptest.NewTestAuthServer(t)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithAuthorization(as))
+	for _, endpoint := range [][]string{{"-url", srv.URL}, {"-sse", srv.URL + "/sse"}} {
+		r := call(t, "", append(endpoint, "ping")...)
+		if r.code != exitNotExecuted || !strings.Contains(r.stderr, "unauthorized") {
+			t.Fatalf("%s: exit %d: %s", endpoint[0], r.code, r.stderr)
+		}
+		checkStderr(t, r)
+		if !strings.Contains(r.stderr, "run again with -auth to sign in") {
+			t.Errorf("%s: stderr %q does not name -auth", endpoint[0], r.stderr)
+		}
+	}
+	// The user who gave -auth and was refused all the same (another authorization server
+	// than the one pinned) is not told to give it.
+	approvingBrowser(t)
+	r := call(t, "", "-url", srv.URL, "-auth", "-auth-issuer", "https://as.example", "-token-file", filepath.Join(t.TempDir(), "tokens.json"), "ping")
+	if r.code != exitNotExecuted || !strings.Contains(r.stderr, "unauthorized") || strings.Contains(r.stderr, "run again with -auth") {
+		t.Errorf("with -auth: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// A browser opener's error may quote the URLs it followed, up to the callback with its
+// authorization code: the line that says no browser opened masks their queries.
+func TestAuthBrowserErrorShowsNoSecret(t *testing.T) {
+	restore := openBrowser
+	t.Cleanup(func() { openBrowser = restore })
+	openBrowser = func(ctx context.Context, start string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, start, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		// Signed in, and failing all the same, as an opener that lost its way may.
+		return &url.Error{Op: "Get", URL: resp.Request.URL.String(), Err: errors.New("the window closed")}
+	}
+	as := mcptest.NewTestAuthServer(t)
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithAuthorization(as))
+	r := call(t, "", "-url", srv.URL, "-auth", "-token-file", filepath.Join(t.TempDir(), "tokens.json"), "ping")
+	if r.code != exitOK || !strings.Contains(r.stderr, "no browser opened") {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "code=xxxxx") {
+		t.Errorf("the opener's error does not show the callback: the test checks nothing: %q", r.stderr)
+	}
+	for _, s := range as.Secrets() {
+		if strings.Contains(r.stderr, s) {
+			t.Errorf("stderr shows the secret %q: %q", s, r.stderr)
+		}
 	}
 }

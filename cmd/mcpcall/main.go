@@ -1,6 +1,8 @@
 // Command mcpcall sends one MCP request and prints its result, for people and scripts.
 //
 //	mcpcall [flags] METHOD [PARAMS_JSON | @FILE | -]
+//	mcpcall [flags] call TOOL [KEY=VALUE | KEY:=JSON ...]
+//	mcpcall [flags] -tool TOOL [-args JSON_OBJECT | KEY=VALUE | KEY:=JSON ...]
 //
 // It connects (Streamable HTTP with -url, legacy HTTP+SSE with -sse, a spawned stdio server
 // with -cmd), negotiates, sends METHOD with PARAMS (default {}), prints the JSON-RPC result as
@@ -23,6 +25,19 @@
 // in no more while the refresh token lasts. Before the browser opens, mcpcall prints the
 // authorization server the MCP server named; -auth-issuer pins it, so that a server naming
 // another one is refused.
+//
+// The two short forms send a tools/call: call TOOL and -tool TOOL take the tool's name, and its
+// arguments from -args, a JSON object, or from words: KEY=VALUE gives VALUE as JSON when it
+// parses as JSON (12, true, null, "12", [1,2], {"a":1}) and as the string VALUE otherwise;
+// KEY:=JSON gives JSON that must parse. The first '=' ends KEY. As METHOD, call is the short
+// form's word: MCP names its methods with a '/', and no method named call can be sent.
+//
+// With -v every frame sent and received is traced on stderr, one line each: -> or <-, the HTTP
+// method, endpoint and status (or stdio), and the JSON, cut after 64 KiB. The trace shows no
+// credential: of the request headers only the Authorization scheme appears, every URL has its
+// userinfo, query values and fragment masked, and the OAuth requests of -auth are not traced.
+//
+// -h prints the usage on stdout, and exits 0.
 //
 // A tools/call result is printed as it came: mcpcall lists no tools, so it does not check
 // structuredContent against the tool's outputSchema (Client.CallTool checks only tools it has
@@ -49,7 +64,9 @@
 //	   request replaced: nothing is sent)
 //
 // stdout is empty unless a result arrived; stderr has one line naming the error class, the
-// request id, the session id and the attempts, after what a stdio server wrote to its stderr.
+// request id (the one the error names), the session id and the attempts, after what a stdio
+// server wrote to its stderr and the -v trace. A server refusing the request for want of
+// authorization, when -auth was not given, is told in that line to run again with -auth.
 //
 // No text from the server reaches the terminal able to act on it. In mcpcall's stderr line every
 // character that is not printable (C0 and C1 controls, DEL, newlines, line separators,
@@ -74,6 +91,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/northstar-mcp/mcpclient"
 	"github.com/northstar-mcp/mcpclient/internal/redact"
@@ -113,20 +131,36 @@ type options struct {
 	tokenFile     string
 	authIssuer    string
 	journal       string
-	method        string
-	params        json.RawMessage
+	verbose       bool
+	tool          string
+	toolArgs      string
+	toolArgsSet   bool
+	// httpClient is the client of the HTTP transports when -v traces them, or nil.
+	httpClient *http.Client
+	method     string
+	params     json.RawMessage
 }
 
 func usage(fs *flag.FlagSet) {
 	w := fs.Output()
-	fmt.Fprintln(w, "usage: mcpcall [flags] METHOD [PARAMS_JSON | @FILE | -]")
+	fmt.Fprint(w, `usage: mcpcall [flags] METHOD [PARAMS_JSON | @FILE | -]
+       mcpcall [flags] call TOOL [KEY=VALUE | KEY:=JSON ...]
+       mcpcall [flags] -tool TOOL [-args JSON_OBJECT | KEY=VALUE | KEY:=JSON ...]
+
+A tool's KEY=VALUE argument is JSON when VALUE parses as JSON (12, true, null, "12", [1],
+{"a":1}), else the string VALUE; KEY:=JSON must parse.
+
+`)
 	fs.PrintDefaults()
 }
 
-func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, error) {
+// parseArgs reads the command line. -h and -help print the usage on stdout and return
+// flag.ErrHelp; what the flag package says of a bad flag goes to stderr.
+func parseArgs(args []string, stdin io.Reader, stdout, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("mcpcall", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var flagOutput bytes.Buffer
+	fs.SetOutput(&flagOutput)
 	fs.StringVar(&o.url, "url", "", "Streamable HTTP endpoint")
 	fs.StringVar(&o.sse, "sse", "", "legacy HTTP+SSE endpoint")
 	fs.StringVar(&o.cmd, "cmd", "", "spawn a stdio server (split like a shell)")
@@ -142,8 +176,20 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 	fs.StringVar(&o.journal, "journal", "", "record the request in this file before sending it; a run killed mid-call and started again with the same command resends the same bytes under the same id")
 	fs.StringVar(&o.authIssuer, "auth-issuer", "", "the only authorization server (issuer URL) -auth signs in with")
 	fs.StringVar(&o.tokenFile, "token-file", "", "where -auth keeps tokens (mode 0600; default: the user's config directory, mcpclient/tokens.json)")
+	fs.BoolVar(&o.verbose, "v", false, "trace every frame sent and received on stderr, with its HTTP method, endpoint and status; credentials are masked")
+	fs.StringVar(&o.tool, "tool", "", "call this tool (tools/call); its arguments come from -args or from KEY=VALUE words")
+	fs.Func("args", "the arguments of -tool, a JSON object", func(v string) error {
+		o.toolArgs, o.toolArgsSet = v, true
+		return nil
+	})
 	fs.Usage = func() { usage(fs) }
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		io.Copy(stdout, &flagOutput)
+		return nil, err
+	}
+	io.Copy(stderr, &flagOutput)
+	if err != nil {
 		return nil, err
 	}
 	endpoints := 0
@@ -155,13 +201,15 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 	switch {
 	case endpoints != 1:
 		return nil, errors.New("give exactly one of -url, -sse and -cmd")
-	case fs.NArg() < 1 || fs.NArg() > 2:
+	case o.toolArgsSet && o.tool == "":
+		return nil, errors.New("-args needs -tool")
+	case o.tool == "" && (fs.NArg() < 1 || fs.NArg() > 2) && fs.Arg(0) != "call":
 		return nil, errors.New("give METHOD and at most one PARAMS argument")
 	case o.attempts < 1:
 		return nil, errors.New("-attempts must be at least 1")
 	case o.timeout <= 0:
 		return nil, errors.New("-timeout must be positive")
-	case fs.Arg(0) == "":
+	case o.tool == "" && fs.Arg(0) == "":
 		return nil, errors.New("METHOD is empty")
 	case o.auth && o.cmd != "":
 		return nil, errors.New("-auth is for -url and -sse: a stdio server takes no OAuth")
@@ -176,6 +224,21 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 				return nil, fmt.Errorf("%s %q: %w", name, redact.URL(endpoint), err)
 			}
 		}
+	}
+	switch {
+	case o.tool != "":
+		if err := o.toolCall(o.tool, fs.Args()); err != nil {
+			return nil, err
+		}
+		return o, nil
+	case fs.Arg(0) == "call":
+		if fs.NArg() < 2 || fs.Arg(1) == "" {
+			return nil, errors.New("call needs the tool's name: call TOOL [KEY=VALUE ...]")
+		}
+		if err := o.toolCall(fs.Arg(1), fs.Args()[2:]); err != nil {
+			return nil, err
+		}
+		return o, nil
 	}
 	o.method = fs.Arg(0)
 	raw := []byte("{}")
@@ -207,6 +270,38 @@ func parseArgs(args []string, stdin io.Reader, stderr io.Writer) (*options, erro
 		}
 	}
 	return o, nil
+}
+
+// toolCall makes the tools/call of tool with the arguments of -args or of KEY=VALUE words.
+func (o *options) toolCall(tool string, words []string) error {
+	arguments := json.RawMessage("{}")
+	switch {
+	case !utf8.ValidString(tool):
+		return errors.New("the tool's name is not UTF-8, which JSON requires")
+	case o.toolArgsSet && len(words) > 0:
+		return errors.New("give the tool's arguments as -args or as KEY=VALUE words, not both")
+	case o.toolArgsSet:
+		raw := bytes.TrimSpace([]byte(o.toolArgs))
+		if !json.Valid(raw) || len(raw) == 0 || raw[0] != '{' {
+			return errors.New("-args must be a JSON object")
+		}
+		arguments = raw
+	case len(words) > 0:
+		a, err := toolArguments(words)
+		if err != nil {
+			return err
+		}
+		arguments = a
+	}
+	params, err := json.Marshal(struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{tool, arguments})
+	if err != nil {
+		return fmt.Errorf("the tool's arguments: %w", err)
+	}
+	o.method, o.params = "tools/call", params
+	return nil
 }
 
 // checkEndpoint refuses an endpoint that no attempt could ever reach.
@@ -254,11 +349,18 @@ func (o *options) transport(term *terminal) (transport.Transport, error) {
 		}
 		auth = a
 	}
+	var trace *tracer
+	if o.verbose {
+		trace = &tracer{term: term}
+		if o.cmd == "" && o.httpClient == nil {
+			o.httpClient = trace.httpClient()
+		}
+	}
 	switch {
 	case o.url != "":
-		return &transport.HTTP{URL: o.url, Header: header, Authorizer: auth}, nil
+		return &transport.HTTP{URL: o.url, Header: header, Authorizer: auth, Client: o.httpClient}, nil
 	case o.sse != "":
-		return &transport.SSE{URL: o.sse, Header: header, Authorizer: auth}, nil
+		return &transport.SSE{URL: o.sse, Header: header, Authorizer: auth, Client: o.httpClient}, nil
 	}
 	words, err := splitCommand(o.cmd)
 	if err != nil {
@@ -270,7 +372,11 @@ func (o *options) transport(term *terminal) (transport.Transport, error) {
 	if _, err := exec.LookPath(words[0]); err != nil {
 		return nil, fmt.Errorf("-cmd: %w", err)
 	}
-	return &transport.Command{Path: words[0], Args: words[1:], Stderr: term}, nil
+	cmd := &transport.Command{Path: words[0], Args: words[1:], Stderr: term}
+	if trace != nil {
+		return &tracedTransport{next: cmd, t: trace}, nil
+	}
+	return cmd, nil
 }
 
 func (o *options) policy() (mcpclient.RetryPolicy, error) {
@@ -292,7 +398,7 @@ func (o *options) policy() (mcpclient.RetryPolicy, error) {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	term := newTerminal(stderr)
 	defer term.close()
-	o, err := parseArgs(args, stdin, term)
+	o, err := parseArgs(args, stdin, stdout, term)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -304,6 +410,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		term.printf("mcpcall: usage: %v", err)
 		return exitLocal
+	}
+	if o.httpClient != nil {
+		defer o.httpClient.CloseIdleConnections() // after the client's Close: its DELETE
 	}
 	policy, err := o.policy()
 	if err != nil {
@@ -331,7 +440,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if code == exitUnknown {
 			code = exitNotExecuted
 		}
-		report(term, err, "")
+		report(term, o.hint(err), "")
 		return code
 	}
 	var callOpts []mcpclient.CallOption
@@ -342,7 +451,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// Client.Ping asks whether the server is alive in every revision, 2026-07-28 included,
 		// which has no ping.
 		if err := c.Ping(ctx, callOpts...); err != nil {
-			return failed(c, err, term)
+			return failed(c, err, term, o)
 		}
 		c.Close()
 		io.WriteString(stdout, "{}\n")
@@ -357,42 +466,65 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if req == nil {
 		if req, err = c.NewRequest(o.method, o.params, callOpts...); err != nil {
-			report(term, err, c.SessionID())
+			session := c.SessionID()
 			c.Close()
+			report(term, err, session)
 			return exitLocal
 		}
 	}
 	resp, err := c.Do(ctx, req)
 	session := c.SessionID()
 	if err != nil {
-		return failed(c, err, term)
+		return failed(c, err, term, o)
 	}
-	defer c.Close()
+	// The session ends before the last line, so that -v traces its end before it.
+	c.Close()
 	var line bytes.Buffer
 	if err := json.Compact(&line, resp.Result); err != nil {
+		term.endTrace()
 		term.printf("mcpcall: protocol error: request %s session %q attempts %d: result is not JSON", resp.Request.ID().JSON(), session, resp.Attempts)
 		return exitFailed
 	}
 	stdout.Write(append(termsafe.JSON(line.Bytes()), '\n'))
 	if o.method == "tools/call" && isToolError(resp.Result) {
+		term.endTrace()
 		term.printf("mcpcall: tool error: request %s session %q attempts %d: the result has isError:true", resp.Request.ID().JSON(), session, resp.Attempts)
 		return exitFailed
 	}
 	return exitOK
 }
 
-// failed reports the error of the request sent and ends the client, leaving the session open
-// when the request's receipt there must survive.
-func failed(c *mcpclient.Client, err error, term *terminal) int {
+// failed ends the client, leaving the session open when the request's receipt there must
+// survive, and reports the error of the request sent: last, after what ending the client brought
+// (a stdio server's last words, the -v trace of the session's end).
+func failed(c *mcpclient.Client, err error, term *terminal, o *options) int {
 	code := exitCode(err)
-	report(term, err, c.SessionID())
+	session := c.SessionID()
 	if code == exitUnknown || code == exitConflict {
 		c.Detach() // the session, and the receipt for the request, must survive
 	} else {
 		c.Close() // ends the session
 	}
+	report(term, o.hint(err), session)
 	return code
 }
+
+// hint adds to err what the user can do about it with a flag of mcpcall's.
+func (o *options) hint(err error) error {
+	if !o.auth && o.cmd == "" && errors.Is(err, mcpclient.ErrUnauthorized) {
+		return &hintedError{err: err, hint: "the server wants authorization: run again with -auth to sign in through the browser"}
+	}
+	return err
+}
+
+// A hintedError is an error with advice for the user after it.
+type hintedError struct {
+	err  error
+	hint string
+}
+
+func (e *hintedError) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e *hintedError) Unwrap() error { return e.err }
 
 func isEmptyObject(params json.RawMessage) bool {
 	var obj map[string]json.RawMessage
@@ -433,21 +565,63 @@ func exitCode(err error) int {
 	return exitLocal
 }
 
-// report writes the one stderr line: the error class, the request id, the session id and the
-// attempts, and the error, which quotes the server.
+// report writes the one stderr line, the last: the error class, the request id, the session id
+// and the attempts, and the error, which quotes the server.
 func report(term *terminal, err error, session string) {
 	class := "error"
-	id := `""`
 	attempts := 0
 	var e *mcpclient.Error
 	if errors.As(err, &e) {
 		class = e.Code.String()
-		if !e.Request.ID().IsZero() {
-			id = e.Request.ID().JSON()
-		}
 		attempts = e.Attempts
 	}
+	id := requestIDOf(err)
+	if id == "" {
+		id = `""`
+	}
+	term.endTrace()
 	term.printf("mcpcall: %s: request %s session %q attempts %d: %v", class, id, session, attempts, err)
+}
+
+// requestIDOf returns the JSON text of the id the error names, or "": that of the request of the
+// first *mcpclient.Error in its chain that has one, else that of the first *transport.Error that
+// names one. A failure to open the session is an *mcpclient.Error without a request, about the
+// handshake request its transport error names.
+func requestIDOf(err error) string {
+	var fromTransport string
+	var walk func(error) string
+	walk = func(err error) string {
+		for err != nil {
+			switch e := err.(type) {
+			case *mcpclient.Error:
+				if !e.Request.ID().IsZero() {
+					return e.Request.ID().JSON()
+				}
+			case *transport.Error:
+				if fromTransport == "" {
+					fromTransport = e.ID
+				}
+			}
+			switch u := err.(type) {
+			case interface{ Unwrap() error }:
+				err = u.Unwrap()
+			case interface{ Unwrap() []error }:
+				for _, inner := range u.Unwrap() {
+					if id := walk(inner); id != "" {
+						return id
+					}
+				}
+				return ""
+			default:
+				return ""
+			}
+		}
+		return ""
+	}
+	if id := walk(err); id != "" {
+		return id
+	}
+	return fromTransport
 }
 
 // validHeaderName reports whether k is an HTTP token, as net/http requires of a header name.

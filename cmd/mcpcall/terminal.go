@@ -24,6 +24,9 @@ type terminal struct {
 	// midLine reports that the server's stderr last wrote something other than a newline.
 	midLine bool
 	buf     []byte
+	// traceEnded silences the -v trace once the final line is due: a stream still read while
+	// the client closes must not write after it.
+	traceEnded bool
 }
 
 func newTerminal(w io.Writer) *terminal { return &terminal{w: w} }
@@ -61,10 +64,30 @@ func (t *terminal) Write(p []byte) (int, error) {
 func (t *terminal) printf(format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.printfLocked(format, args...)
+}
+
+func (t *terminal) printfLocked(format string, args ...any) {
 	t.endServerLine()
 	t.buf = termsafe.Append(t.buf[:0], []byte(fmt.Sprintf(format, args...)), false)
 	t.buf = append(t.buf, '\n')
 	t.w.Write(t.buf)
+}
+
+// trace writes one line of the -v trace, unless the trace has ended.
+func (t *terminal) trace(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.traceEnded {
+		t.printfLocked(format, args...)
+	}
+}
+
+// endTrace ends the -v trace: nothing traced later is written.
+func (t *terminal) endTrace() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.traceEnded = true
 }
 
 // close ends what the server's stderr left unfinished.

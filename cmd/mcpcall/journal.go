@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"reflect"
 
 	"github.com/northstar-mcp/mcpclient"
+	"github.com/northstar-mcp/mcpclient/internal/redact"
 )
 
 // recoverRequest looks in the journal for a request of this command that an earlier run left
@@ -71,4 +73,37 @@ func sameCommand(req *mcpclient.Request, o *options, want any) bool {
 	delete(got, "_meta")
 	delete(w, "_meta")
 	return reflect.DeepEqual(got, w)
+}
+
+// commandID is the request id of this command under -journal, and its params in the canonical
+// form the id is derived from: derived from the server, the method and the params, so that
+// running the same command again makes the same request, which the journal and the server's
+// receipts recognize, rather than a new one that runs again.
+func commandID(o *options) (mcpclient.ID, json.RawMessage, error) {
+	params, err := canonicalJSON(o.params)
+	if err != nil {
+		return mcpclient.ID{}, nil, err
+	}
+	// The endpoint without the secrets of its address: a rotated token in the query names the
+	// same server.
+	endpoint := "url " + redact.URL(o.url)
+	switch {
+	case o.sse != "":
+		endpoint = "sse " + redact.URL(o.sse)
+	case o.cmd != "":
+		endpoint = "cmd " + o.cmd
+	}
+	return mcpclient.IDFromKey("mcpcall", endpoint+"\n"+o.method+"\n"+string(params)), params, nil
+}
+
+// canonicalJSON writes raw with its objects' members in key order and no insignificant space,
+// numbers as written, so that two spellings of the same params give the same command.
+func canonicalJSON(raw json.RawMessage) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -91,8 +92,9 @@ func TestJournalRecoversKilledCall(t *testing.T) {
 		t.Fatalf("the id carried %d frames: %q", len(frames), frames)
 	}
 
-	// A third run is a new call: nothing is left to recover.
-	third := mcpcallProcess(args...)
+	// A third run of the same command is the same request, answered from the receipt; with -new
+	// it is a new call.
+	third := mcpcallProcess(append([]string{"-new"}, args...)...)
 	var thirdErr bytes.Buffer
 	third.Stderr = &thirdErr
 	if err := third.Run(); err != nil || strings.Contains(thirdErr.String(), "resending") {
@@ -169,8 +171,9 @@ func TestJournalAnsweredIDIsNotRerun(t *testing.T) {
 
 var regexpID = regexp.MustCompile(`-id ([0-9a-f-]{36})`)
 
-// A journal record that no longer decodes is named on stderr and left alone: the run goes on and
-// sends its own call.
+// A journal record that no longer decodes is named on stderr and left alone: the run of another
+// command goes on and sends its own call; the run of the record's own command sends nothing under
+// its id, whose content is unknown.
 func TestJournalCorruptRecordDoesNotStopTheRun(t *testing.T) {
 	var runs atomic.Int32
 	srv := mcptest.NewHTTPServer(mcptest.WithTool(mcpclient.Tool{Name: "deploy", InputSchema: []byte(`{"type":"object"}`)},
@@ -180,10 +183,11 @@ func TestJournalCorruptRecordDoesNotStopTheRun(t *testing.T) {
 		}))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "journal.db")
+	lost := []string{"-url", srv.URL, "-journal", path, "-retry", "never", "tools/call", `{"name":"deploy","arguments":{"v":1}}`}
 	args := []string{"-url", srv.URL, "-journal", path, "-retry", "never", "tools/call", `{"name":"deploy"}`}
 	var stdout, stderr bytes.Buffer
 	srv.Inject(mcptest.Fault{Kind: mcptest.DropAfterExecution, Tool: "deploy"})
-	if code := run(args, nil, &stdout, &stderr); code != exitUnknown {
+	if code := run(lost, nil, &stdout, &stderr); code != exitUnknown {
 		t.Fatalf("first run: exit %d; %s", code, stderr.String())
 	}
 	id := regexp.MustCompile(`request "([0-9a-f-]{36})"`).FindStringSubmatch(stderr.String())
@@ -205,6 +209,13 @@ func TestJournalCorruptRecordDoesNotStopTheRun(t *testing.T) {
 	}
 	if n := runs.Load(); n != 2 {
 		t.Fatalf("the tool ran %d times, want 2 (the lost call and the new one)", n)
+	}
+
+	// The lost call's own command: its id is the unreadable record's.
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(lost, nil, &stdout, &stderr); code == exitOK || runs.Load() != 2 {
+		t.Fatalf("the command of the unreadable record: exit %d, %d runs; %s", code, runs.Load(), stderr.String())
 	}
 
 	// Naming the unreadable record with -id sends nothing under its id: what it holds is unknown.
@@ -234,5 +245,101 @@ func corruptRecord(t *testing.T, path string, id mcpclient.ID) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With -journal, the same command run again after a success is the same request: the server's
+// receipt answers it and the tool does not run again; once the server lost its receipts, mcpcall
+// sends nothing and says how to send it anew (-new), which runs it again.
+func TestJournalSameCommandAfterASuccessDoesNotRunAgain(t *testing.T) {
+	var runs atomic.Int32
+	srv := mcptest.NewTestHTTPServer(t, mcptest.WithTool(mcpclient.Tool{Name: "charge", InputSchema: []byte(`{"type":"object"}`)},
+		func(ctx context.Context, call *mcptest.ToolCall) (*mcpclient.CallToolResult, error) {
+			runs.Add(1)
+			return &mcpclient.CallToolResult{Content: []mcpclient.Content{mcpclient.TextContent("charged " + string(call.Arguments))}}, nil
+		}))
+	path := filepath.Join(t.TempDir(), "journal.db")
+	first := call(t, "", "-url", srv.URL, "-journal", path, "tools/call", `{"name":"charge","arguments":{"amount":12}}`)
+	if first.code != exitOK || !strings.Contains(first.stdout, "charged") {
+		t.Fatalf("first run: %+v", first)
+	}
+	// The same command, its params spelled otherwise.
+	again := call(t, "", "-url", srv.URL, "-journal", path, "tools/call", `{ "arguments": {"amount": 12}, "name": "charge" }`)
+	const answer = `"text":"charged {\"amount\":12}"`
+	if !strings.Contains(first.stdout, answer) || again.code != exitOK || !strings.Contains(again.stdout, answer) {
+		t.Fatalf("the same command again: %+v; want the first answer", again)
+	}
+	if !strings.Contains(again.stderr, "was answered before") {
+		t.Fatalf("the same command again: stderr %q does not say it was answered before", again.stderr)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times for one command", n)
+	}
+	short := call(t, "", "-url", srv.URL, "-journal", path, "call", "charge", "amount=12")
+	if short.code != exitOK || runs.Load() != 1 {
+		t.Fatalf("the same command in its short form: %+v, %d runs", short, runs.Load())
+	}
+	other := call(t, "", "-url", srv.URL, "-journal", path, "call", "charge", "amount=13")
+	if other.code != exitOK || runs.Load() != 2 {
+		t.Fatalf("another command: %+v, %d runs; want it run", other, runs.Load())
+	}
+
+	srv.Restart() // the receipts go with it
+	lost := call(t, "", "-url", srv.URL, "-journal", path, "call", "charge", "amount=12")
+	if lost.code != exitConflict || lost.stdout != "" || !strings.Contains(lost.stderr, "-new") {
+		t.Fatalf("the same command once the receipt is gone: %+v; want exit %d naming -new", lost, exitConflict)
+	}
+	checkStderr(t, lost)
+	if n := runs.Load(); n != 2 {
+		t.Fatalf("the tool ran %d times; a command answered before must not run again by itself", n)
+	}
+	fresh := call(t, "", "-url", srv.URL, "-journal", path, "-new", "call", "charge", "amount=12")
+	if fresh.code != exitOK || runs.Load() != 3 {
+		t.Fatalf("-new: %+v, %d runs; want it run as a new request", fresh, runs.Load())
+	}
+}
+
+// -new is for -journal alone, and contradicts -id.
+func TestNewFlagUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"-url", "http://127.0.0.1:1/mcp", "-new", "ping"},
+		{"-url", "http://127.0.0.1:1/mcp", "-journal", "j.db", "-new", "-id", "x", "ping"},
+	} {
+		if r := call(t, "", args...); r.code != exitLocal || !strings.Contains(r.stderr, "-new") {
+			t.Errorf("%q: %+v; want a usage error naming -new", args, r)
+		}
+	}
+}
+
+// A command's id depends on the server, the method and the params, not on how the params are
+// spelled, nor on the secrets of the server's address.
+func TestCommandID(t *testing.T) {
+	id := func(url, method, params string) string {
+		t.Helper()
+		got, _, err := commandID(&options{url: url, method: method, params: json.RawMessage(params)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.String()
+	}
+	base := id("https://a.example/mcp", "tools/call", `{"name":"x","arguments":{"n":1}}`)
+	for _, tc := range []struct {
+		url, method, params string
+		same                bool
+	}{
+		{"https://a.example/mcp", "tools/call", `{ "arguments" : { "n" : 1 }, "name" : "x" }`, true},
+		{"https://a.example/mcp?token=secret2", "tools/call", `{"name":"x","arguments":{"n":1}}`, false},
+		{"https://b.example/mcp", "tools/call", `{"name":"x","arguments":{"n":1}}`, false},
+		{"https://a.example/mcp", "tools/call", `{"name":"x","arguments":{"n":1.0}}`, false},
+		{"https://a.example/mcp", "tools/call", `{"name":"x","arguments":{"n":2}}`, false},
+		{"https://a.example/mcp", "prompts/get", `{"name":"x","arguments":{"n":1}}`, false},
+	} {
+		if got := id(tc.url, tc.method, tc.params); (got == base) != tc.same {
+			t.Errorf("%s %s %s: same id %v, want %v", tc.url, tc.method, tc.params, got == base, tc.same)
+		}
+	}
+	a := id("https://a.example/mcp?token=one", "ping", `{}`)
+	if b := id("https://a.example/mcp?token=two", "ping", `{}`); a != b {
+		t.Errorf("the query's secret changed the command's id")
 	}
 }

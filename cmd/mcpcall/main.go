@@ -19,6 +19,13 @@
 // none), mcpcall sends nothing and exits 4 naming the id; run it again with -id ID to resend it
 // all the same, once you have looked at the server's state.
 //
+// Under -journal a command's request id is derived from the command (mcpclient.IDFromKey of the
+// server, METHOD and PARAMS, the latter in key order), so the same command run again after a
+// success is the same request: a server that still holds its receipt answers with the answer it
+// kept, which mcpcall prints, saying so on stderr; otherwise mcpcall sends nothing and exits 5,
+// as the request was answered before. -new sends the command as a new request under a new id,
+// which runs it again.
+//
 // With -auth, a server that requires OAuth is signed in to through the browser: mcpcall prints
 // the authorization URL, opens it, and waits for the authorization server to redirect back to a
 // listener on 127.0.0.1; the tokens are kept in -token-file (mode 0600), so that later runs sign
@@ -131,6 +138,7 @@ type options struct {
 	tokenFile     string
 	authIssuer    string
 	journal       string
+	fresh         bool // -new
 	verbose       bool
 	tool          string
 	toolArgs      string
@@ -173,7 +181,8 @@ func parseArgs(args []string, stdin io.Reader, stdout, stderr io.Writer) (*optio
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "overall deadline")
 	fs.Var(&o.headers, "header", "extra HTTP header 'K: V', repeatable")
 	fs.BoolVar(&o.auth, "auth", false, "authorize with OAuth when the server asks: sign in through the browser (a loopback redirect), tokens kept in -token-file")
-	fs.StringVar(&o.journal, "journal", "", "record the request in this file before sending it; a run killed mid-call and started again with the same command resends the same bytes under the same id")
+	fs.StringVar(&o.journal, "journal", "", "record the request in this file before sending it, under an id derived from the command: the same command run again, after a kill mid-call or a success, is the same request, which the server's receipt answers without running it again")
+	fs.BoolVar(&o.fresh, "new", false, "with -journal, send the command as a new request under a new id even if it was answered before: it runs again")
 	fs.StringVar(&o.authIssuer, "auth-issuer", "", "the only authorization server (issuer URL) -auth signs in with")
 	fs.StringVar(&o.tokenFile, "token-file", "", "where -auth keeps tokens (mode 0600; default: the user's config directory, mcpclient/tokens.json)")
 	fs.BoolVar(&o.verbose, "v", false, "trace every frame sent and received on stderr, with its HTTP method, endpoint and status; credentials are masked")
@@ -217,6 +226,10 @@ func parseArgs(args []string, stdin io.Reader, stdout, stderr io.Writer) (*optio
 		return nil, errors.New("-token-file needs -auth")
 	case o.authIssuer != "" && !o.auth:
 		return nil, errors.New("-auth-issuer needs -auth")
+	case o.fresh && o.journal == "":
+		return nil, errors.New("-new needs -journal: without it every run is a new request")
+	case o.fresh && o.idSet:
+		return nil, errors.New("give -new or -id, not both")
 	}
 	for name, endpoint := range map[string]string{"-url": o.url, "-sse": o.sse} {
 		if endpoint != "" {
@@ -463,6 +476,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if req, code = recoverRequest(ctx, c, o, term); code >= 0 {
 			return code
 		}
+		if !o.idSet && !o.fresh {
+			// The same command is the same request: a run after a success finds it answered
+			// rather than sending it as a new one.
+			id, params, err := commandID(o)
+			if err != nil {
+				c.Close()
+				term.printf("mcpcall: usage: PARAMS: %v", err)
+				return exitLocal
+			}
+			// Sent in the form the id was derived from, so that the same command spelled
+			// otherwise is the same bytes under the id.
+			o.params = params
+			callOpts = append(callOpts, mcpclient.WithRequestID(id))
+		}
 	}
 	if req == nil {
 		if req, err = c.NewRequest(o.method, o.params, callOpts...); err != nil {
@@ -479,6 +506,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// The session ends before the last line, so that -v traces its end before it.
 	c.Close()
+	if resp.Replayed {
+		term.printf("mcpcall: request %s was answered before: this is the answer the server kept for it, not a new run", resp.Request.ID().JSON())
+	}
 	var line bytes.Buffer
 	if err := json.Compact(&line, resp.Result); err != nil {
 		term.endTrace()
@@ -513,6 +543,9 @@ func failed(c *mcpclient.Client, err error, term *terminal, o *options) int {
 func (o *options) hint(err error) error {
 	if !o.auth && o.cmd == "" && errors.Is(err, mcpclient.ErrUnauthorized) {
 		return &hintedError{err: err, hint: "the server wants authorization: run again with -auth to sign in through the browser"}
+	}
+	if o.journal != "" && !o.idSet && errors.Is(err, mcpclient.ErrAlreadyAnswered) {
+		return &hintedError{err: err, hint: "this command was answered before and the server no longer holds the answer: run again with -new to send it as a new request, which runs it again"}
 	}
 	return err
 }

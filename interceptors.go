@@ -356,8 +356,8 @@ type AttemptEvent struct {
 //
 // A client whose revision is not pinned opens a session with a server of the revisions with
 // sessions in two attempts: the server/discover the server refuses, told with OlderServer set and
-// no error, then the initialize that opens the session. A failed attempt is one whose Err is not
-// nil.
+// no error, then the initialize that opens the session. Once it knows the server is older, its
+// later sessions open with initialize alone. A failed attempt is one whose Err is not nil.
 func WithAttemptHook(h func(ctx context.Context, ev AttemptEvent)) Option {
 	return optionFunc(func(c *config) {
 		switch prev := c.onAttempt; {

@@ -237,19 +237,26 @@ var (
 // again would meet the same refusal. The headers the interceptors gave an answered request
 // become the session's, for its messages that belong to no call.
 func (c *Client) sendHandshake(ctx context.Context, s *session, req *Request) (json.RawMessage, error) {
-	var ev AttemptEvent
+	var a handshakeAttempt
+	raw, err := c.exchangeHandshake(ctx, s, req, &a)
+	c.tellAttempt(ctx, &a)
+	return raw, err
+}
+
+// exchangeHandshake is sendHandshake but for the attempt hook: it records the attempt in a, for
+// the caller to tell once it has read the answer.
+func (c *Client) exchangeHandshake(ctx context.Context, s *session, req *Request, a *handshakeAttempt) (json.RawMessage, error) {
 	var start time.Time
 	if c.cfg.onAttempt != nil {
-		ev, start = attemptEvent(req, s, 1, true), time.Now()
+		a.ev, a.hooked, start = attemptEvent(req, s, 1, true), true, time.Now()
 	}
 	out := c.send(ctx, s, req, 1, true)
 	outcome := transport.NotDelivered
 	if out.sent {
 		outcome = c.cfg.retry.Classify(out.err, false)
 	}
-	if c.cfg.onAttempt != nil {
-		ev.finish(start, outcome, out.err)
-		c.cfg.onAttempt(ctx, ev)
+	if a.hooked {
+		a.ev.finish(start, outcome, out.err)
 	}
 	switch {
 	case !out.sent && out.err != nil:
@@ -261,6 +268,35 @@ func (c *Client) sendHandshake(ctx context.Context, s *session, req *Request) (j
 		return out.answer()
 	}
 	return out.result, out.err
+}
+
+// handshakeAttempt is the event of a handshake request's attempt, kept until the answer has been
+// read: only then does server/discover know whether its refusal was an older server's answer.
+type handshakeAttempt struct {
+	ev     AttemptEvent
+	hooked bool // the client has an attempt hook, and ev is its event
+}
+
+// olderServer marks the attempt as a server/discover that an older server answered as such: the
+// answer the probe asked for, whatever its status, so no failure.
+func (a *handshakeAttempt) olderServer() {
+	if a.hooked {
+		a.ev.OlderServer, a.ev.Outcome, a.ev.Err = true, transport.Answered, nil
+	}
+}
+
+// fail marks the attempt failed with err, for an answer that arrived but cannot be read.
+func (a *handshakeAttempt) fail(err error) {
+	if a.hooked && a.ev.Err == nil {
+		a.ev.Err = err
+	}
+}
+
+// tellAttempt calls the attempt hook with the event of a, if the client has one.
+func (c *Client) tellAttempt(ctx context.Context, a *handshakeAttempt) {
+	if a.hooked {
+		c.cfg.onAttempt(ctx, a.ev)
+	}
 }
 
 // An AttemptEvent tells how one attempt went: one sending of a request, or a failure to open
@@ -285,8 +321,21 @@ type AttemptEvent struct {
 	Outcome transport.Outcome
 	// HTTPStatus is the status of a non-2xx HTTP response, or 0.
 	HTTPStatus int
-	// Err is the attempt's error, nil for a result.
+	// Err is the attempt's error: an attempt failed when Err is not nil. It is nil for a result,
+	// and for a server/discover that an older server refused (OlderServer).
 	Err error
+	// OlderServer: the attempt is the server/discover with which a client whose revision is not
+	// pinned opens a session, and the server answered it as a server of the revisions with
+	// sessions (2025-11-25 and earlier) does, so the session opens with initialize, whose attempt
+	// follows. Such a server refuses a method it does not know: with the JSON-RPC error Invalid
+	// Request, Method not found or Invalid params, with an HTTP 400, 404 or 405 (whatever error
+	// its body holds), by ending the session, or with the error Unsupported protocol version
+	// naming revisions with sessions alone; or it answers with a result that names no stateless
+	// revision. That answer is what the probe asked, not a failure: Outcome is Answered, Err is
+	// nil, and HTTPStatus keeps the status of the refusal. A server/discover that went otherwise
+	// (no answer in time, a 5xx, a result that does not decode, another JSON-RPC error) has its
+	// error in Err, though the client may go on to initialize all the same.
+	OlderServer bool
 	// Replayed: the server answered from its receipt of an earlier send (see Response.Replayed).
 	Replayed bool
 	// Delay is the wait before the call's next attempt; 0 when none follows.
@@ -298,7 +347,17 @@ type AttemptEvent struct {
 // handshake request. ctx is the call's context (for a handshake, that of the call or Connect
 // that opened the session), with its values: a span to add the attempt to. h runs on the
 // calling goroutine: it must not block. RetryPolicy.OnRetry is the special case of the attempts
-// that another follows. Each WithAttemptHook adds a hook; they are called in the order given.
+// that another follows.
+//
+// Hooks add up: each WithAttemptHook option adds h to those given before it, none replaces
+// another, and every hook is called for every attempt, in the order the options were given (an
+// option that installs a hook, such as the OpenTelemetry module's AttemptHook, counts as one of
+// them). A nil h adds nothing.
+//
+// A client whose revision is not pinned opens a session with a server of the revisions with
+// sessions in two attempts: the server/discover the server refuses, told with OlderServer set and
+// no error, then the initialize that opens the session. Once it knows the server is older, its
+// later sessions open with initialize alone. A failed attempt is one whose Err is not nil.
 func WithAttemptHook(h func(ctx context.Context, ev AttemptEvent)) Option {
 	return optionFunc(func(c *config) {
 		switch prev := c.onAttempt; {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"time"
 
@@ -347,7 +348,6 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 	if pinned {
 		version = c.cfg.version
 	}
-	older := lifecycle{version: c.initializeOffer()}
 	for range discoverAttempts {
 		req, err := c.build(requestSpec{method: "server/discover", version: version})
 		if err != nil {
@@ -355,55 +355,103 @@ func (c *Client) discover(ctx context.Context, s *session) (lifecycle, error) {
 		}
 		asked := discoverSerials.Add(1)
 		probeCtx, cancel := context.WithTimeoutCause(ctx, discoverTimeout, errNoDiscoverAnswer)
-		raw, err := c.sendHandshake(probeCtx, s, req)
+		var a handshakeAttempt
+		raw, err := c.exchangeHandshake(probeCtx, s, req, &a)
 		cancel()
-		if errors.Is(err, ErrRefused) {
-			return lifecycle{}, err
+		lc, retry, err := c.readDiscover(ctx, req, raw, err, version, asked, pinned, &a)
+		c.tellAttempt(ctx, &a)
+		if retry != "" {
+			version = retry
+			continue
 		}
-		if errors.Is(err, errNoDiscoverAnswer) && ctx.Err() == nil {
-			return older, nil // no answer within reason: an older server
-		}
-		if err == nil {
-			if !pinned && listsNoStatelessRevision(raw) {
-				return older, nil // an older server's answer, not worth decoding
-			}
-			var res discoverResult
-			if json.Unmarshal(raw, &res) != nil {
-				return older, nil
-			}
-			if v := bestVersion(res.SupportedVersions, version, true); v != "" {
-				return lifecycle{stateless: true, version: v, result: &res, asked: asked, arrived: time.Now()}, nil
-			}
-			// An older server that answers every method with an empty result.
-			if pinned {
-				return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: fmt.Errorf("server/discover named no revision of %v", res.SupportedVersions)}
-			}
-			return older, nil
-		}
-		var rpc *RPCError
-		switch {
-		case errors.As(err, &rpc) && rpc.Code == RPCUnsupportedProtocolVersion:
-			supported := rpc.supportedVersions()
-			if v := bestVersion(supported, version, true); v != "" {
-				version = v
-				continue
-			}
-			if v := bestVersion(supported, "", false); v != "" && !pinned {
-				return lifecycle{version: v}, nil
-			}
-			return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
-				Err: fmt.Errorf("the server speaks %v; this client speaks %v: %w", supported, supportedVersions, err)}
-		case pinned && (rpc != nil || transport.OutcomeOf(err) == transport.Answered):
-			return lifecycle{}, &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err}
-		case errors.Is(err, transport.ErrSessionNotFound):
-			older.redial = true
-			return older, nil
-		case rpc != nil || transport.OutcomeOf(err) == transport.Answered:
-			return older, nil // whatever refused server/discover is an older server
-		}
-		return lifecycle{}, fmt.Errorf("server/discover: %w", err) // nothing got through; the caller dials again
+		return lc, err
 	}
 	return lifecycle{}, &Error{Code: CodeUnsupportedVersion, Err: errors.New("the server kept refusing the protocol revision it named")}
+}
+
+// readDiscover reads the answer to the server/discover numbered asked, which offered version:
+// the lifecycle it settles, or the stateless revision to ask again with (retry), or the failure
+// of discover. It marks the attempt a as an older server's answer when it is one, so that the
+// attempt hook is not told of a failure where the probe learned what it asked; any other error
+// stays the attempt's, even where the client goes on to initialize.
+func (c *Client) readDiscover(ctx context.Context, req *Request, raw json.RawMessage, err error, version string, asked uint64, pinned bool, a *handshakeAttempt) (lc lifecycle, retry string, _ error) {
+	older := lifecycle{version: c.initializeOffer()}
+	if errors.Is(err, ErrRefused) {
+		return lifecycle{}, "", err
+	}
+	if errors.Is(err, errNoDiscoverAnswer) && ctx.Err() == nil {
+		return older, "", nil // no answer within reason: an older server, or one failing to answer
+	}
+	if err == nil {
+		if !pinned && listsNoStatelessRevision(raw) {
+			a.olderServer()
+			return older, "", nil // an older server's answer, not worth decoding
+		}
+		var res discoverResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			a.fail(fmt.Errorf("server/discover result: %w", err))
+			return older, "", nil
+		}
+		if v := bestVersion(res.SupportedVersions, version, true); v != "" {
+			return lifecycle{stateless: true, version: v, result: &res, asked: asked, arrived: time.Now()}, "", nil
+		}
+		// An older server that answers every method with an empty result.
+		if pinned {
+			return lifecycle{}, "", &Error{Code: CodeUnsupportedVersion, Err: fmt.Errorf("server/discover named no revision of %v", res.SupportedVersions)}
+		}
+		a.olderServer()
+		return older, "", nil
+	}
+	var rpc *RPCError
+	switch {
+	case errors.As(err, &rpc) && rpc.Code == RPCUnsupportedProtocolVersion:
+		supported := rpc.supportedVersions()
+		if v := bestVersion(supported, version, true); v != "" {
+			return lifecycle{}, v, nil
+		}
+		if v := bestVersion(supported, "", false); v != "" && !pinned {
+			a.olderServer()
+			return lifecycle{version: v}, "", nil
+		}
+		return lifecycle{}, "", &Error{Code: CodeUnsupportedVersion, Request: req, Attempts: 1,
+			Err: fmt.Errorf("the server speaks %v; this client speaks %v: %w", supported, supportedVersions, err)}
+	case pinned && (rpc != nil || transport.OutcomeOf(err) == transport.Answered):
+		return lifecycle{}, "", &Error{Code: CodeServerError, Request: req, Attempts: 1, Err: err}
+	case errors.Is(err, transport.ErrSessionNotFound):
+		a.olderServer()
+		older.redial = true
+		return older, "", nil
+	case rpc != nil || transport.OutcomeOf(err) == transport.Answered:
+		if refusesUnknownMethod(err, rpc) {
+			a.olderServer()
+		}
+		return older, "", nil // whatever refused server/discover is an older server
+	}
+	return lifecycle{}, "", fmt.Errorf("server/discover: %w", err) // nothing got through; the caller dials again
+}
+
+// refusesUnknownMethod reports whether err, with rpc its JSON-RPC error if any, is how a server
+// of the revisions with sessions refuses a request it does not know: an HTTP 400, 404 or 405,
+// or without an HTTP status, the JSON-RPC error Invalid Request, Method not found or Invalid
+// params. A server error (5xx, Internal error, a code of the server's own) is none: it may come
+// from a server that knows server/discover and failed to answer it.
+func refusesUnknownMethod(err error, rpc *RPCError) bool {
+	var se *transport.StatusError
+	if errors.As(err, &se) {
+		switch se.StatusCode {
+		case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+			return true
+		}
+		return false
+	}
+	if rpc == nil {
+		return false
+	}
+	switch rpc.Code {
+	case RPCInvalidRequest, RPCMethodNotFound, RPCInvalidParams:
+		return true
+	}
+	return false
 }
 
 // listsNoStatelessRevision reports whether an answer to server/discover surely lists no stateless

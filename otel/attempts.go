@@ -35,6 +35,11 @@ const (
 	AttemptHandshakeKey = attribute.Key("mcpclient.attempt.handshake")
 	// AttemptErrorKey is the attempt's error message, when it failed.
 	AttemptErrorKey = attribute.Key("mcpclient.attempt.error")
+	// AttemptOlderServerKey, true, marks the server/discover that a server of the revisions with
+	// sessions refused, which is no failure: the client opens the session with initialize
+	// instead (see mcpclient.AttemptEvent.OlderServer). The event carries no AttemptErrorKey,
+	// but the status of the refusal as http.response.status_code, if it had one.
+	AttemptOlderServerKey = attribute.Key("mcpclient.attempt.older_server")
 )
 
 // AttemptHook returns the client option that records every attempt with RecordAttempt. Pass it
@@ -42,8 +47,9 @@ const (
 // call become events of its span, a request id the call did not return is learned from them,
 // and a session the client opens in place of a lost one restarts mcp.client.session.duration.
 //
-// A client has one attempt hook, the last given: to keep a hook of your own, call RecordAttempt
-// from it.
+// Hooks add up: AttemptHook is one mcpclient.WithAttemptHook option among those given, none
+// replaces another, and every hook is called for every attempt, in the order the options were
+// given. A hook of your own given after AttemptHook finds the attempt already recorded.
 func AttemptHook() mcpclient.Option {
 	return mcpclient.WithAttemptHook(RecordAttempt)
 }
@@ -59,7 +65,7 @@ func RecordAttempt(ctx context.Context, ev mcpclient.AttemptEvent) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 11)
+	attrs := make([]attribute.KeyValue, 0, 12)
 	attrs = append(attrs,
 		semconv.McpMethodNameKey.String(ev.Method),
 		AttemptNumberKey.Int(ev.Attempt),
@@ -82,6 +88,9 @@ func RecordAttempt(ctx context.Context, ev mcpclient.AttemptEvent) {
 	}
 	if ev.Err != nil {
 		attrs = append(attrs, AttemptErrorKey.String(ev.Err.Error()))
+	}
+	if ev.OlderServer {
+		attrs = append(attrs, AttemptOlderServerKey.Bool(true))
 	}
 	span.AddEvent(AttemptEvent, trace.WithAttributes(attrs...))
 }

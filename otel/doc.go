@@ -47,7 +47,20 @@
 // With AttemptHook, every attempt of a call is an event of its span, named AttemptEvent, with the
 // attempt's number, outcome, latency, HTTP status and the wait before the next: a reply lost and
 // read again from the server's receipt is two events on one span. Handshake requests are events
-// too (AttemptHandshakeKey), of the span of the call that opened the session.
+// too (AttemptHandshakeKey), of the span of the call that opened the session, or of the span in
+// the context given to mcpclient.Connect. A failed attempt's event carries AttemptErrorKey.
+//
+// A client that does not pin its revision opens a session with server/discover, which a server
+// of the revisions with sessions refuses; the client then sends initialize. That refusal is the
+// answer the probe asked for, not a failure: its event carries AttemptOlderServerKey, and no
+// AttemptErrorKey. A server/discover that failed otherwise (no answer in time, a 5xx, a result
+// that does not decode) carries AttemptErrorKey as any failed attempt does. error.type, on spans
+// and measurements, is only ever that of a call that failed: a session opened with initialize
+// after the refusal gives none.
+//
+// Hooks add up: AttemptHook is one mcpclient.WithAttemptHook option among those given, none
+// replaces another, and every hook is called for every attempt, in the order the options were
+// given; a hook of your own needs no call to RecordAttempt.
 //
 // # Metrics
 //

@@ -146,7 +146,7 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithReport has Run call f with each pass's Summary once the pass is over.
+// WithReport has Run and Pass call f with each pass's Summary once the pass is over.
 func WithReport(f func(Summary)) Option { return func(c *config) { c.report = f } }
 
 func newConfig(opts []Option) (*config, error) {
@@ -219,6 +219,9 @@ func Pass(ctx context.Context, c *mcpclient.Client, opts ...Option) (Summary, er
 		return Summary{}, errors.New("worker: nil client")
 	}
 	s := pass(ctx, c, cfg)
+	if cfg.report != nil {
+		cfg.report(s)
+	}
 	return s, s.Err
 }
 

@@ -115,6 +115,9 @@ func TestPassLeavesWhatCouldRunTwice(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times; the default handler must leave a request it could run twice", n)
 	}
+	if len(reports) != 1 || reports[0] != s {
+		t.Fatalf("reported %+v, want the pass's summary once", reports)
+	}
 	rec, ok, err := c.Journaled(context.Background(), mcpclient.IDFromKey("billing", "a"))
 	if err != nil || !ok || !rec.Unresolved() {
 		t.Fatalf("the job after the pass: %+v, %v, %v; want it still unresolved", rec, ok, err)

@@ -47,8 +47,9 @@
 //   - "MCPCallInterrupted", retryable: the call's own context ended after the request may have
 //     been sent (the activity timed out, was cancelled, its worker stopped; or the call's
 //     WithTimeouts bound passed). The client would have sent the same bytes again under the same
-//     id; the next attempt does so, and reads the outcome from the server's receipt. A cancelled
-//     activity is reported cancelled, as Temporal asks.
+//     id; the next attempt does so, and reads the outcome from the server's receipt. (Temporal
+//     itself does not retry an activity that was cancelled, and after a timeout it retries by
+//     its policy whatever the attempt returns.)
 //   - "MCPRequestInFlight", retryable: the server is running the request under its id (an earlier
 //     attempt's) and refused a second copy. It cannot run twice; a later attempt reads its
 //     outcome.

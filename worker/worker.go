@@ -235,11 +235,10 @@ func unusable(err error) bool {
 func pass(ctx context.Context, c *mcpclient.Client, cfg *config) Summary {
 	var (
 		s    Summary
-		mu   sync.Mutex // guards s's counts while handlers run
+		mu   sync.Mutex // guards the counts the handlers write
 		wg   sync.WaitGroup
 		sema = make(chan struct{}, cfg.concurrency)
 	)
-	defer wg.Wait()
 	for r, err := range c.Recover(ctx) {
 		if r.Request == nil && r.Record.ID.IsZero() {
 			// The journal could not be read at all, or the listing stopped with ctx.
@@ -275,9 +274,7 @@ func pass(ctx context.Context, c *mcpclient.Client, cfg *config) Summary {
 			}
 		})
 	}
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
+	wg.Wait() // the handlers' writes happen before it returns
 	return s
 }
 
